@@ -1,0 +1,91 @@
+"""Argument validation shared by the whole package.
+
+Every public function checks its input with these helpers so that bad input fails at
+the call site with a message naming the argument, what was expected and what was given,
+instead of a silent broadcast or a shape error deep inside torch.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Collection
+from typing import Any
+
+import torch
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_int(name: str, value: Any, *, min_value: int | None = None) -> int:
+    """Return ``value`` if it is an int (not a bool) and at least ``min_value``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {_describe(value)}")
+    if min_value is not None and value < min_value:
+        raise ValueError(f"{name} must be >= {min_value}, got {value}")
+    return int(value)
+
+
+def check_positive_int(name: str, value: Any) -> int:
+    return check_int(name, value, min_value=1)
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    min_value: float | None = None,
+    max_value: float | None = None,
+    strict_min: bool = False,
+) -> float:
+    """Return ``value`` as a float if it is a real number in the given range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+    value = float(value)
+    if value != value:  # NaN compares unequal to itself
+        raise ValueError(f"{name} must not be NaN")
+    if min_value is not None:
+        if strict_min and value <= min_value:
+            raise ValueError(f"{name} must be > {min_value}, got {value}")
+        if not strict_min and value < min_value:
+            raise ValueError(f"{name} must be >= {min_value}, got {value}")
+    if max_value is not None and value > max_value:
+        raise ValueError(f"{name} must be <= {max_value}, got {value}")
+    return value
+
+
+def check_choice(name: str, value: Any, choices: Collection[Any]) -> Any:
+    if value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {options}; got {value!r}")
+    return value
+
+
+def check_tensor(
+    name: str,
+    value: Any,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    floating: bool | None = None,
+) -> torch.Tensor:
+    """Return ``value`` if it is a tensor of the given rank(s) and kind of dtype.
+
+    ``floating=True`` asks for a floating-point dtype, ``False`` for an integer one.
+    """
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {_describe(value)}")
+    if ndim is not None:
+        ranks = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if value.dim() not in ranks:
+            expected = " or ".join(str(r) for r in ranks)
+            raise ValueError(
+                f"{name} must have {expected} dimensions, got shape {tuple(value.shape)}"
+            )
+    if floating is True and not value.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
+    if floating is False and (value.is_floating_point() or value.is_complex()):
+        raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
+    return value

@@ -1,0 +1,5 @@
+"""Shared test configuration."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests draw figures without a display

@@ -1,0 +1,61 @@
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from seqbook.utils import Timer, default_device, seed_everything, to_device
+
+
+def test_seed_everything_makes_all_generators_repeat():
+    seed_everything(123)
+    first = (np.random.rand(3), torch.rand(3), __import__("random").random())
+    seed_everything(123)
+    second = (np.random.rand(3), torch.rand(3), __import__("random").random())
+    assert np.array_equal(first[0], second[0])
+    assert torch.equal(first[1], second[1])
+    assert first[2] == second[2]
+
+
+def test_different_seeds_differ():
+    seed_everything(1)
+    a = torch.rand(5)
+    seed_everything(2)
+    assert not torch.equal(a, torch.rand(5))
+
+
+def test_seed_accepts_seeds_beyond_32_bits():
+    seed_everything(2**40)  # NumPy alone would reject this
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.5, TypeError), ("0", TypeError), (True, TypeError)])
+def test_seed_everything_rejects_bad_seeds(bad, error):
+    with pytest.raises(error, match="seed"):
+        seed_everything(bad)
+
+
+def test_default_device_matches_cuda_availability():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert default_device().type == expected
+
+
+def test_to_device_walks_nested_containers_and_keeps_other_values():
+    batch = {"x": torch.zeros(2), "pair": (torch.ones(1), "name"), "lengths": [torch.tensor(3), 4]}
+    moved = to_device(batch, "cpu")
+    assert isinstance(moved, dict) and isinstance(moved["pair"], tuple)
+    assert moved["pair"][1] == "name" and moved["lengths"][1] == 4
+    assert torch.equal(moved["x"], batch["x"])
+
+
+def test_to_device_keeps_named_tuples():
+    from seqbook.data import NumberPair
+
+    pair = NumberPair(3, "three", "drei")
+    assert to_device(pair, "cpu") == pair
+
+
+def test_timer_measures_elapsed_time():
+    with Timer() as timer:
+        time.sleep(0.02)
+    assert 0.015 < timer.seconds < 1.0
+    assert "Timer(seconds=" in repr(timer)
