@@ -1,0 +1,108 @@
+"""Surnames by language, from the name lists that ``faker`` ships for each locale.
+
+The lists are real surnames collected by faker's contributors for each country. Names
+that occur in more than one of the chosen languages (``Adam`` is French and Slovak)
+are dropped, so every name has exactly one correct label.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from functools import lru_cache
+from typing import NamedTuple
+
+from seqbook._checks import check_int
+from seqbook.data.splits import Splits, split_dataset
+
+__all__ = ["Surname", "SURNAME_LOCALES", "surnames"]
+
+#: The languages of :func:`~seqbook.data.surnames` and the faker locale each one's names come from:
+#: Latin-script locales with about 200 or more distinct surnames. Scripts that give the
+#: language away at the first character (Greek, Cyrillic, CJK) would make the task trivial.
+SURNAME_LOCALES: dict[str, str] = {
+    "Croatian": "hr_HR",
+    "Czech": "cs_CZ",
+    "Dutch": "nl_NL",
+    "English": "en_GB",
+    "Estonian": "et_EE",
+    "Finnish": "fi_FI",
+    "French": "fr_FR",
+    "German": "de_DE",
+    "Irish": "ga_IE",
+    "Italian": "it_IT",
+    "Spanish": "es_ES",
+    "Swedish": "sv_SE",
+}
+
+
+class Surname(NamedTuple):
+    name: str
+    language: str
+
+
+@lru_cache(maxsize=None)
+def _locale_surnames(locale: str) -> frozenset[str]:
+    """Every distinct surname in the person provider of a faker locale."""
+    import faker  # imported here: building Faker objects is slow and rarely needed
+
+    with warnings.catch_warnings():  # some locales warn that they are deprecated
+        warnings.simplefilter("ignore")
+        fake = faker.Faker(locale)
+    (provider,) = [p for p in fake.providers if ".person." in type(p).__module__]
+    names: set[str] = set()
+    for attribute in ("last_names", "last_names_male", "last_names_female"):
+        names.update(getattr(provider, attribute, None) or ())  # lists or weighted dicts
+    return frozenset(name.strip() for name in names if name.strip())
+
+
+def surnames(
+    languages: list[str] | None = None,
+    per_language: int = 180,
+    valid_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    seed: int = 0,
+) -> Splits[Surname]:
+    """A balanced (surname, language) data set, split with the same balance in each split.
+
+    Args:
+        languages: names from :data:`~seqbook.data.surnames.SURNAME_LOCALES` (default: all 12 of them).
+        per_language: how many surnames to draw from each language (>= 1).
+        valid_fraction, test_fraction: shares of the held-out splits, per language.
+        seed: seeds both the draw and the split.
+
+    Returns:
+        :class:`~seqbook.data.Splits` of :class:`Surname` pairs.
+
+    Example:
+        >>> data = surnames(["German", "Italian"], per_language=50)
+        >>> data.sizes()
+        (80, 10, 10)
+    """
+    if languages is None:
+        languages = list(SURNAME_LOCALES)
+    if isinstance(languages, str) or not languages:
+        raise TypeError(f"languages must be a non-empty list of names, got {languages!r}")
+    unknown = [lang for lang in languages if lang not in SURNAME_LOCALES]
+    if unknown:
+        raise ValueError(
+            f"languages has unknown entries {unknown}; choose from {sorted(SURNAME_LOCALES)}"
+        )
+    per_language = check_int("per_language", per_language, min_value=1)
+    seed = check_int("seed", seed, min_value=0)
+
+    pools = {lang: _locale_surnames(SURNAME_LOCALES[lang]) for lang in languages}
+    examples: list[Surname] = []
+    rng = random.Random(seed)
+    for lang in languages:
+        others = set().union(*(pool for other, pool in pools.items() if other != lang))
+        unambiguous = sorted(pools[lang] - others)
+        if len(unambiguous) < per_language:
+            raise ValueError(
+                f"per_language={per_language} is more than the {len(unambiguous)} "
+                f"unambiguous {lang} surnames available"
+            )
+        examples += [Surname(name, lang) for name in rng.sample(unambiguous, per_language)]
+    return split_dataset(
+        examples, valid_fraction, test_fraction, seed=seed, stratify=lambda s: s.language
+    )

@@ -1,0 +1,136 @@
+"""Tokens and vocabularies: the bridge from text to the integer ids an embedding reads."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from seqbook._checks import check_choice, check_int
+
+__all__ = ["Vocab", "tokenize"]
+
+# A word is a run of letters/digits; every other non-space character is a token of its
+# own, so "thirty-four" -> ["thirty", "-", "four"] and hyphens survive the round trip.
+_WORD_PATTERN = re.compile(r"\w+|[^\w\s]")
+
+
+def tokenize(text: str, level: str = "char") -> list[str]:
+    """Split ``text`` into tokens at the character or the word level.
+
+    Args:
+        text: the string to split.
+        level: ``"char"`` (every character, spaces included, is a token) or ``"word"``
+            (runs of letters and digits, and each punctuation mark on its own).
+
+    Example:
+        >>> tokenize("forty-two", level="word")
+        ['forty', '-', 'two']
+        >>> tokenize("abc")
+        ['a', 'b', 'c']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_choice("level", level, ("char", "word"))
+    if level == "char":
+        return list(text)
+    return _WORD_PATTERN.findall(text)
+
+
+class Vocab:
+    """A two-way map between tokens and integer ids.
+
+    Ids 0-3 are the special tokens ``<pad> <bos> <eos> <unk>``, in that order, so
+    padding is always id 0. The other tokens follow by decreasing frequency in the
+    corpus (ties broken alphabetically, so the ids do not depend on corpus order).
+    Tokens rarer than ``min_freq`` are left out and encode as ``<unk>``.
+
+    Args:
+        corpus: an iterable of token sequences (e.g. ``[tokenize(s) for s in texts]``).
+        min_freq: the smallest count a token needs to get its own id.
+
+    Example:
+        >>> vocab = Vocab([["a", "b", "a"], ["c"]])
+        >>> len(vocab), vocab.encode(["a", "z"], add_eos=True)
+        (7, [4, 3, 2])
+        >>> vocab.decode([1, 4, 5, 2])
+        ['a', 'b']
+    """
+
+    PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+    SPECIALS = (PAD, BOS, EOS, UNK)
+
+    def __init__(self, corpus: Iterable[Sequence[str]], min_freq: int = 1) -> None:
+        self.min_freq = check_int("min_freq", min_freq, min_value=1)
+        if isinstance(corpus, str):
+            raise TypeError(
+                "corpus must be an iterable of token sequences, got a single str; "
+                "wrap it, e.g. Vocab([tokenize(text)])"
+            )
+        counts: Counter[str] = Counter()
+        for position, tokens in enumerate(corpus):
+            if isinstance(tokens, str) and len(tokens) != 1:
+                # A str of length > 1 would be silently split into characters.
+                raise TypeError(
+                    f"corpus[{position}] must be a sequence of tokens, got the str {tokens!r}"
+                )
+            counts.update(tokens)
+        for special in self.SPECIALS:
+            counts.pop(special, None)
+        kept = sorted(
+            (token for token, count in counts.items() if count >= self.min_freq),
+            key=lambda token: (-counts[token], token),
+        )
+        self.counts = counts
+        self._id_to_token: list[str] = [*self.SPECIALS, *kept]
+        self._token_to_id = {token: i for i, token in enumerate(self._id_to_token)}
+
+    pad_id = property(lambda self: 0, doc="id of ``<pad>`` (always 0)")
+    bos_id = property(lambda self: 1, doc="id of ``<bos>``")
+    eos_id = property(lambda self: 2, doc="id of ``<eos>``")
+    unk_id = property(lambda self: 3, doc="id of ``<unk>``")
+
+    def __len__(self) -> int:
+        return len(self._id_to_token)
+
+    def __contains__(self, token: object) -> bool:
+        return token in self._token_to_id
+
+    def __getitem__(self, token: str) -> int:
+        """The id of ``token``; unknown tokens get ``unk_id``."""
+        return self._token_to_id.get(token, self.unk_id)
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, min_freq={self.min_freq})"
+
+    @property
+    def tokens(self) -> list[str]:
+        """All tokens, in id order (specials first)."""
+        return list(self._id_to_token)
+
+    def encode(
+        self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False
+    ) -> list[int]:
+        """Map tokens to ids, optionally framed by ``<bos>`` and ``<eos>``."""
+        if isinstance(tokens, str) and len(tokens) != 1:
+            raise TypeError(
+                f"tokens must be a sequence of tokens, got the str {tokens!r}; "
+                "tokenize it first"
+            )
+        ids = [self[token] for token in tokens]
+        return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
+
+    def decode(self, ids: Iterable[int], skip_specials: bool = True) -> list[str]:
+        """Map ids back to tokens; stops at the first ``<eos>`` when skipping specials."""
+        tokens = []
+        for i in ids:
+            i = int(i)
+            if not 0 <= i < len(self):
+                raise ValueError(f"ids must lie in [0, {len(self)}), got {i}")
+            if skip_specials:
+                if i == self.eos_id:
+                    break
+                if i in (self.pad_id, self.bos_id):
+                    continue
+            tokens.append(self._id_to_token[i])
+        return tokens
