@@ -1,0 +1,112 @@
+"""Plotting helpers: training curves and labelled heatmaps (attention, confusion, masks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+
+from seqbook.train import History
+
+__all__ = ["plot_history", "heatmap"]
+
+
+def plot_history(
+    history: History, metrics: Sequence[str] = (), ax: Axes | None = None, log: bool = False
+) -> Axes:
+    """Plot the per-step and per-epoch training loss, and chosen metrics per epoch.
+
+    Args:
+        history: what :func:`seqbook.train.fit` returned.
+        metrics: names from ``history.metrics`` to draw on a second y axis.
+        ax: the axes to draw on (a new figure by default).
+        log: logarithmic loss axis.
+
+    Returns:
+        The axes of the loss curve.
+    """
+    if not isinstance(history, History):
+        raise TypeError(f"history must be a seqbook.train.History, got {type(history).__name__}")
+    missing = [m for m in metrics if m not in history.metrics]
+    if missing:
+        raise ValueError(f"metrics {missing} not in history.metrics ({sorted(history.metrics)})")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    steps_per_epoch = len(history.step_loss) / max(len(history.epoch_loss), 1)
+    step_epochs = np.arange(1, len(history.step_loss) + 1) / steps_per_epoch
+    ax.plot(step_epochs, history.step_loss, color="C0", alpha=0.3, lw=0.8, label="loss per step")
+    epochs = np.arange(1, len(history.epoch_loss) + 1)
+    ax.plot(epochs, history.epoch_loss, "o-", color="C0", label="mean loss per epoch")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("training loss")
+    if log:
+        ax.set_yscale("log")
+    handles, labels = ax.get_legend_handles_labels()
+    if metrics:
+        twin = ax.twinx()
+        for i, name in enumerate(metrics, start=1):
+            twin.plot(epochs, history.metrics[name], "s--", color=f"C{i}", label=name)
+        twin.set_ylabel(", ".join(metrics))
+        more_handles, more_labels = twin.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
+    ax.legend(handles, labels, loc="best", fontsize="small")
+    return ax
+
+
+def heatmap(
+    matrix: torch.Tensor | np.ndarray,
+    ax: Axes | None = None,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    title: str | None = None,
+    cmap: str = "viridis",
+    colorbar: bool = True,
+    annotate: bool = False,
+    fmt: str = ".2f",
+    **imshow_kwargs: object,
+) -> Axes:
+    """Draw a 2-D array as a heatmap with optional tick labels and cell annotations.
+
+    Args:
+        matrix: shape ``(rows, cols)``; a tensor is detached and moved to the CPU.
+        ax: the axes to draw on (a new figure by default).
+        xticklabels, yticklabels: one label per column / row.
+        annotate: write each value in its cell with format ``fmt``.
+        imshow_kwargs: passed to ``Axes.imshow`` (e.g. ``vmin``, ``vmax``).
+
+    Returns:
+        The axes.
+    """
+    if isinstance(matrix, torch.Tensor):
+        matrix = matrix.detach().cpu().numpy()
+    matrix = np.asarray(matrix)
+    if matrix.ndim != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
+    rows, cols = matrix.shape
+    for name, labels, size in (("xticklabels", xticklabels, cols), ("yticklabels", yticklabels, rows)):
+        if labels is not None and len(labels) != size:
+            raise ValueError(f"{name} must have {size} entries, got {len(labels)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(3.0, 0.45 * cols + 1.5), max(2.5, 0.4 * rows + 1)))
+    image = ax.imshow(matrix, cmap=cmap, aspect="auto", **imshow_kwargs)
+    if xticklabels is not None:
+        ax.set_xticks(range(cols), labels=list(xticklabels), rotation=90 if cols > 8 else 0)
+    if yticklabels is not None:
+        ax.set_yticks(range(rows), labels=list(yticklabels))
+    if annotate:
+        threshold = (np.nanmax(matrix) + np.nanmin(matrix)) / 2
+        for (r, c), value in np.ndenumerate(matrix):
+            ax.text(c, r, format(value, fmt), ha="center", va="center", fontsize="x-small",
+                    color="black" if value > threshold else "white")
+    ax.set_xlabel(xlabel or "")
+    ax.set_ylabel(ylabel or "")
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax)
+    return ax

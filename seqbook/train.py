@@ -1,0 +1,150 @@
+"""A small, transparent training loop shared by the chapters.
+
+It does what every chapter's training needs and nothing more: iterate over batches,
+compute a loss, back-propagate, optionally clip the gradient norm, step the optimizer,
+record what happened. Everything model-specific lives in ``loss_fn``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from seqbook._checks import check_positive_int, check_real
+from seqbook.utils import Timer, to_device
+
+__all__ = ["History", "fit"]
+
+
+@dataclass
+class History:
+    """What :func:`fit` observed, for plotting and for the prose's numbers."""
+
+    step_loss: list[float] = field(default_factory=list)  # one per optimizer step
+    grad_norm: list[float] = field(default_factory=list)  # before clipping, per step
+    epoch_loss: list[float] = field(default_factory=list)  # mean over each epoch's steps
+    metrics: dict[str, list[float]] = field(default_factory=dict)  # from eval_fn, per epoch
+    seconds: float = 0.0  # wall-clock time of the whole fit
+
+    @property
+    def final_loss(self) -> float:
+        return self.epoch_loss[-1]
+
+
+def fit(
+    model: nn.Module,
+    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    batches: Iterable[Any] | Callable[[], Iterable[Any]],
+    optimizer: torch.optim.Optimizer,
+    epochs: int,
+    clip: float | None = None,
+    *,
+    eval_fn: Callable[[nn.Module], dict[str, float]] | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    desc: str = "training",
+) -> History:
+    """Train ``model`` for ``epochs`` passes over ``batches`` and return the history.
+
+    Each step computes ``loss = loss_fn(model, batch)``, back-propagates, records the
+    gradient norm :math:`\\lVert \\nabla_\\theta L \\rVert_2`, rescales the gradient to norm
+    ``clip`` if it is larger, and steps the optimizer.
+
+    Args:
+        model: the module to train (its parameters should be in ``optimizer``).
+        loss_fn: ``loss_fn(model, batch)`` returns the scalar loss of one batch.
+        batches: a re-iterable collection of batches (a list, a DataLoader), or a
+            function returning a fresh iterable each epoch (to reshuffle).
+        optimizer: any ``torch.optim`` optimizer.
+        epochs: number of passes over the batches (>= 1).
+        clip: maximal gradient norm (> 0), or ``None`` for no clipping.
+        eval_fn: called after every epoch with the model in eval mode and without
+            gradients; the dict it returns is appended to ``History.metrics``.
+        device: where to move each batch; defaults to the device of the model's
+            parameters.
+        progress: show a ``tqdm`` progress bar (off when ``TQDM_DISABLE=1``).
+        desc: the progress bar's label.
+
+    Returns:
+        A :class:`History`.
+
+    Raises:
+        FloatingPointError: when a loss is NaN or infinite, naming the epoch and step.
+
+    Example:
+        >>> model = nn.Linear(1, 1)
+        >>> data = [(torch.tensor([[1.0]]), torch.tensor([[2.0]]))] * 4
+        >>> loss = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()
+        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> history = fit(model, loss, data, opt, epochs=20, progress=False)
+        >>> history.final_loss < history.epoch_loss[0]
+        True
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable as loss_fn(model, batch), got {loss_fn!r}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    epochs = check_positive_int("epochs", epochs)
+    if clip is not None:
+        clip = check_real("clip", clip, min_value=0.0, strict_min=True)
+    if not callable(batches):
+        if not isinstance(batches, Iterable):
+            raise TypeError(f"batches must be iterable, got {type(batches).__name__}")
+        if iter(batches) is batches:  # a generator would be empty from epoch 2 on
+            raise TypeError(
+                "batches must be re-iterable (a list, a DataLoader) or a function returning "
+                "an iterable; got a one-shot iterator"
+            )
+    if device is None:
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
+
+    history = History()
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    with Timer() as timer:
+        bar = tqdm(range(epochs), desc=desc, disable=not progress)
+        for epoch in bar:
+            model.train()
+            losses = []
+            for step, batch in enumerate(batches() if callable(batches) else batches):
+                loss = loss_fn(model, to_device(batch, device))
+                if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+                    raise TypeError(
+                        f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
+                        + (f" of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else "")
+                    )
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(
+                        f"the loss became {loss.item()} at epoch {epoch}, step {step}; "
+                        "try a smaller learning rate or gradient clipping (clip=...)"
+                    )
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                # clip_grad_norm_ returns the norm before clipping; with max_norm=inf
+                # it only measures.
+                norm = nn.utils.clip_grad_norm_(parameters, clip if clip else math.inf)
+                optimizer.step()
+                losses.append(loss.item())
+                history.grad_norm.append(float(norm))
+            if not losses:
+                raise ValueError("batches yielded no batch in an epoch")
+            history.step_loss += losses
+            history.epoch_loss.append(sum(losses) / len(losses))
+            postfix = {"loss": f"{history.epoch_loss[-1]:.4f}"}
+            if eval_fn is not None:
+                model.eval()
+                with torch.no_grad():
+                    for name, value in eval_fn(model).items():
+                        history.metrics.setdefault(name, []).append(float(value))
+                        postfix[name] = f"{float(value):.4f}"
+            bar.set_postfix(postfix)
+    history.seconds = timer.seconds
+    return history

@@ -1,0 +1,35 @@
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from seqbook.plot import heatmap, plot_history
+from seqbook.train import History
+
+
+def test_heatmap_draws_labels_and_annotations():
+    ax = heatmap(torch.tensor([[0.1, 0.9], [0.5, 0.5]]), xticklabels=["a", "b"],
+                 yticklabels=["x", "y"], annotate=True, title="t")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.10", "0.50", "0.50", "0.90"]
+    assert ax.get_title() == "t"
+    plt.close("all")
+
+
+def test_heatmap_bad_input():
+    with pytest.raises(ValueError, match="2-D"):
+        heatmap(np.zeros(3))
+    with pytest.raises(ValueError, match="xticklabels"):
+        heatmap(np.zeros((2, 3)), xticklabels=["a"])
+
+
+def test_plot_history_with_metrics():
+    history = History(step_loss=[3, 2, 2, 1], grad_norm=[1] * 4, epoch_loss=[2.5, 1.5],
+                      metrics={"accuracy": [0.4, 0.8]})
+    ax = plot_history(history, metrics=["accuracy"])
+    assert len(ax.lines) == 2 and ax.get_legend() is not None
+    with pytest.raises(ValueError, match="metrics"):
+        plot_history(history, metrics=["bleu"])
+    with pytest.raises(TypeError, match="history"):
+        plot_history({"loss": [1]})
+    plt.close("all")
