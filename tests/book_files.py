@@ -1,0 +1,44 @@
+"""What the book-level tests need to know about the repository's files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from notebook_twins import BOOK, NOTEBOOKS, ROOT, chapters, twin_path  # noqa: F401  (re-exported)
+
+
+def config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def toc_files() -> list[str]:
+    """Every file named in _toc.yml, without its suffix (e.g. 'book/sequences')."""
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if key in node:
+                    found.append(str(node[key]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8")))
+    return [re.sub(r"\.(md|ipynb)$", "", f) for f in found]
+
+
+def repository_url() -> str:
+    return config()["repository"]["url"].rstrip("/")
+
+
+def code_cells(chapter: Path) -> list[str]:
+    """Sources of the chapter's code cells, in order."""
+    import jupytext
+
+    return [cell.source for cell in jupytext.read(chapter).cells if cell.cell_type == "code"]

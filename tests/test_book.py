@@ -1,0 +1,124 @@
+"""Book-level checks that need no build: structure, twins, labels, citations, glue."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from book_files import BOOK, ROOT, chapters, code_cells, config, repository_url, toc_files
+from notebook_twins import stale_twins
+
+CHAPTERS = chapters()
+CHAPTER_IDS = [c.stem for c in CHAPTERS]
+
+
+def test_there_are_chapters():
+    # Guards every parametrized test below (and `pytest --nbval-lax notebooks/`) from
+    # passing vacuously on an empty book.
+    assert CHAPTERS, "book/ has no executable chapters"
+
+
+def test_notebooks_are_the_exact_jupytext_twins_of_the_chapters():
+    problems = stale_twins()
+    assert not problems, "run `make notebooks`:\n" + "\n".join(problems)
+
+
+def test_toc_and_book_agree():
+    listed = set(toc_files())
+    on_disk = {f"book/{p.stem}" for p in BOOK.glob("*.md")}
+    assert listed <= on_disk, f"_toc.yml names missing files: {sorted(listed - on_disk)}"
+    assert on_disk <= listed, f"book/ files missing from _toc.yml: {sorted(on_disk - listed)}"
+
+
+def test_repository_url_is_a_github_repository():
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repository_url())
+    assert config()["only_build_toc_files"] is True
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_first_code_cell_installs_seqbook_only_where_missing(chapter):
+    first = code_cells(chapter)[0]
+    assert re.search(r"^try:\n\s+import seqbook\n", first, re.M), first
+    assert "except ImportError:" in first
+    # the install spec defaults to the repository of _config.yml and can be overridden
+    assert f'"seqbook @ git+{repository_url()}"' in first
+    assert 'os.environ.get("SEQBOOK_PIP_SPEC"' in first
+    for line in first.splitlines():
+        if "%pip install" in line:  # every version specifier / spec is quoted
+            assert re.search(r'%pip install -q "[^"]+"\s*$', line), line
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_chapter_checks_its_claims_in_hidden_cells(chapter):
+    text = chapter.read_text(encoding="utf-8")
+    hidden = re.findall(r"```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n(.*?)```", text, re.S)
+    assert sum("assert " in cell for cell in hidden) >= 3, "too few hidden assert cells"
+    assert not re.search(r"assert [^\n]*\bor True\b", text), "an assert that cannot fail"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_chapter_ends_with_exercises_that_all_have_solutions(chapter):
+    text = chapter.read_text(encoding="utf-8")
+    exercises = re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", text)
+    solutions = re.findall(r"```\{solution(?:-start)?\} (\S+)", text)
+    assert exercises, "no exercises"
+    assert sorted(exercises) == sorted(solutions), "every exercise needs exactly one solution"
+    assert re.search(r"^## Exercises", text, re.M)
+    assert text.count(":class: dropdown") >= len(solutions), "solutions must be hidden in dropdowns"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_every_glued_name_in_the_prose_is_glued_by_the_code(chapter):
+    text = chapter.read_text(encoding="utf-8")
+    used = set(re.findall(r"\{glue(?::\w+)?\}`([\w-]+)", text))
+    defined = set(re.findall(r"""glue\(\s*["']([\w-]+)["']""", text))
+    assert used, "a chapter should glue its numbers into the prose"
+    assert used <= defined, f"glued in the prose but never computed: {sorted(used - defined)}"
+
+
+def book_equation_labels() -> set[str]:
+    labels = set()
+    for page in BOOK.glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        labels |= set(re.findall(r"\$\$\s*\((eq-[\w-]+)\)", text))
+        labels |= set(re.findall(r"^:label: (eq-[\w-]+)", text, re.M))
+    return labels
+
+
+def test_equation_labels_cited_in_the_package_exist_in_the_book():
+    labels = book_equation_labels()
+    cited = {}
+    for path in (ROOT / "seqbook").rglob("*.py"):
+        for label in re.findall(r"#.*?\((eq-[\w-]+)\)", path.read_text(encoding="utf-8")):
+            cited.setdefault(label, path.relative_to(ROOT).as_posix())
+    missing = {label: where for label, where in cited.items() if label not in labels}
+    assert not missing, f"equation labels cited in seqbook/ but absent from book/: {missing}"
+
+
+def test_equation_labels_are_unique_across_the_book():
+    seen: dict[str, str] = {}
+    for page in sorted(BOOK.glob("*.md")):
+        for label in re.findall(r"\$\$\s*\((eq-[\w-]+)\)", page.read_text(encoding="utf-8")):
+            assert label not in seen, f"{label} defined in {seen[label]} and {page.name}"
+            seen[label] = page.name
+
+
+def test_every_citation_is_in_the_bibliography():
+    bib = (BOOK / "references.bib").read_text(encoding="utf-8")
+    keys = set(re.findall(r"^@\w+\{([^,]+),", bib, re.M))
+    cited = set()
+    for page in BOOK.glob("*.md"):
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", page.read_text(encoding="utf-8")):
+            cited |= {key.strip() for key in group.split(",")}
+    assert cited, "the book cites nothing"
+    assert cited <= keys, f"cited but not in references.bib: {sorted(cited - keys)}"
+
+
+def test_environment_contract():
+    requirements = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r"^torch==2\.13\.0$", requirements, re.M)
+    assert re.search(r"^jupyter-book==1\.", requirements, re.M)
+    assert re.search(r"^-e \.$", requirements, re.M)
+    assert '"torch>=2.1"' in pyproject  # loose: Colab keeps its own torch

@@ -1,0 +1,87 @@
+"""Checks of the rendered book in _build/html. `make test` runs them after the build."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from bs4 import BeautifulSoup
+
+from book_files import ROOT, chapters, config, repository_url
+
+pytestmark = pytest.mark.built_html
+
+HTML = ROOT / "_build" / "html"
+CHAPTERS = chapters()
+
+
+def page(name: str) -> BeautifulSoup:
+    path = HTML / "book" / f"{name}.html"
+    assert path.exists(), f"{path} is missing: build the book first (make book)"
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def notebook_of_colab_url(url: str) -> Path:
+    """The repository file a Colab URL opens, checked against _config.yml."""
+    parts = urlparse(url)
+    assert parts.netloc == "colab.research.google.com", url
+    repo_path = urlparse(repository_url()).path.strip("/")
+    branch = config()["repository"].get("branch", "main")
+    prefix = f"/github/{repo_path}/blob/{branch}/"
+    assert parts.path.startswith(prefix), f"{url} does not open {repo_path}@{branch}"
+    return ROOT / parts.path[len(prefix):]
+
+
+def test_index_leads_to_the_preface():
+    index = (HTML / "index.html").read_text(encoding="utf-8")
+    assert "book/preface.html" in index
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_every_colab_link_opens_an_existing_notebook_twin(chapter):
+    soup = page(chapter.stem)
+    links = [a["href"] for a in soup.find_all("a", href=True) if "colab.research.google.com" in a["href"]]
+    assert len(links) >= 2, "expected the header launch button and the link under the title"
+    for url in links:
+        target = notebook_of_colab_url(url)
+        assert target.parent.name == "notebooks" and target.suffix == ".ipynb", url
+        assert target.exists(), f"{url} points at {target}, which does not exist"
+        assert target.stem == chapter.stem
+    visible = soup.select("a.colab-link")
+    assert len(visible) == 1 and visible[0].get_text(strip=True) == "Open in Colab"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_chapter_pages_have_live_figures_and_numbered_equations(chapter):
+    soup = page(chapter.stem)
+    images = soup.select("img")
+    assert images, "a chapter should have live figures"
+    for img in images:
+        assert (HTML / "book" / img["src"]).resolve().exists(), img["src"]
+    assert soup.select("div.math"), "no displayed equations"
+    assert soup.select("span.eqno"), "displayed equations should be numbered"
+    assert not soup.find(string=re.compile(r"Traceback \(most recent call last\)"))
+
+
+def test_api_reference_documents_the_package():
+    soup = page("api")
+    documented = {dt["id"] for dt in soup.select("dt[id]")}
+    for name in ("seqbook.data.pad_batch", "seqbook.data.Vocab", "seqbook.train.fit",
+                 "seqbook.utils.seed_everything", "seqbook.data.mnist5k"):
+        assert name in documented, name
+
+
+def test_execution_report_lists_every_chapter():
+    soup = page("execution_report")
+    table = soup.find("table")
+    assert table is not None, "the execution report has no table"
+    text = table.get_text(" ")
+    for chapter in CHAPTERS:
+        assert f"book/{chapter.stem}" in text
+
+
+def test_pages_without_a_twin_have_no_colab_link():
+    for name in ("api", "execution_report", "bibliography"):
+        assert not page(name).select("a.colab-link"), name
