@@ -50,6 +50,16 @@ def test_first_code_cell_installs_seqbook_only_where_missing(chapter):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_code_fits_the_page(chapter):
+    # The book's text column shows about 80 characters of code; longer lines are cut
+    # off behind a scroll bar in the HTML.
+    too_long = [
+        line for cell in code_cells(chapter) for line in cell.splitlines() if len(line) > 80
+    ]
+    assert not too_long, "code lines over 80 characters:\n" + "\n".join(too_long)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
 def test_chapter_checks_its_claims_in_hidden_cells(chapter):
     text = chapter.read_text(encoding="utf-8")
     hidden = re.findall(r"```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n(.*?)```", text, re.S)
