@@ -13,7 +13,7 @@ export TQDM_DISABLE := 1
 # Keep the chapters' kernels to the two cores that the budgets assume.
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: book test unit notebooks check-notebooks nbval build-strict html-checks bench clean
+.PHONY: book test unit notebooks nbval build-strict html-checks colab-check bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,9 +42,28 @@ nbval: $(STAMP)
 build-strict: $(STAMP)
 	$(JB) build . --all -W -n --keep-going
 
-# 4. checks of the rendered HTML (Colab links, ...): need the build of step 3
-html-checks: $(STAMP)
+# 4. the rendered HTML in a real browser (Debian's chromium, headless): console
+#    errors, typeset equations, images, links, solutions, search, screenshots; and
+#    one chapter run as Colab runs it. Both need the build of step 3.
+html-checks: $(STAMP) $(CHROMIUM)
 	$(PY) -m pytest -m built_html tests/
+	$(MAKE) colab-check COLAB_CHAPTERS=sequences
+
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+## make colab-check: every notebook run as in Colab, in a clean environment holding
+## only what Colab preinstalls that matters here; the install cell installs this
+## checkout (SEQBOOK_PIP_SPEC) and must leave torch alone.
+COLAB_VENV := _build/colab-venv
+COLAB_CHAPTERS ?=
+colab-check:
+	rm -rf $(COLAB_VENV)
+	$(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(COLAB_VENV)/bin/python -m pip install --quiet torch==2.13.0 numpy matplotlib tqdm ipykernel nbclient
+	$(COLAB_VENV)/bin/python tests/colab_rehearsal.py $(COLAB_CHAPTERS)
 
 ## make notebooks: regenerate notebooks/*.ipynb, the Colab twins of book/*.md
 notebooks: $(STAMP)
