@@ -73,6 +73,38 @@ def test_api_reference_documents_the_package():
         assert name in documented, name
 
 
+def test_every_api_entry_links_to_a_chapter_that_explains_it():
+    soup = page("api")
+    entries = soup.select("dl.py.function > dt[id], dl.py.class > dt[id], dl.py.data > dt[id]")
+    assert entries
+    unexplained = []
+    for entry in entries:
+        content = entry.find_next_sibling("dd")
+        line = content.find("p", class_="explained-in") if content else None
+        links = line.find_all("a", href=True) if line else []
+        if not links:
+            unexplained.append(entry["id"])
+        for link in links:
+            assert (HTML / "book" / link["href"].split("#")[0]).exists(), link["href"]
+    assert not unexplained, f"API entries no chapter refers to: {unexplained}"
+
+
+def test_each_chapter_links_to_the_api_reference():
+    for chapter in CHAPTERS:
+        links = page(chapter.stem).select('a[href*="api.html#seqbook."]')
+        assert links, f"{chapter.stem} does not link any package function to the API reference"
+
+
+def test_pages_offer_md_and_ipynb_downloads():
+    for chapter in CHAPTERS:
+        soup = page(chapter.stem)
+        hrefs = {a["href"] for a in soup.find_all("a", href=True)}
+        for suffix in (".md", ".ipynb"):
+            source = f"_sources/book/{chapter.stem}{suffix}"
+            assert any(h.endswith(source) for h in hrefs), f"{chapter.stem}: no {suffix} download"
+            assert (HTML / source).exists(), source
+
+
 def test_execution_report_lists_every_chapter():
     soup = page("execution_report")
     table = soup.find("table")
@@ -83,5 +115,5 @@ def test_execution_report_lists_every_chapter():
 
 
 def test_pages_without_a_twin_have_no_colab_link():
-    for name in ("api", "execution_report", "bibliography"):
+    for name in ("api", "execution_report", "bibliography", "glossary"):
         assert not page(name).select("a.colab-link"), name
