@@ -68,7 +68,8 @@ def fit(
             gradients; the dict it returns is appended to ``History.metrics``.
         device: where to move each batch; defaults to the device of the model's
             parameters.
-        progress: show a ``tqdm`` progress bar (off when ``TQDM_DISABLE=1``).
+        progress: show a ``tqdm`` progress bar (unless the environment sets
+            ``TQDM_DISABLE=1``, as the book build does).
         desc: the progress bar's label.
 
     Returns:
@@ -110,7 +111,9 @@ def fit(
     history = History()
     parameters = [p for p in model.parameters() if p.requires_grad]
     with Timer() as timer:
-        bar = tqdm(range(epochs), desc=desc, disable=not progress)
+        # Passing disable=False explicitly would override TQDM_DISABLE=1, which the
+        # book build sets so that no progress widgets end up in the pages.
+        bar = tqdm(range(epochs), desc=desc, **({} if progress else {"disable": True}))
         for epoch in bar:
             model.train()
             losses = []

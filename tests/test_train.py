@@ -88,3 +88,16 @@ def test_fit_bad_input():
     with pytest.raises(TypeError, match="scalar"):
         fit(model, lambda m, b: m(b[0]), batches, opt, epochs=1, progress=False)
     assert math.isfinite(fit(model, mse, batches, opt, epochs=1, progress=False).final_loss)
+
+
+def test_progress_bar_obeys_tqdm_disable(monkeypatch, capsys):
+    # The book build sets TQDM_DISABLE=1 so no progress widgets land in the pages;
+    # fit(progress=True) must not override it.
+    model, batches = regression_problem()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    fit(model, mse, batches, opt, epochs=2, desc="quiet-run")
+    assert "quiet-run" not in capsys.readouterr().err
+    monkeypatch.delenv("TQDM_DISABLE")
+    fit(model, mse, batches, opt, epochs=2, desc="loud-run")
+    assert "loud-run" in capsys.readouterr().err
