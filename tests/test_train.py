@@ -1,4 +1,7 @@
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -90,14 +93,27 @@ def test_fit_bad_input():
     assert math.isfinite(fit(model, mse, batches, opt, epochs=1, progress=False).final_loss)
 
 
-def test_progress_bar_obeys_tqdm_disable(monkeypatch, capsys):
-    # The book build sets TQDM_DISABLE=1 so no progress widgets land in the pages;
-    # fit(progress=True) must not override it.
-    model, batches = regression_problem()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-    fit(model, mse, batches, opt, epochs=2, desc="quiet-run")
-    assert "quiet-run" not in capsys.readouterr().err
-    monkeypatch.delenv("TQDM_DISABLE")
-    fit(model, mse, batches, opt, epochs=2, desc="loud-run")
-    assert "loud-run" in capsys.readouterr().err
+
+PROGRESS_SCRIPT = """
+import torch
+from torch import nn
+from seqbook.train import fit
+model = nn.Linear(1, 1)
+batches = [(torch.ones(2, 1), torch.zeros(2, 1))]
+loss = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()
+fit(model, loss, batches, torch.optim.SGD(model.parameters(), lr=0.1), epochs=2,
+    desc="the-bar")
+"""
+
+
+@pytest.mark.parametrize("disable, shown", [("1", False), (None, True)])
+def test_progress_bar_obeys_tqdm_disable(disable, shown):
+    # The book build sets TQDM_DISABLE=1 so that no progress widgets land in the
+    # pages; fit(progress=True) must not override it. tqdm reads TQDM_* variables when
+    # it is imported, hence a fresh interpreter.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
+    if disable is not None:
+        env["TQDM_DISABLE"] = disable
+    result = subprocess.run([sys.executable, "-c", PROGRESS_SCRIPT], env=env,
+                            capture_output=True, text=True, check=True)
+    assert ("the-bar" in result.stderr) == shown
