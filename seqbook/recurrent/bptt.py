@@ -1,0 +1,211 @@
+r"""Back-propagation through time, full and truncated, made visible.
+
+Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units.
+
+Full BPTT is what autograd does with an unrolled network: keep every step's
+activations, then run back-propagation backwards through all ``T`` steps. Its
+memory grows with ``T`` (see :func:`activation_bytes`).
+
+Truncated BPTT follows Williams & Peng (1990) in the ``(k1, k2)`` form of Sutskever
+(2013): **every** ``k1`` **steps, back-propagate the losses of those** ``k1`` **steps
+through the last** ``k2`` **steps**, then update the weights. The common "detach the
+state every ``k`` steps" loop is the special case ``k1 = k2 = k``: the sequence is
+cut into chunks of ``k`` steps and the gradient never crosses a chunk boundary.
+With ``k1 < k2`` the windows overlap, so the loss at the end of a window still
+reaches ``k2`` steps back while the weights are updated every ``k1`` steps.
+
+The functions use only the recurrent-module protocol of
+:mod:`seqbook.recurrent.diagnostics` (``module(x, state) -> (outputs, final_state)``,
+runnable piece by piece), so they work for every recurrent module of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_positive_int, check_real, check_tensor
+
+__all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
+
+State = Any  # a tensor or a tuple of tensors
+
+
+def _detach(state: State) -> State:
+    if state is None:
+        return None
+    if isinstance(state, (tuple, list)):
+        return tuple(s.detach() for s in state)
+    return state.detach()
+
+
+@dataclass
+class TruncatedBPTTResult:
+    """What one :func:`truncated_bptt` pass over a batch of sequences did."""
+
+    losses: list[float] = field(default_factory=list)  # one per weight update
+    grad_norms: list[float] = field(default_factory=list)  # before clipping, per update
+    update_steps: list[int] = field(default_factory=list)  # time t of each update
+    final_state: State = None  # detached: pass it on to continue a longer stream
+
+
+def truncated_bptt(
+    module: nn.Module,
+    x: torch.Tensor,
+    targets: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    k1: int,
+    k2: int | None = None,
+    state: State = None,
+    clip: float | None = None,
+) -> TruncatedBPTTResult:
+    r"""Train on one batch of long sequences with truncated BPTT(``k1``, ``k2``).
+
+    At every update time :math:`t \in \{k_1, 2k_1, \dots\}` (and at :math:`T`, after
+    a last, shorter chunk), with the weights :math:`\theta` of that moment,
+
+    .. math::
+        \Delta\theta \propto -\sum_{s=t-k_1+1}^{t}
+            \frac{\partial \ell_s}{\partial \theta}\bigg|_{\text{unrolled from }
+            h_{t-k_2}\text{ (held constant)}},
+
+    i.e. the losses of the last ``k1`` steps are back-propagated through at most
+    ``k2`` steps (a last, shorter chunk keeps the same ``k2 - k1`` steps of extra
+    history, so ``k1 = k2`` is exactly "detach every ``k1`` steps"). The window is recomputed from the stored state
+    :math:`h_{t-k_2}` with the current weights; for ``k1 = k2`` this is exactly the
+    forward pass, for ``k1 < k2`` the first ``k2 - k1`` states of the window are
+    recomputed with weights that have since been updated (Williams & Peng keep the
+    old activations instead; the two coincide as the learning rate goes to 0).
+    The state carried forward is each step's state computed once, online.
+
+    Args:
+        module: a recurrent module (``module(x, state) -> (outputs, final_state)``).
+        x: inputs ``(B, T, D)``, ``T >= 1``.
+        targets: ``(B, T, ...)``, sliced along time together with the outputs.
+        loss_fn: ``loss_fn(outputs, targets)`` for a window's last steps,
+            ``(B, k, H)`` and ``(B, k, ...)``; returns a scalar. A readout layer
+            used inside it is trained too if its parameters are in ``optimizer``.
+        optimizer: optimizes the module's (and the readout's) parameters.
+        k1: steps between updates (>= 1).
+        k2: steps back-propagated through (>= ``k1``); defaults to ``k1``.
+        state: the initial state (``None`` for zeros), e.g. the ``final_state`` of
+            the previous piece of a long stream.
+        clip: maximal gradient norm, or ``None``.
+
+    Shapes:
+        ``x``: ``(B, T, D)``; ``targets``: ``(B, T, ...)``.
+
+    Returns:
+        A :class:`TruncatedBPTTResult`.
+
+    Example:
+        >>> from seqbook.recurrent import RNN
+        >>> rnn, readout = RNN(1, 8), nn.Linear(8, 1)
+        >>> opt = torch.optim.SGD([*rnn.parameters(), *readout.parameters()], lr=0.1)
+        >>> x = torch.randn(4, 10, 1)
+        >>> mse = lambda out, y: ((readout(out) - y) ** 2).mean()
+        >>> result = truncated_bptt(rnn, x, x, mse, opt, k1=2, k2=4)
+        >>> result.update_steps
+        [2, 4, 6, 8, 10]
+    """
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    check_tensor("x", x, ndim=3, floating=True)
+    B, T, _ = x.shape
+    if T == 0:
+        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
+    check_tensor("targets", targets)
+    if targets.dim() < 2 or targets.shape[:2] != (B, T):
+        raise ValueError(
+            f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
+            f"got {tuple(targets.shape)}"
+        )
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable as loss_fn(outputs, targets), got {loss_fn!r}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    k1 = check_positive_int("k1", k1)
+    k2 = k1 if k2 is None else check_positive_int("k2", k2)
+    if k2 < k1:
+        raise ValueError(f"k2 must be >= k1 (every loss needs a window), got k1={k1}, k2={k2}")
+    if clip is not None:
+        clip = check_real("clip", clip, min_value=0.0, strict_min=True)
+
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    states: list[State] = [_detach(state)]  # states[t]: after t steps, detached
+    result = TruncatedBPTTResult()
+    done = 0  # steps whose losses have been used
+    while done < T:
+        end = min(done + k1, T)  # the last chunk may be shorter than k1
+        start = max(0, done - (k2 - k1))  # = end - k2 for a full chunk
+        window_state = states[start]
+        outputs = []
+        for t in range(start, end):
+            # one step at a time, so that each new state can be stored for later windows
+            out, window_state = module(x[:, t : t + 1], window_state)  # (B, 1, H)
+            outputs.append(out)
+            if t + 1 == len(states):
+                states.append(_detach(window_state))
+        new_outputs = torch.cat(outputs[done - start :], dim=1)  # (B, end - done, H)
+        loss = loss_fn(new_outputs, targets[:, done:end])
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            raise TypeError("loss_fn must return a scalar tensor")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(parameters, clip if clip else float("inf"))
+        optimizer.step()
+        result.losses.append(loss.item())
+        result.grad_norms.append(float(norm))
+        result.update_steps.append(end)
+        done = end
+    result.final_state = states[T]
+    return result
+
+
+def activation_bytes(fn: Callable[[], torch.Tensor], exclude: nn.Module | None = None) -> int:
+    """Bytes of the tensors autograd keeps for the backward pass of ``fn()``.
+
+    Every tensor the forward pass saves for back-propagation passes through a
+    ``torch.autograd.graph.saved_tensors_hooks`` hook; the distinct storages are
+    counted once each. Storages of ``exclude``'s parameters are left out, so what
+    remains is the activation memory that BPTT needs on top of the weights.
+
+    Args:
+        fn: runs a forward pass (with gradients enabled) and returns its output.
+        exclude: a module whose parameters are not counted.
+
+    Returns:
+        The number of bytes.
+
+    Example:
+        >>> from seqbook.recurrent import RNN
+        >>> rnn = RNN(4, 16)
+        >>> short = activation_bytes(lambda: rnn(torch.randn(1, 10, 4))[0], rnn)
+        >>> long = activation_bytes(lambda: rnn(torch.randn(1, 20, 4))[0], rnn)
+        >>> long > 1.8 * short
+        True
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    if exclude is not None and not isinstance(exclude, nn.Module):
+        raise TypeError(f"exclude must be a torch.nn.Module or None, got {type(exclude).__name__}")
+    skip = set()
+    if exclude is not None:
+        skip = {p.untyped_storage().data_ptr() for p in exclude.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in skip:
+            seen[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        output = fn()
+    del output
+    return sum(seen.values())

@@ -1,0 +1,262 @@
+r"""How far back does a gradient reach? Per-time-step gradient diagnostics.
+
+Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units
+(of the state component being measured).
+
+The functions work with any recurrent module of the package (``RNN`` and the gated
+ones of later chapters) and with ``torch.nn.RNN``, ``nn.LSTM`` and ``nn.GRU``
+(one layer, ``batch_first=True``), because they rely on nothing but this
+**protocol**:
+
+1. ``module(x, state)`` takes ``x`` of shape ``(B, T, D)`` and a state (``None``
+   for the zero state) and returns ``(outputs, final_state)``, ``outputs`` of shape
+   ``(B, T, H)``;
+2. the state is a tensor or a tuple of tensors (``(h, c)`` for an LSTM), each of
+   shape ``(B, H)`` (or ``(1, B, H)``, as torch's modules return it), and its first
+   tensor is the hidden state that the module also outputs: ``outputs[:, -1]``
+   equals it;
+3. running a sequence in pieces, passing each piece's final state on to the next,
+   gives the same result as running it whole.
+
+Rule 3 is what makes a recurrent network a state-space model, and it lets the
+diagnostics step any such module one time step at a time: ``module(x[:, t:t+1],
+state)``. At every step they add a zero "probe" tensor :math:`p_t` to the new state,
+everywhere it is used afterwards (the next step, the output, the loss). Then
+:math:`\partial L / \partial p_t` is exactly the total derivative
+:math:`\partial L / \partial h_t`, through every path by which :math:`h_t` influences
+the loss, whatever the module's autograd graph looks like inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_int, check_tensor
+
+__all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
+
+State = Any  # a tensor or a tuple of tensors
+
+
+def _as_tuple(state: State) -> tuple[torch.Tensor, ...]:
+    return tuple(state) if isinstance(state, (tuple, list)) else (state,)
+
+
+def _like(template: State, parts: tuple[torch.Tensor, ...]) -> State:
+    return parts if isinstance(template, (tuple, list)) else parts[0]
+
+
+def _check_module_and_input(module: nn.Module, x: torch.Tensor) -> None:
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    if getattr(module, "batch_first", True) is not True:
+        raise ValueError("module must be batch-first (batch_first=True)")
+    if getattr(module, "num_layers", 1) != 1 or getattr(module, "bidirectional", False):
+        raise ValueError("module must have one layer and one direction")
+    check_tensor("x", x, ndim=3, floating=True)
+    if x.shape[1] == 0:
+        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
+
+
+def unroll_with_probes(
+    module: nn.Module, x: torch.Tensor, state: State = None
+) -> tuple[torch.Tensor, State, list[tuple[torch.Tensor, ...]]]:
+    r"""Run ``module`` one step at a time, adding a zero probe to every new state.
+
+    After step :math:`t` the state :math:`s_t` is replaced by :math:`s_t + p_t` with
+    :math:`p_t = 0` (one probe per state tensor, requiring gradients). The hidden
+    probe is also added to the output of that step, so the gradient of any function
+    of ``(outputs, final_state)`` with respect to :math:`p_t` is the total
+    derivative with respect to :math:`s_t`.
+
+    Args:
+        module: a recurrent module following the protocol of this module's docstring.
+        x: inputs ``(B, T, D)``, ``T >= 1``.
+        state: the initial state (``None``: the module's zero state).
+
+    Shapes:
+        ``outputs``: ``(B, T, H)``; each probe: the shape of its state tensor.
+
+    Returns:
+        ``(outputs, final_state, probes)`` where ``probes[t - 1]`` is the tuple of
+        probes of :math:`s_t`, one per state tensor, for ``t = 1, ..., T``.
+
+    Example:
+        >>> from seqbook.recurrent import RNN
+        >>> outputs, h_T, probes = unroll_with_probes(RNN(2, 3), torch.randn(4, 5, 2))
+        >>> len(probes), tuple(probes[0][0].shape), tuple(outputs.shape)
+        (5, (4, 3), (4, 5, 3))
+    """
+    _check_module_and_input(module, x)
+    outputs, probes = [], []
+    for t in range(x.shape[1]):
+        out, new_state = module(x[:, t : t + 1], state)  # (B, 1, H), state
+        parts = _as_tuple(new_state)
+        if t == 0:
+            for i, part in enumerate(parts):
+                if part.shape[-2:] != (x.shape[0], part.shape[-1]) or part.dim() not in (2, 3):
+                    raise ValueError(
+                        f"the module's state[{i}] must have shape (B, H) or (1, B, H), "
+                        f"got {tuple(part.shape)}"
+                    )
+        hidden = parts[0].reshape(out.shape[0], -1)  # (B, H)
+        if out.shape != (x.shape[0], 1, hidden.shape[1]) or not torch.allclose(
+            out[:, 0], hidden, atol=1e-6, rtol=1e-5
+        ):
+            raise ValueError(
+                "the module's outputs must be its hidden states: outputs[:, -1] must "
+                "equal the first tensor of the final state"
+            )
+        step_probes = tuple(torch.zeros_like(p, requires_grad=True) for p in parts)
+        parts = tuple(p + q for p, q in zip(parts, step_probes))
+        outputs.append(out + step_probes[0].reshape(out.shape[0], 1, -1))  # (B, 1, H)
+        probes.append(step_probes)
+        state = _like(new_state, parts)
+    return torch.cat(outputs, dim=1), state, probes  # (B, T, H)
+
+
+def _batch_first(gradient: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """A (B, H) or (1, B, H) gradient as (B, H)."""
+    return gradient.reshape(batch_size, -1) if gradient.dim() == 2 else gradient[0]
+
+
+def _check_component(component: int, n_parts: int) -> int:
+    component = check_int("component", component, min_value=0)
+    if component >= n_parts:
+        raise ValueError(
+            f"component must be < {n_parts}, the number of tensors in the state; got {component}"
+        )
+    return component
+
+
+def state_gradient_norms(
+    module: nn.Module,
+    x: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, State], torch.Tensor],
+    state: State = None,
+    component: int = 0,
+) -> torch.Tensor:
+    r"""The norm of :math:`\partial L / \partial h_t` for every time step and sequence.
+
+    .. math::
+        g_t = \left\lVert \frac{\partial L}{\partial h_t} \right\rVert_2,
+        \qquad t = 1, \dots, T,
+
+    the total derivative through all later steps (see :func:`unroll_with_probes`).
+    The module's parameter gradients are left untouched.
+
+    Args:
+        module: a recurrent module following the protocol of this module's docstring.
+        x: inputs ``(B, T, D)``.
+        loss_fn: ``loss_fn(outputs, final_state)`` returns the scalar loss.
+        state: the initial state (``None`` for zeros).
+        component: which tensor of a tuple state to measure (``1`` is an LSTM's
+            cell state ``c``).
+
+    Shapes:
+        returns ``(B, T)``; column ``t - 1`` belongs to :math:`h_t`.
+
+    Example:
+        >>> from seqbook.recurrent import RNN
+        >>> x = torch.randn(2, 6, 3)
+        >>> norms = state_gradient_norms(RNN(3, 4), x, lambda out, h: h.sum())
+        >>> tuple(norms.shape), bool(norms[0, -1] == 2.0)  # dL/dh_T = ones(4)
+        ((2, 6), True)
+    """
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable as loss_fn(outputs, final_state), got {loss_fn!r}")
+    with torch.enable_grad():
+        outputs, final_state, probes = unroll_with_probes(module, x, state)
+        component = _check_component(component, len(probes[0]))
+        loss = loss_fn(outputs, final_state)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            raise TypeError("loss_fn must return a scalar tensor")
+        chosen = [p[component] for p in probes]
+        grads = torch.autograd.grad(loss, chosen, allow_unused=True, materialize_grads=True)
+    B = x.shape[0]
+    return torch.stack(
+        [_batch_first(g, B).norm(dim=-1) for g in grads], dim=1
+    )  # (B, T)
+
+
+def state_jacobians(
+    module: nn.Module, x: torch.Tensor, state: State = None, component: int = 0
+) -> torch.Tensor:
+    r"""The Jacobians :math:`\partial h_T / \partial h_t` for every time step.
+
+    .. math::
+        J_t = \frac{\partial h_T}{\partial h_t}
+            = \prod_{k=t+1}^{T} \frac{\partial h_k}{\partial h_{k-1}},
+
+    computed by back-propagating each of the ``H`` units of :math:`h_T` (so the cost
+    is ``H`` backward passes). For an LSTM, ``component=1`` gives
+    :math:`\partial c_T / \partial c_t`.
+
+    Args:
+        module: a recurrent module following the protocol of this module's docstring.
+        x: inputs ``(B, T, D)``.
+        state: the initial state (``None`` for zeros).
+        component: which tensor of a tuple state to measure.
+
+    Shapes:
+        returns ``(B, T, H, H)``; ``[:, t - 1]`` is :math:`J_t`, so ``[:, T - 1]`` is
+        the identity.
+
+    Example:
+        >>> from seqbook.recurrent import RNN
+        >>> J = state_jacobians(RNN(2, 3), torch.randn(1, 4, 2))
+        >>> tuple(J.shape), torch.allclose(J[0, -1], torch.eye(3))
+        ((1, 4, 3, 3), True)
+    """
+    with torch.enable_grad():
+        outputs, final_state, probes = unroll_with_probes(module, x, state)
+        component = _check_component(component, len(probes[0]))
+        B = x.shape[0]
+        last = _batch_first(_as_tuple(final_state)[component], B)  # (B, H)
+        chosen = [p[component] for p in probes]
+        rows = []
+        for i in range(last.shape[1]):
+            # The sequences of a batch are independent, so one backward pass of the
+            # sum over the batch gives row i of every sequence's Jacobian.
+            grads = torch.autograd.grad(
+                last[:, i].sum(), chosen, retain_graph=True, allow_unused=True,
+                materialize_grads=True,
+            )
+            rows.append(torch.stack([_batch_first(g, B) for g in grads], dim=1))  # (B, T, H)
+    return torch.stack(rows, dim=2)  # (B, T, H, H): [b, t, i, j] = dh_T[i] / dh_t[j]
+
+
+def jacobian_norms(
+    module: nn.Module,
+    x: torch.Tensor,
+    state: State = None,
+    component: int = 0,
+    ord: int | float | str = 2,
+) -> torch.Tensor:
+    r"""The matrix norm of :math:`\partial h_T / \partial h_t` for every time step.
+
+    .. math::
+        \left\lVert \frac{\partial h_T}{\partial h_t} \right\rVert, \qquad t = 1, \dots, T,
+
+    the spectral norm by default (the largest factor by which a perturbation of
+    :math:`h_t` can be amplified at time :math:`T`).
+
+    Args:
+        module, x, state, component: as for :func:`state_jacobians`.
+        ord: any matrix norm order of ``torch.linalg.matrix_norm`` (``2``, ``"fro"``, ...).
+
+    Shapes:
+        returns ``(B, T)``.
+
+    Example:
+        >>> from seqbook.recurrent import RNN
+        >>> norms = jacobian_norms(RNN(2, 3), torch.randn(2, 5, 2))
+        >>> tuple(norms.shape), torch.allclose(norms[:, -1], torch.ones(2))
+        ((2, 5), True)
+    """
+    jacobians = state_jacobians(module, x, state, component)  # (B, T, H, H)
+    return torch.linalg.matrix_norm(jacobians, ord=ord)  # (B, T)
