@@ -1,0 +1,60 @@
+"""Hopfield networks: associative memories from Hopfield (1982) to attention.
+
+- ``classical``: binary spins, Hebbian weights, (a)synchronous updates;
+- ``dense``: dense associative memory with polynomial or exponential
+  interaction (Krotov & Hopfield 2016; Demircigil et al. 2017);
+- ``modern``: the continuous modern Hopfield network (Ramsauer et al. 2020);
+- ``layers``: Hopfield layers and Hopfield pooling for neural networks;
+- ``capacity``: storage-capacity experiments.
+"""
+
+from seqbook.hopfield.capacity import (
+    MEMORIES,
+    CapacityCurve,
+    bit_errors,
+    capacity_curve,
+    corrupt,
+    random_patterns,
+    retrieval_errors,
+    retrieved_fraction,
+)
+from seqbook.hopfield.classical import (
+    ClassicalHopfield,
+    Retrieval,
+    async_relax,
+    async_sweep,
+    classical_energy,
+    hebbian_weights,
+    sync_step,
+)
+from seqbook.hopfield.dense import DenseAssociativeMemory, dense_async_sweep, dense_energy
+from seqbook.hopfield.layers import HopfieldLayer, HopfieldPooling, hopfield_attention
+from seqbook.hopfield.modern import ModernHopfield, lse, modern_energy, modern_update
+
+__all__ = [
+    "MEMORIES",
+    "CapacityCurve",
+    "ClassicalHopfield",
+    "DenseAssociativeMemory",
+    "HopfieldLayer",
+    "HopfieldPooling",
+    "ModernHopfield",
+    "Retrieval",
+    "async_relax",
+    "async_sweep",
+    "bit_errors",
+    "capacity_curve",
+    "classical_energy",
+    "corrupt",
+    "dense_async_sweep",
+    "dense_energy",
+    "hebbian_weights",
+    "hopfield_attention",
+    "lse",
+    "modern_energy",
+    "modern_update",
+    "random_patterns",
+    "retrieval_errors",
+    "retrieved_fraction",
+    "sync_step",
+]

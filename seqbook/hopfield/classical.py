@@ -1,0 +1,344 @@
+r"""The classical Hopfield network (Hopfield, 1982): binary spins, Hebbian weights.
+
+Shapes: ``N`` stored patterns, ``d`` spins (neurons), ``B`` states updated together
+(any number of leading dimensions ``...`` is allowed where noted; the pure functions
+also accept a leading batch of independent networks, which the capacity experiments
+use).
+
+The state :math:`\boldsymbol\xi \in \{-1, +1\}^d` evolves downhill on the energy
+:math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi + \boldsymbol\xi^\top \mathbf U`.
+Where the local field :math:`h_i = \sum_{j} W_{ij}\xi_j - U_i` is exactly zero, the
+spin keeps its value (a tie changes nothing, so the energy stays put).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from seqbook._checks import check_choice, check_int, check_positive_int, check_real, check_tensor
+from seqbook.hopfield._validate import check_patterns, check_state
+
+__all__ = [
+    "ClassicalHopfield",
+    "Retrieval",
+    "hebbian_weights",
+    "classical_energy",
+    "async_sweep",
+    "async_relax",
+    "sync_step",
+]
+
+
+def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
+    r"""Hebbian storage :math:`\mathbf W = \sum_s \mathbf x^s \mathbf x^{s\top}` with zero diagonal.
+
+    Args:
+        patterns: stored patterns in {-1, +1}, one per row.
+
+    Shapes:
+        patterns: ``(..., N, d)``.
+        returns: weights ``(..., d, d)``.
+
+    Example:
+        >>> hebbian_weights(torch.tensor([[1., -1., 1.]]))
+        tensor([[ 0., -1.,  1.],
+                [-1.,  0., -1.],
+                [ 1., -1.,  0.]])
+    """
+    patterns = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
+    W = patterns.transpose(-1, -2) @ patterns  # (eq-hopfield-hebb)  (..., d, d)
+    return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))  # no self-coupling
+
+
+def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+    r"""Energy :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi + \boldsymbol\xi^\top \mathbf U`.
+
+    No argument checks: this is the inner loop of :class:`ClassicalHopfield`.
+
+    Shapes:
+        xi: ``(..., B, d)``.
+        W: ``(..., d, d)``.
+        U: ``(..., d)``.
+        returns: ``(..., B)``.
+    """
+    field = xi @ W  # (..., B, d)
+    return -0.5 * (field * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)  # (eq-hopfield-energy)
+
+
+def _sign_keep_ties(h: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
+    return torch.where(h > 0, 1.0, torch.where(h < 0, -1.0, current)).to(current.dtype)
+
+
+def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    r"""One asynchronous sweep: update the spins one at a time, in ``order``.
+
+    Spin :math:`i` becomes :math:`\operatorname{sgn}(\sum_j W_{ij}\xi_j - U_i)` using the
+    *current* values of all other spins, so every single update can only lower the
+    energy or leave it unchanged. No argument checks (inner loop).
+
+    Shapes:
+        xi: ``(..., B, d)``.
+        W: ``(..., d, d)``.
+        U: ``(..., d)``.
+        order: ``(k,)`` spin indices.
+        returns: new states ``(..., B, d)``.
+    """
+    xi = xi.clone()
+    for i in order.tolist():
+        h = (xi @ W[..., :, i : i + 1]).squeeze(-1) - U[..., i : i + 1]  # (..., B)
+        xi[..., i] = _sign_keep_ties(h, xi[..., i])  # (eq-hopfield-rule)
+    return xi
+
+
+def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+    r"""One synchronous step :math:`\boldsymbol\xi \leftarrow \operatorname{sgn}(\mathbf W\boldsymbol\xi - \mathbf U)`.
+
+    Shapes:
+        xi: ``(..., B, d)``.
+        W: ``(..., d, d)``.
+        U: ``(..., d)``.
+        returns: ``(..., B, d)``.
+    """
+    h = xi @ W - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
+    return _sign_keep_ties(h, xi)
+
+
+def async_relax(
+    xi: torch.Tensor,
+    W: torch.Tensor,
+    U: torch.Tensor,
+    generator: torch.Generator | None = None,
+    max_flips: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Random asynchronous dynamics run to a fixed point, one flip at a time.
+
+    At every step each state flips one spin chosen uniformly among its *unstable*
+    spins (those whose sign disagrees with their local field). This is the law of the
+    textbook dynamics "pick a spin uniformly at random and update it" with the
+    updates that change nothing skipped, so it reaches the same fixed points, but it
+    costs :math:`O(d)` per flip (the local fields are updated, not recomputed) and
+    stops exactly when no spin is unstable. States that have settled are dropped
+    from the batch, so a few slow states do not keep the others busy. No checks.
+
+    Shapes:
+        xi: ``(T, B, d)``.
+        W: ``(T, d, d)``.
+        U: ``(T, d)``.
+        returns: final states ``(T, B, d)`` and numbers of flips ``(T, B)``.
+    """
+    T, B, d = xi.shape
+    max_flips = 10 * d if max_flips is None else max_flips
+    out = xi.clone().reshape(T * B, d)  # (T * B, d)
+    flips = torch.zeros(T * B, dtype=torch.long, device=xi.device)
+    trial = torch.arange(T, device=xi.device).repeat_interleave(B)  # (T * B,)
+    ids = torch.arange(T * B, device=xi.device)
+    x = out.clone()
+    h = (xi @ W - U.unsqueeze(1)).reshape(T * B, d)  # (A, d) local fields
+    for _ in range(max_flips):
+        unstable = h * x < 0  # (A, d); a zero field is a tie and keeps the spin
+        active = unstable.any(-1)  # (A,)
+        n_active = int(active.sum())
+        if n_active < 0.75 * ids.numel():  # write back the settled states, drop them
+            done = ~active
+            out[ids[done]] = x[done]
+            x, h, unstable, ids, trial = x[active], h[active], unstable[active], ids[active], trial[active]
+            active = active[active]
+        if n_active == 0:
+            break
+        keys = torch.rand(unstable.shape, generator=generator).to(x.device)
+        i = keys.mul_(unstable).argmax(-1)  # (A,) a random unstable spin
+        rows = torch.arange(ids.numel(), device=x.device)
+        delta = -2.0 * x[rows, i] * active  # (A,) the flip (none for settled states)
+        x[rows, i] += delta  # (eq-hopfield-rule)
+        h.addcmul_(delta.unsqueeze(-1), W[trial, i])  # (A, d) rank-one update of the fields
+        flips[ids] += active
+    return out.reshape(T, B, d), flips.reshape(T, B)
+
+
+@dataclass
+class Retrieval:
+    """What :meth:`ClassicalHopfield.retrieve` (and the dense memory's) observed.
+
+    ``states[k]`` and ``energies[k]`` are the states and energies after ``k`` sweeps
+    (``k = 0`` is the start); ``converged`` says which states reached a fixed point.
+    """
+
+    states: torch.Tensor  # (S + 1, ..., d)
+    energies: torch.Tensor  # (S + 1, ...)
+    converged: torch.Tensor  # (...,) bool
+
+    @property
+    def final(self) -> torch.Tensor:
+        """The last state, shape ``(..., d)``."""
+        return self.states[-1]
+
+    @property
+    def sweeps(self) -> int:
+        """Number of sweeps (or synchronous steps) that were run."""
+        return self.states.shape[0] - 1
+
+
+def _order(d: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+    return torch.randperm(d, generator=generator).to(device)
+
+
+class ClassicalHopfield:
+    r"""Binary Hopfield network with Hebbian weights and thresholds.
+
+    .. math::
+
+        W_{ij} = \sum_{s=1}^N x^s_i x^s_j \ (i \ne j), \quad W_{ii} = 0, \qquad
+        \xi_i \leftarrow \operatorname{sgn}\Big(\sum_{j \ne i} W_{ij}\xi_j - U_i\Big)
+
+    Args:
+        patterns: the memories :math:`\mathbf x^s \in \{-1, +1\}^d`, one per row.
+        threshold: :math:`\mathbf U`, a number (the same for every spin) or a tensor
+            of shape ``(d,)``.
+
+    Shapes:
+        patterns: ``(N, d)``.
+        xi: a state ``(d,)`` or states ``(..., d)``; energies are ``()`` or ``(...)``.
+
+    Example:
+        >>> net = ClassicalHopfield(torch.tensor([[1., 1., -1., -1.]]))
+        >>> net.update(torch.tensor([1., -1., -1., -1.]), mode="sync")
+        tensor([ 1.,  1., -1., -1.])
+        >>> net.energy(torch.tensor([1., 1., -1., -1.]))
+        tensor(-6.)
+    """
+
+    def __init__(self, patterns: torch.Tensor, threshold: float | torch.Tensor = 0.0) -> None:
+        self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
+        self.W = hebbian_weights(self.patterns)  # (d, d)
+        d = self.dim
+        if isinstance(threshold, torch.Tensor):
+            check_tensor("threshold", threshold, ndim=1)
+            if threshold.shape[0] != d:
+                raise ValueError(
+                    f"threshold must have shape ({d},) to match the patterns' dimension, "
+                    f"got {tuple(threshold.shape)}"
+                )
+            U = threshold.to(self.patterns.dtype)
+        else:
+            U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
+        self.U = U.to(self.patterns.device)  # (d,)
+
+    @property
+    def num_patterns(self) -> int:
+        return self.patterns.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.patterns.shape[1]
+
+    def _state(self, xi: Any) -> torch.Tensor:
+        return check_state("xi", xi, self.dim, binary=True, dtype=self.patterns.dtype)
+
+    def local_field(self, xi: torch.Tensor) -> torch.Tensor:
+        r"""The local fields :math:`h_i = \sum_j W_{ij}\xi_j - U_i = -\partial E / \partial \xi_i`.
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(..., d)``.
+        """
+        xi = self._state(xi)
+        return xi @ self.W - self.U  # (..., d)
+
+    def energy(self, xi: torch.Tensor) -> torch.Tensor:
+        r"""Energy :math:`-\tfrac12 \boldsymbol\xi^\top\mathbf W\boldsymbol\xi + \boldsymbol\xi^\top\mathbf U`.
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(...)``.
+        """
+        xi = self._state(xi)
+        return classical_energy(xi.unsqueeze(-2), self.W, self.U).squeeze(-1)
+
+    def update_neuron(self, xi: torch.Tensor, i: int) -> torch.Tensor:
+        """Update spin ``i`` alone (of every state in the batch); return the new states.
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(..., d)``.
+        """
+        xi = self._state(xi)
+        i = check_int("i", i, min_value=0)
+        if i >= self.dim:
+            raise ValueError(f"i must be a spin index below d = {self.dim}, got {i}")
+        order = torch.tensor([i])
+        return async_sweep(xi.unsqueeze(-2), self.W, self.U, order).squeeze(-2)
+
+    def update(
+        self,
+        xi: torch.Tensor,
+        mode: str = "async",
+        steps: int = 1,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Run ``steps`` synchronous steps or asynchronous sweeps.
+
+        An asynchronous sweep visits every spin once, in a fresh random order (drawn
+        from ``generator``) that is shared by all states of the batch.
+
+        Args:
+            xi: state(s) in {-1, +1}.
+            mode: ``"async"`` (one spin at a time) or ``"sync"`` (all spins at once).
+            steps: number of sweeps / synchronous steps (>= 1).
+            generator: random generator for the update order (async only).
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(..., d)``.
+        """
+        xi = self._state(xi)
+        check_choice("mode", mode, ("async", "sync"))
+        steps = check_positive_int("steps", steps)
+        x = xi.unsqueeze(-2)  # (..., 1, d)
+        for _ in range(steps):
+            if mode == "sync":
+                x = sync_step(x, self.W, self.U)
+            else:
+                x = async_sweep(x, self.W, self.U, _order(self.dim, generator, x.device))
+        return x.squeeze(-2)
+
+    def retrieve(
+        self,
+        xi: torch.Tensor,
+        max_sweeps: int = 100,
+        mode: str = "async",
+        generator: torch.Generator | None = None,
+    ) -> Retrieval:
+        """Update until every state is a fixed point (or ``max_sweeps`` is reached).
+
+        A state is a fixed point when a whole sweep (or a synchronous step) leaves it
+        unchanged. The trajectory holds the states and energies after every sweep.
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: a ``Retrieval`` with states ``(S + 1, ..., d)``.
+
+        Example:
+            >>> net = ClassicalHopfield(torch.tensor([[1., -1., 1., -1., 1., -1.]]))
+            >>> out = net.retrieve(torch.tensor([1., -1., 1., 1., 1., 1.]))
+            >>> out.final.tolist(), bool(out.converged)
+            ([1.0, -1.0, 1.0, -1.0, 1.0, -1.0], True)
+        """
+        xi = self._state(xi)
+        check_choice("mode", mode, ("async", "sync"))
+        max_sweeps = check_positive_int("max_sweeps", max_sweeps)
+        states, energies = [xi], [self.energy(xi)]
+        converged = torch.zeros(xi.shape[:-1], dtype=torch.bool, device=xi.device)
+        for _ in range(max_sweeps):
+            new = self.update(states[-1], mode=mode, generator=generator)
+            converged = (new == states[-1]).all(-1)
+            states.append(new)
+            energies.append(self.energy(new))
+            if converged.all():
+                break
+        return Retrieval(torch.stack(states), torch.stack(energies), converged)
+
+    def __repr__(self) -> str:
+        return f"ClassicalHopfield(num_patterns={self.num_patterns}, dim={self.dim})"

@@ -1,0 +1,202 @@
+r"""Dense associative memory (Krotov & Hopfield, 2016; Demircigil et al., 2017).
+
+Shapes: ``N`` stored patterns, ``d`` spins, ``B`` states updated together (the pure
+function also accepts a leading batch of independent memories).
+
+The energy :math:`E(\boldsymbol\xi) = -\sum_{\mu=1}^N F(\mathbf x_\mu^\top \boldsymbol\xi)`
+with a fast-growing :math:`F` (a polynomial :math:`z^n` or :math:`e^z`) makes the
+minima around the stored patterns much sharper than the classical network's, whose
+energy is the case :math:`F(z) = z^2/2` (up to a constant). The asynchronous update
+sets spin :math:`l` to whichever sign gives the lower energy, all other spins fixed.
+
+Everything is computed in float64: the overlaps are integers and the polynomial
+energies reach :math:`N d^n`, beyond the integers float32 represents exactly. For
+:math:`F = \exp` the update compares log-sum-exps, so it never overflows; the energy
+itself overflows (to ``-inf``) once an overlap exceeds about 709.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from seqbook._checks import check_choice, check_int, check_positive_int
+from seqbook.hopfield._validate import check_patterns, check_state
+from seqbook.hopfield.classical import Retrieval, _order, _sign_keep_ties
+
+__all__ = ["DenseAssociativeMemory", "dense_async_sweep", "dense_energy"]
+
+
+def _F(z: torch.Tensor, F: str, degree: int) -> torch.Tensor:
+    return torch.exp(z) if F == "exp" else z**degree
+
+
+def _odd_part(a: torch.Tensor, degree: int) -> torch.Tensor:
+    r""":math:`g(a) = \sum_{k \text{ odd}} 2\binom{n}{k} a^{n-k}`, so that
+    :math:`(a + x)^n - (a - x)^n = x\,g(a)` for :math:`x = \pm 1`."""
+    g = torch.zeros_like(a)
+    for k in range(1, degree + 1, 2):
+        g = g + 2 * math.comb(degree, k) * a ** (degree - k)
+    return g
+
+
+def dense_energy(xi: torch.Tensor, patterns: torch.Tensor, F: str = "poly", degree: int = 3) -> torch.Tensor:
+    r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)`, in float64 (no checks).
+
+    Shapes:
+        xi: ``(..., B, d)``.
+        patterns: ``(..., N, d)``.
+        returns: ``(..., B)``.
+    """
+    overlaps = xi.double() @ patterns.double().transpose(-1, -2)  # (..., B, N)
+    return -_F(overlaps, F, degree).sum(-1)  # (eq-hopfield-dam-energy)
+
+
+def dense_async_sweep(
+    xi: torch.Tensor, patterns: torch.Tensor, F: str, degree: int, order: torch.Tensor
+) -> torch.Tensor:
+    r"""One asynchronous sweep of the dense memory, spins visited in ``order``.
+
+    With :math:`a_\mu = \sum_{j \ne l} x_{\mu j}\xi_j` the overlap without spin
+    :math:`l`, the new spin is
+
+    .. math::
+
+        \xi_l \leftarrow \operatorname{sgn}\Big[\sum_\mu F(a_\mu + x_{\mu l})
+                                        - F(a_\mu - x_{\mu l})\Big],
+
+    i.e. :math:`+1` exactly when :math:`E(\xi_l = +1) < E(\xi_l = -1)`; a tie keeps the
+    spin. For :math:`F = \exp` the two sums are compared as log-sum-exps. No checks.
+
+    Shapes:
+        xi: ``(..., B, d)``.
+        patterns: ``(..., N, d)``.
+        order: ``(k,)`` spin indices.
+        returns: ``(..., B, d)``.
+    """
+    dtype = xi.dtype
+    xi = xi.double().clone()
+    X = patterns.double()
+    overlaps = xi @ X.transpose(-1, -2)  # (..., B, N)
+    for l in order.tolist():
+        x_l = X[..., :, l].unsqueeze(-2)  # (..., 1, N)
+        old = xi[..., l]  # (..., B)
+        rest = overlaps - x_l * old.unsqueeze(-1)  # (..., B, N) overlap without spin l
+        if F == "exp":  # log sum exp(a + x) - log sum exp(a - x): same sign, no overflow
+            gain = torch.logsumexp(rest + x_l, -1) - torch.logsumexp(rest - x_l, -1)
+        else:  # sum_mu F(a + x) - F(a - x) = sum_mu x g(a): binomial expansion, x = +-1
+            gain = (_odd_part(rest, degree) * x_l).sum(-1)
+        new = _sign_keep_ties(gain, old)  # (eq-hopfield-dam-rule)  (..., B)
+        overlaps = overlaps + x_l * (new - old).unsqueeze(-1)
+        xi[..., l] = new
+    return xi.to(dtype)
+
+
+class DenseAssociativeMemory:
+    r"""Binary dense associative memory with polynomial or exponential interaction.
+
+    .. math::
+
+        E(\boldsymbol\xi) = -\sum_{\mu=1}^N F(\mathbf x_\mu^\top \boldsymbol\xi), \qquad
+        F(z) = z^n \ (\texttt{F="poly"}) \quad\text{or}\quad F(z) = e^z \ (\texttt{F="exp"})
+
+    Args:
+        patterns: the memories :math:`\mathbf x_\mu \in \{-1, +1\}^d`, one per row.
+        F: ``"poly"`` (Krotov & Hopfield) or ``"exp"`` (Demircigil et al.).
+        degree: the polynomial's degree :math:`n \ge 2` (ignored for ``"exp"``).
+
+    Shapes:
+        patterns: ``(N, d)``.
+        xi: a state ``(d,)`` or states ``(..., d)``; energies are ``()`` or ``(...)``.
+
+    Example:
+        >>> memory = DenseAssociativeMemory(torch.tensor([[1., 1., -1., -1.],
+        ...                                               [1., -1., 1., -1.]]), F="exp")
+        >>> memory.update(torch.tensor([-1., 1., -1., -1.]))
+        tensor([ 1.,  1., -1., -1.])
+    """
+
+    def __init__(self, patterns: torch.Tensor, F: str = "poly", degree: int = 3) -> None:
+        self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
+        self.F = check_choice("F", F, ("poly", "exp"))
+        self.degree = check_int("degree", degree, min_value=2)
+
+    @property
+    def num_patterns(self) -> int:
+        return self.patterns.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.patterns.shape[1]
+
+    def _state(self, xi: Any) -> torch.Tensor:
+        return check_state("xi", xi, self.dim, binary=True, dtype=self.patterns.dtype)
+
+    def energy(self, xi: torch.Tensor) -> torch.Tensor:
+        r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)` in float64.
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(...)``.
+        """
+        xi = self._state(xi)
+        return dense_energy(xi.unsqueeze(-2), self.patterns, self.F, self.degree).squeeze(-1)
+
+    def update_neuron(self, xi: torch.Tensor, l: int) -> torch.Tensor:
+        """Update spin ``l`` alone (of every state in the batch).
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(..., d)``.
+        """
+        xi = self._state(xi)
+        l = check_int("l", l, min_value=0)
+        if l >= self.dim:
+            raise ValueError(f"l must be a spin index below d = {self.dim}, got {l}")
+        order = torch.tensor([l])
+        return dense_async_sweep(xi.unsqueeze(-2), self.patterns, self.F, self.degree, order).squeeze(-2)
+
+    def update(
+        self, xi: torch.Tensor, steps: int = 1, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """Run ``steps`` asynchronous sweeps, each in a fresh random order.
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(..., d)``.
+        """
+        xi = self._state(xi)
+        steps = check_positive_int("steps", steps)
+        x = xi.unsqueeze(-2)  # (..., 1, d)
+        for _ in range(steps):
+            order = _order(self.dim, generator, x.device)
+            x = dense_async_sweep(x, self.patterns, self.F, self.degree, order)
+        return x.squeeze(-2)
+
+    def retrieve(
+        self, xi: torch.Tensor, max_sweeps: int = 100, generator: torch.Generator | None = None
+    ) -> Retrieval:
+        """Sweep until every state is a fixed point (or ``max_sweeps`` is reached).
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: a ``Retrieval`` with states ``(S + 1, ..., d)``.
+        """
+        xi = self._state(xi)
+        max_sweeps = check_positive_int("max_sweeps", max_sweeps)
+        states, energies = [xi], [self.energy(xi)]
+        converged = torch.zeros(xi.shape[:-1], dtype=torch.bool, device=xi.device)
+        for _ in range(max_sweeps):
+            new = self.update(states[-1], generator=generator)
+            converged = (new == states[-1]).all(-1)
+            states.append(new)
+            energies.append(self.energy(new))
+            if converged.all():
+                break
+        return Retrieval(torch.stack(states), torch.stack(energies), converged)
+
+    def __repr__(self) -> str:
+        kind = "exp" if self.F == "exp" else f"poly, degree={self.degree}"
+        return f"DenseAssociativeMemory(num_patterns={self.num_patterns}, dim={self.dim}, F={kind})"
