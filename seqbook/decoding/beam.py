@@ -1,0 +1,125 @@
+r"""Beam search, batched: ``k`` prefixes per sentence, many sentences at once.
+
+Shape letters: ``N`` sentences, ``K`` beams (the beam size ``k``), ``t`` prefix length,
+``V`` vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seqbook._checks import check_positive_int
+from seqbook.decoding.common import (
+    Hypotheses,
+    StepFn,
+    call_step,
+    check_length_penalty,
+    check_search_args,
+    length_normalized,
+    reorder_state,
+    strip,
+)
+
+__all__ = ["beam_search"]
+
+
+def beam_search(
+    step_fn: StepFn,
+    bos: int,
+    eos: int,
+    beam_size: int,
+    max_len: int,
+    length_penalty: float = 0.0,
+    batch_size: int = 1,
+    device: torch.device | str | None = None,
+    trace: bool = False,
+) -> Hypotheses:
+    r"""Keep the ``beam_size`` best prefixes of every sentence at every step.
+
+    At each step every beam is extended by every token (:math:`k |\mathcal{Y}|`
+    candidates per sentence) and the :math:`k` best candidates survive, ranked by
+
+    .. math::
+        \frac{1}{L^{\alpha}} \log P(y_1, \dots, y_L \mid \mathbf{c})
+        = \frac{1}{L^{\alpha}} \sum_{t'=1}^{L} \log P(y_{t'} \mid y_{<t'}, \mathbf{c})
+
+    with :math:`\alpha` = ``length_penalty`` and :math:`L` the number of generated
+    tokens (``<eos>`` included). A beam that has produced ``<eos>`` is finished: it
+    keeps its score and competes, unchanged, with the longer prefixes of later steps
+    (at one step, all live candidates have the same length, so :math:`\alpha` only
+    matters between finished and live ones and at the end). The search stops when
+    every beam of every sentence is finished or after ``max_len`` tokens, and returns
+    each sentence's best beam. Ties are broken towards the lower beam, then token,
+    index (a stable sort), so the result does not depend on the device. The cost is
+    :math:`O(k |\mathcal{Y}| T')` scored candidates per sentence; ``beam_size=1`` is
+    greedy search.
+
+    Args:
+        step_fn: ``(prefixes (N, K, t), state) -> (log_probs (N, K, V), state)``; see
+            :mod:`seqbook.decoding.common`.
+        bos, eos: the ids of ``<bos>`` and ``<eos>``.
+        beam_size: :math:`k` >= 1.
+        max_len: the most tokens to generate (>= 1), ``<eos>`` included.
+        length_penalty: :math:`\alpha` >= 0; 0 ranks by probability alone, larger
+            values favour longer outputs.
+        batch_size: ``N``, the number of sentences ``step_fn`` decodes.
+        device: where to create the prefixes (default CPU).
+        trace: record the beams (prefixes and log-probabilities) after every step in
+            ``Hypotheses.trace``.
+
+    Returns:
+        :class:`~seqbook.decoding.Hypotheses`.
+
+    Example:
+        >>> table = torch.tensor([[0.5, 0.2, 0.2, 0.1],      # step 1: A B C <eos>
+        ...                       [0.1, 0.4, 0.3, 0.2]]).log()
+        >>> def step(prefixes, state):                         # ids: A=0 ... <eos>=3
+        ...     t = prefixes.shape[-1] - 1
+        ...     return table[min(t, 1)].expand(*prefixes.shape[:2], 4), None
+        >>> result = beam_search(step, bos=4, eos=3, beam_size=2, max_len=2)
+        >>> result.tokens, round(result.probability.item(), 2)
+        ([[0, 1]], 0.2)
+    """
+    bos, eos, max_len, N = check_search_args(bos, eos, max_len, batch_size)
+    K = check_positive_int("beam_size", beam_size)
+    alpha = check_length_penalty(length_penalty)
+    prefixes = torch.full((N, K, 1), bos, dtype=torch.long, device=device)  # (N, K, 1)
+    # all beams start as the same prefix; only the first is alive, or the k best
+    # candidates of step 1 would be k copies of the best one
+    log_prob = torch.full((N, K), float("-inf"), device=device)  # (N, K)
+    log_prob[:, 0] = 0.0
+    finished = torch.zeros(N, K, dtype=torch.bool, device=device)
+    length = torch.zeros(N, K, dtype=torch.long, device=device)
+    state, V, candidates, steps = None, None, 0, []
+    for t in range(1, max_len + 1):
+        log_probs, state = call_step(step_fn, prefixes, state, V)  # (N, K, V)
+        V = log_probs.shape[-1]
+        log_probs = log_probs.to(log_prob.device)
+        candidates += int((~finished & (log_prob > float("-inf"))).sum()) * V
+        # a finished beam has one continuation, itself: <eos> again at no cost
+        stay = torch.full((V,), float("-inf"), device=log_prob.device)
+        stay[eos] = 0.0
+        log_probs = torch.where(finished.unsqueeze(-1), stay, log_probs)  # (N, K, V)
+        total = log_prob.unsqueeze(-1) + log_probs  # (N, K, V)
+        new_length = torch.where(finished, length, torch.full_like(length, t))  # (N, K)
+        ranking = length_normalized(total, new_length.unsqueeze(-1), alpha)  # (N, K, V)
+        order = torch.sort(ranking.view(N, K * V), dim=1, descending=True, stable=True).indices
+        chosen = order[:, :K]  # (N, K)  (eq-dec-beam)
+        parent, token = chosen // V, chosen % V  # (N, K), (N, K)
+        log_prob = total.view(N, K * V).gather(1, chosen)  # (N, K)
+        length = new_length.gather(1, parent)
+        finished = finished.gather(1, parent) | (token == eos)
+        prefixes = prefixes.gather(1, parent.unsqueeze(-1).expand(-1, -1, t))  # (N, K, t)
+        prefixes = torch.cat([prefixes, token.unsqueeze(-1)], dim=-1)  # (N, K, t + 1)
+        state = reorder_state(state, parent)
+        if trace:
+            steps.append((prefixes.clone(), log_prob.clone()))
+        if bool(finished.all()):
+            break
+    score = length_normalized(log_prob, length, alpha)  # (N, K)
+    best = score.argmax(dim=1)  # (N,)
+    rows = torch.arange(N, device=best.device)
+    tokens = [strip(row[1:], eos) for row in prefixes[rows, best].tolist()]
+    return Hypotheses(
+        tokens, log_prob[rows, best], score[rows, best], finished[rows, best], candidates, steps
+    )

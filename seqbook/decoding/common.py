@@ -1,0 +1,149 @@
+r"""What every search shares: the step-function protocol, the result, bookkeeping.
+
+A search never sees a model. It sees a **step function**
+
+.. code-block:: python
+
+    log_probs, state = step_fn(prefixes, state)
+
+that maps a batch of prefixes, ``(N, K, t)`` token ids (``N`` sentences, ``K``
+prefixes each, all starting with ``<bos>``), to the log-probabilities of the next
+token, ``(N, K, V)``. ``state`` is ``None`` at the first call; a step function may
+return any tensor (or tuple, list or dict of tensors) with leading dimensions
+``(N, K)`` as its state, and the search hands it back at the next call reordered
+like the prefixes (row ``k`` of the next call continues the prefix it extends).
+A recurrent model keeps its hidden state there and reads only the last token; a
+fixed probability table returns ``None`` and looks at the whole prefix.
+
+Shape letters: ``N`` sentences, ``K`` prefixes (beams) per sentence, ``t`` prefix
+length, ``V`` vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from seqbook._checks import check_int, check_positive_int, check_real
+
+__all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
+
+StepFn = Callable[[torch.Tensor, Any], tuple[torch.Tensor, Any]]
+
+
+@dataclass
+class Hypotheses:
+    """The output of a search, one best sequence per sentence.
+
+    ``tokens`` exclude ``<bos>`` and ``<eos>``; ``log_prob`` is the sum of the
+    log-probabilities of all generated tokens, ``<eos>`` included; ``score`` is
+    ``log_prob / length ** length_penalty`` with ``length`` the number of generated
+    tokens (``<eos>`` included); ``finished`` says whether ``<eos>`` was produced
+    (otherwise the search stopped at ``max_len``). ``candidates`` counts the
+    (prefix, next token) pairs the search scored, its cost; ``trace`` (beam search
+    with ``trace=True``) holds the beams after every step.
+    """
+
+    tokens: list[list[int]]
+    log_prob: torch.Tensor  # (N,)
+    score: torch.Tensor  # (N,)
+    finished: torch.Tensor  # (N,) bool
+    candidates: int = 0
+    trace: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+
+    @property
+    def probability(self) -> torch.Tensor:
+        """:math:`\\exp` of ``log_prob``, shape ``(N,)``."""
+        return self.log_prob.exp()
+
+
+def check_search_args(
+    bos: int, eos: int, max_len: int, batch_size: int
+) -> tuple[int, int, int, int]:
+    bos = check_int("bos", bos, min_value=0)
+    eos = check_int("eos", eos, min_value=0)
+    if bos == eos:
+        raise ValueError(f"bos and eos must differ, both are {bos}")
+    max_len = check_positive_int("max_len", max_len)
+    return bos, eos, max_len, check_positive_int("batch_size", batch_size)
+
+
+def check_length_penalty(length_penalty: float) -> float:
+    return check_real("length_penalty", length_penalty, min_value=0.0)
+
+
+def call_step(
+    step_fn: StepFn, prefixes: torch.Tensor, state: Any, vocab_size: int | None
+) -> tuple[torch.Tensor, Any]:
+    """Call ``step_fn`` and check that it kept its side of the protocol."""
+    result = step_fn(prefixes, state)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise TypeError(
+            "step_fn must return a pair (log_probs, state); a stateless step function "
+            f"returns (log_probs, None); got {type(result).__name__}"
+        )
+    log_probs, state = result
+    N, K, _ = prefixes.shape
+    if not isinstance(log_probs, torch.Tensor) or not log_probs.is_floating_point():
+        raise TypeError(
+            f"step_fn must return floating-point log-probabilities, got {log_probs!r:.80}"
+        )
+    if log_probs.dim() != 3 or log_probs.shape[:2] != (N, K):
+        raise ValueError(
+            f"step_fn must return log-probabilities of shape (N, K, V) = ({N}, {K}, V) for "
+            f"prefixes of shape {tuple(prefixes.shape)}, got {tuple(log_probs.shape)}"
+        )
+    if vocab_size is not None and log_probs.shape[2] != vocab_size:
+        raise ValueError(
+            f"step_fn changed the vocabulary size from {vocab_size} to {log_probs.shape[2]}"
+        )
+    return log_probs, state
+
+
+def reorder_state(state: Any, parent: torch.Tensor) -> Any:
+    """Select, for each sentence ``n``, the rows ``parent[n]`` along dimension 1.
+
+    Args:
+        state: ``None``, a tensor ``(N, K, ...)`` or a tuple/list/dict of them.
+        parent: ``(N, K_new)`` indices into the ``K`` rows.
+
+    Example:
+        >>> state = torch.arange(6).view(1, 3, 2)            # (N, K, H)
+        >>> reorder_state(state, torch.tensor([[2, 2, 0]]))[0].tolist()
+        [[4, 5], [4, 5], [0, 1]]
+    """
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        rows = torch.arange(parent.shape[0], device=parent.device).unsqueeze(1)  # (N, 1)
+        return state[rows, parent.to(state.device)]  # (N, K_new, ...)
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        return type(state)(*(reorder_state(s, parent) for s in state))
+    if isinstance(state, (tuple, list)):
+        return type(state)(reorder_state(s, parent) for s in state)
+    if isinstance(state, dict):
+        return {key: reorder_state(value, parent) for key, value in state.items()}
+    return state
+
+
+def length_normalized(
+    log_prob: torch.Tensor, length: torch.Tensor, length_penalty: float
+) -> torch.Tensor:
+    r"""The score :math:`\frac{1}{L^\alpha} \log P` that ranks finished sequences.
+
+    Example:
+        >>> length_normalized(torch.tensor([-2.0]), torch.tensor([4]), 0.5).item()
+        -1.0
+    """
+    if length_penalty == 0:
+        return log_prob
+    L = length.to(log_prob.dtype).clamp(min=1)
+    return log_prob / L**length_penalty  # (eq-dec-length-penalty)
+
+
+def strip(sequence: list[int], eos: int) -> list[int]:
+    """Tokens up to (not including) the first ``eos``."""
+    return sequence[: sequence.index(eos)] if eos in sequence else sequence

@@ -1,0 +1,126 @@
+r"""Exhaustive search: score every possible output sequence, keep the best.
+
+Shape letters: ``N`` sentences, ``M`` live prefixes (the same for every sentence),
+``t`` prefix length, ``V`` vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seqbook._checks import check_positive_int
+from seqbook.decoding.common import (
+    Hypotheses,
+    StepFn,
+    call_step,
+    check_length_penalty,
+    check_search_args,
+    length_normalized,
+    reorder_state,
+    strip,
+)
+
+__all__ = ["exhaustive_search"]
+
+
+def exhaustive_search(
+    step_fn: StepFn,
+    bos: int,
+    eos: int,
+    max_len: int,
+    length_penalty: float = 0.0,
+    batch_size: int = 1,
+    device: torch.device | str | None = None,
+    max_prefixes: int = 1_000_000,
+) -> Hypotheses:
+    r"""Enumerate every sequence of at most ``max_len`` tokens and return the best.
+
+    Every prefix that has not produced ``<eos>`` is extended by every token, so after
+    :math:`t` steps there are up to :math:`(|\mathcal{Y}| - 1)^t` live prefixes and the
+    search scores :math:`O(|\mathcal{Y}|^{T'})` candidates: the exact optimum of
+
+    .. math::
+        \frac{1}{L^{\alpha}} \log P(y_1, \dots, y_L \mid \mathbf{c})
+
+    over all sequences that end with ``<eos>`` within ``max_len`` tokens (and the
+    unfinished ones of exactly ``max_len`` tokens), at a cost that only tiny
+    vocabularies and lengths allow. Tokens whose log-probability is :math:`-\infty`
+    for every sentence are not extended.
+
+    Args:
+        step_fn: ``(prefixes (N, M, t), state) -> (log_probs (N, M, V), state)``; see
+            :mod:`seqbook.decoding.common`.
+        bos, eos: the ids of ``<bos>`` and ``<eos>``.
+        max_len: the most tokens per sequence (>= 1), ``<eos>`` included.
+        length_penalty: :math:`\alpha` >= 0, as in
+            :func:`~seqbook.decoding.beam_search`.
+        batch_size: ``N``, the number of sentences ``step_fn`` decodes.
+        device: where to create the prefixes (default CPU).
+        max_prefixes: refuse to go on when a step would hold more live prefixes than
+            this (>= 1), rather than run out of memory.
+
+    Returns:
+        :class:`~seqbook.decoding.Hypotheses`.
+
+    Raises:
+        ValueError: when the enumeration would exceed ``max_prefixes``.
+
+    Example:
+        >>> table = torch.tensor([[0.5, 0.2, 0.2, 0.1],      # step 1: A B C <eos>
+        ...                       [0.1, 0.4, 0.3, 0.2]]).log()
+        >>> def step(prefixes, state):                         # ids: A=0 ... <eos>=3
+        ...     t = prefixes.shape[-1] - 1
+        ...     return table[min(t, 1)].expand(*prefixes.shape[:2], 4), None
+        >>> result = exhaustive_search(step, bos=4, eos=3, max_len=2)
+        >>> result.tokens, round(result.probability.item(), 2), result.candidates
+        ([[0, 1]], 0.2, 16)
+    """
+    bos, eos, max_len, N = check_search_args(bos, eos, max_len, batch_size)
+    alpha = check_length_penalty(length_penalty)
+    max_prefixes = check_positive_int("max_prefixes", max_prefixes)
+    prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, M, t)
+    log_prob = torch.zeros(N, 1, device=device)  # (N, M)
+    best_score = torch.full((N,), float("-inf"), device=device)
+    best_log_prob = torch.full((N,), float("-inf"), device=device)
+    best_finished = torch.zeros(N, dtype=torch.bool, device=device)
+    best_prefix: list[list[int]] = [[] for _ in range(N)]
+    state, V, candidates = None, None, 0
+    for t in range(1, max_len + 1):
+        log_probs, state = call_step(step_fn, prefixes, state, V)  # (N, M, V)
+        V = log_probs.shape[-1]
+        M = prefixes.shape[1]
+        candidates += N * M * V
+        total = log_prob.unsqueeze(-1) + log_probs.to(log_prob.device)  # (N, M, V)
+        # sequences that end here: with <eos>, or any token at the last step
+        ending = total if t == max_len else total[:, :, eos : eos + 1]  # (N, M, V or 1)
+        scores = length_normalized(ending, torch.tensor(t), alpha).reshape(N, -1)  # (N, M * V')
+        top, where = scores.max(dim=1)  # (N,)
+        better = top > best_score
+        for n in better.nonzero().flatten().tolist():
+            width = ending.shape[2]
+            m, v = divmod(int(where[n]), width)
+            token = v if width == V else eos
+            best_prefix[n] = prefixes[n, m, 1:].tolist() + [token]
+            best_score[n] = top[n]
+            best_log_prob[n] = ending[n, m, v]
+            best_finished[n] = token == eos
+        if t == max_len:
+            break
+        # extend every live prefix by every token but <eos>, unless impossible
+        alive = torch.isfinite(total).any(dim=0)  # (M, V)
+        alive[:, eos] = False
+        parent, token = alive.nonzero(as_tuple=True)  # (M_next,), (M_next,)
+        if parent.numel() == 0:
+            break
+        if parent.numel() > max_prefixes:
+            raise ValueError(
+                f"exhaustive search would hold {parent.numel()} prefixes after {t} steps, "
+                f"more than max_prefixes={max_prefixes}; use beam_search or a smaller max_len"
+            )
+        parent_nm = parent.unsqueeze(0).expand(N, -1)  # (N, M_next)
+        log_prob = total[:, parent, token]  # (N, M_next)
+        prefixes = prefixes.gather(1, parent_nm.unsqueeze(-1).expand(-1, -1, t))  # (N, M_next, t)
+        prefixes = torch.cat([prefixes, token.view(1, -1, 1).expand(N, -1, 1)], dim=-1)
+        state = reorder_state(state, parent_nm)
+    tokens = [strip(p, eos) for p in best_prefix]
+    return Hypotheses(tokens, best_log_prob, best_score, best_finished, candidates)

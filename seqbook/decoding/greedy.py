@@ -1,0 +1,84 @@
+r"""Greedy search: take the most probable next token, every step.
+
+Shape letters: ``N`` sentences, ``t`` prefix length, ``V`` vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seqbook.decoding.common import (
+    Hypotheses,
+    StepFn,
+    call_step,
+    check_search_args,
+    length_normalized,
+    strip,
+)
+
+__all__ = ["greedy_search"]
+
+
+def greedy_search(
+    step_fn: StepFn,
+    bos: int,
+    eos: int,
+    max_len: int,
+    batch_size: int = 1,
+    device: torch.device | str | None = None,
+) -> Hypotheses:
+    r"""Decode ``batch_size`` sentences at once by always taking the argmax.
+
+    .. math::
+        y_{t'} = \operatorname*{argmax}_{y \in \mathcal{Y}}
+        P(y \mid y_1, \dots, y_{t'-1}, \mathbf{c})
+
+    A sentence stops at ``<eos>`` or after ``max_len`` tokens. Cheap (:math:`|\mathcal{Y}|`
+    candidates per step) but short-sighted: the best first token need not start the
+    best sequence.
+
+    Args:
+        step_fn: ``(prefixes (N, 1, t), state) -> (log_probs (N, 1, V), state)``; see
+            :mod:`seqbook.decoding.common`.
+        bos, eos: the ids of ``<bos>`` and ``<eos>``.
+        max_len: the most tokens to generate per sentence (>= 1), ``<eos>`` included.
+        batch_size: ``N``, the number of sentences ``step_fn`` decodes.
+        device: where to create the prefixes (default CPU).
+
+    Returns:
+        The :class:`~seqbook.decoding.Hypotheses`; their ``score`` is their
+        ``log_prob`` (greedy search has no length penalty).
+
+    Example:
+        >>> table = torch.tensor([[0.5, 0.2, 0.2, 0.1],      # step 1: A B C <eos>
+        ...                       [0.1, 0.4, 0.3, 0.2]]).log()
+        >>> def step(prefixes, state):                         # ids: A=0 ... <eos>=3
+        ...     t = prefixes.shape[-1] - 1
+        ...     return table[min(t, 1)].expand(*prefixes.shape[:2], 4), None
+        >>> result = greedy_search(step, bos=4, eos=3, max_len=2)
+        >>> result.tokens, round(result.probability.item(), 2)
+        ([[0, 1]], 0.2)
+    """
+    bos, eos, max_len, N = check_search_args(bos, eos, max_len, batch_size)
+    prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, 1, 1)
+    log_prob = torch.zeros(N, device=device)
+    finished = torch.zeros(N, dtype=torch.bool, device=device)
+    length = torch.zeros(N, dtype=torch.long, device=device)
+    state, V, candidates = None, None, 0
+    for _ in range(max_len):
+        log_probs, state = call_step(step_fn, prefixes, state, V)  # (N, 1, V)
+        V = log_probs.shape[-1]
+        log_probs = log_probs[:, 0].to(log_prob.device)  # (N, V)
+        candidates += int((~finished).sum()) * V
+        best = log_probs.argmax(-1)  # (N,)  (eq-dec-greedy)
+        best = torch.where(finished, torch.full_like(best, eos), best)
+        gained = log_probs.gather(1, best.unsqueeze(1)).squeeze(1)  # (N,)
+        log_prob = log_prob + torch.where(finished, torch.zeros_like(gained), gained)
+        length = length + (~finished).long()
+        finished = finished | (best == eos)
+        prefixes = torch.cat([prefixes, best.view(N, 1, 1)], dim=-1)  # (N, 1, t + 1)
+        if bool(finished.all()):
+            break
+    tokens = [strip(row[1:], eos) for row in prefixes[:, 0].tolist()]
+    score = length_normalized(log_prob, length, 0.0)
+    return Hypotheses(tokens, log_prob, score, finished, candidates)

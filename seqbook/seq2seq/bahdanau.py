@@ -1,0 +1,132 @@
+r"""Bahdanau's attention decoder: a new context vector at every output step.
+
+Shape letters: ``B`` batch, ``T_x`` source length, ``T_y`` target length, ``E``
+embedding size, ``H`` decoder hidden units, ``D`` the size of an annotation (``2H_enc``
+for a bidirectional encoder), ``A`` the attention's hidden size, ``V`` the target
+vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_positive_int, check_real
+from seqbook.attention import AdditiveAttention
+from seqbook.seq2seq.decoder import check_decoder_inputs
+from seqbook.seq2seq.encoder import Encoded
+
+__all__ = ["BahdanauDecoder"]
+
+
+class BahdanauDecoder(nn.Module):
+    r"""A GRU decoder whose context :math:`\mathbf{c}_i` is recomputed at every step.
+
+    .. math::
+        e_{ij} = \mathbf{v}_a^\top \tanh(\mathbf{W}_a \mathbf{s}_{i-1} +
+        \mathbf{U}_a \mathbf{h}_j), \quad
+        \alpha_{ij} = \frac{\exp e_{ij}}{\sum_k \exp e_{ik}}, \quad
+        \mathbf{c}_i = \sum_j \alpha_{ij} \mathbf{h}_j, \quad
+        \mathbf{s}_i = f(\mathbf{s}_{i-1}, y_{i-1}, \mathbf{c}_i)
+
+    (eqs. 4.2-4.5 of the notes): the previous state :math:`\mathbf{s}_{i-1}` is the
+    query, the annotations :math:`\mathbf{h}_j` of the encoder are keys and values, and
+    :class:`~seqbook.attention.AdditiveAttention` computes the weights (padding gets
+    weight 0). :math:`f` is a GRU cell whose input is :math:`[\mathbf{e}(y_{i-1});
+    \mathbf{c}_i]`; the output layer reads :math:`[\mathbf{s}_i; \mathbf{c}_i]`, and
+    :math:`\mathbf{s}_0 = \tanh(\mathbf{W}_s \mathbf{c})` starts from the encoder's
+    summary, as in the plain decoder.
+
+    Args:
+        vocab_size: :math:`V` (id 0 is ``<pad>``).
+        embed_size: :math:`E`.
+        hidden_size: :math:`H`.
+        context_size: :math:`D`, the size of an annotation.
+        attention_size: :math:`A`, the width of the scoring network (default ``H``).
+        dropout: dropout on the embeddings, in [0, 1).
+
+    Shapes:
+        tgt_in: ``(B, T_y)`` ids (teacher forcing); returns logits
+            ``(B, T_y, V)`` and the attention weights ``(B, T_y, T_x)``.
+        step: ``y_prev (B,)`` and ``state (B, H)``; returns logits ``(B, V)``,
+            the new state ``(B, H)`` and the weights ``(B, T_x)``.
+
+    Example:
+        >>> from seqbook.seq2seq import Seq2SeqEncoder
+        >>> _ = torch.manual_seed(0)
+        >>> encoder = Seq2SeqEncoder(10, 4, 6, bidirectional=True)
+        >>> decoder = BahdanauDecoder(12, 4, 8, context_size=12)
+        >>> encoded = encoder(torch.tensor([[3, 4, 2], [5, 2, 0]]),
+        ...                   torch.tensor([3, 2]))
+        >>> logits, weights = decoder(torch.tensor([[1, 5], [1, 6]]), encoded)
+        >>> tuple(logits.shape), tuple(weights.shape)
+        ((2, 2, 12), (2, 2, 3))
+        >>> weights[1, :, 2].tolist()  # the padded position gets no attention
+        [0.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        hidden_size: int,
+        context_size: int,
+        attention_size: int | None = None,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        check_positive_int("embed_size", embed_size)
+        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.context_size = check_positive_int("context_size", context_size)
+        attention_size = hidden_size if attention_size is None else attention_size
+        check_positive_int("attention_size", attention_size)
+        check_real("dropout", dropout, min_value=0.0, max_value=0.999)
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
+        self.dropout = nn.Dropout(dropout)
+        self.W_s = nn.Linear(context_size, hidden_size)
+        self.attention = AdditiveAttention(hidden_size, context_size, attention_size)
+        self.cell = nn.GRUCell(embed_size + context_size, hidden_size)
+        self.W_o = nn.Linear(hidden_size + context_size, vocab_size)
+
+    def _check_memory(self, encoded: Encoded) -> None:
+        if encoded.outputs.shape[-1] != self.context_size:
+            raise ValueError(
+                f"encoded.outputs must have size context_size={self.context_size}, got "
+                f"shape {tuple(encoded.outputs.shape)}"
+            )
+
+    def init_state(self, encoded: Encoded) -> torch.Tensor:
+        """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
+        self._check_memory(encoded)
+        return torch.tanh(self.W_s(encoded.state))  # (B, H)
+
+    def _step(
+        self, y_emb: torch.Tensor, s_prev: torch.Tensor, encoded: Encoded
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        h = encoded.outputs  # (B, T_x, D): keys and values
+        # the query is the previous state s_{i-1}
+        # (B, D), (B, T_x)  (eq-s2s-attn-context)
+        c, alpha = self.attention(s_prev, h, h, encoded.mask)
+        s = self.cell(torch.cat([y_emb, c], dim=-1), s_prev)  # (B, H)  (eq-s2s-state)
+        logits = self.W_o(torch.cat([s, c], dim=-1))  # (B, V)  (eq-s2s-output)
+        return logits, s, alpha
+
+    def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
+        check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self.vocab_size)
+        y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
+        s = self.init_state(encoded)  # (B, H)
+        all_logits, all_weights = [], []
+        for i in range(tgt_in.shape[1]):
+            logits, s, alpha = self._step(y[:, i], s, encoded)
+            all_logits.append(logits)
+            all_weights.append(alpha)
+        return torch.stack(all_logits, 1), torch.stack(all_weights, 1)  # (B, T_y, V), (B, T_y, T_x)
+
+    def step(
+        self, y_prev: torch.Tensor, state: torch.Tensor, encoded: Encoded
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
+        check_decoder_inputs("y_prev", y_prev, 1, encoded, self.vocab_size)
+        self._check_memory(encoded)
+        return self._step(self.embedding(y_prev), state, encoded)

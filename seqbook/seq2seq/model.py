@@ -1,0 +1,188 @@
+r"""The encoder-decoder: teacher forcing for training, a step function for decoding.
+
+Shape letters: ``B`` batch (``N`` sentences when decoding), ``K`` prefixes per
+sentence, ``T_x`` source length, ``T_y`` target length, ``V`` target vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbook._checks import check_int, check_tensor
+from seqbook.decoding import Hypotheses, beam_search
+from seqbook.decoding.common import StepFn
+from seqbook.seq2seq.bahdanau import BahdanauDecoder
+from seqbook.seq2seq.data import TranslationBatch
+from seqbook.seq2seq.decoder import Seq2SeqDecoder
+from seqbook.seq2seq.encoder import Encoded, Seq2SeqEncoder
+
+__all__ = ["EncoderDecoder", "masked_cross_entropy"]
+
+
+def masked_cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    r"""Mean cross-entropy over the real (unpadded) target positions.
+
+    .. math::
+        \mathcal{L} = -\frac{1}{\sum_{b,i} m_{bi}} \sum_{b,i} m_{bi}
+        \log P(y_{bi} \mid y_{b,<i}, \mathbf{x}_b)
+
+    Args:
+        logits: ``(B, T_y, V)``.
+        targets: ``(B, T_y)`` ids.
+        mask: ``(B, T_y)`` boolean, True at real target tokens.
+
+    Example:
+        >>> logits = torch.zeros(1, 2, 4)          # uniform over 4 tokens
+        >>> loss = masked_cross_entropy(logits, torch.tensor([[1, 0]]),
+        ...                             torch.tensor([[True, False]]))
+        >>> round(loss.item(), 4)                  # log 4, the padding ignored
+        1.3863
+    """
+    check_tensor("logits", logits, ndim=3, floating=True)
+    check_tensor("targets", targets, ndim=2, floating=False)
+    check_tensor("mask", mask, ndim=2)
+    if logits.shape[:2] != targets.shape or mask.shape != targets.shape:
+        raise ValueError(
+            f"logits (B, T_y, V), targets and mask (B, T_y) must agree, got shapes "
+            f"{tuple(logits.shape)}, {tuple(targets.shape)} and {tuple(mask.shape)}"
+        )
+    if not bool(mask.any()):
+        raise ValueError("mask must mark at least one real target token, got none")
+    per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T_y)
+    mask = mask.to(per_token.dtype)
+    return (per_token * mask).sum() / mask.sum()  # (eq-s2s-loss)
+
+
+class EncoderDecoder(nn.Module):
+    r"""An encoder and a decoder trained together as :math:`P(\mathbf{y} \mid \mathbf{x})`.
+
+    .. math::
+        P(y_1, \dots, y_{T_y} \mid \mathbf{x}) = \prod_{i=1}^{T_y}
+        P(y_i \mid y_1, \dots, y_{i-1}, \mathbf{x})
+
+    **Teacher forcing**: in training the decoder's input at step :math:`i` is the
+    *true* previous token (``tgt_in`` = ``<bos>`` + target), and
+    :func:`masked_cross_entropy` compares its predictions with the target followed by
+    ``<eos>``. At test time the model feeds its own predictions back through
+    :meth:`step_function`, which any search of :mod:`seqbook.decoding` can drive.
+
+    Args:
+        encoder: a :class:`Seq2SeqEncoder`.
+        decoder: a :class:`Seq2SeqDecoder` (fixed context) or :class:`BahdanauDecoder`
+            (attention); its ``context_size`` must be the encoder's ``output_size``.
+        pad_id, bos_id, eos_id: the target vocabulary's special ids.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> enc = Seq2SeqEncoder(10, 4, 6, bidirectional=True)
+        >>> model = EncoderDecoder(enc, BahdanauDecoder(9, 4, 8, enc.output_size))
+        >>> src, lengths = torch.tensor([[4, 5, 2]]), torch.tensor([3])
+        >>> logits, weights = model(src, lengths, torch.tensor([[1, 6]]))
+        >>> tuple(logits.shape), tuple(weights.shape)
+        ((1, 2, 9), (1, 2, 3))
+        >>> out = model.generate(src, lengths, max_len=4, beam_size=2)
+        >>> len(out.tokens), len(out.tokens[0]) <= 4
+        (1, True)
+    """
+
+    def __init__(
+        self,
+        encoder: Seq2SeqEncoder,
+        decoder: Seq2SeqDecoder | BahdanauDecoder,
+        pad_id: int = 0,
+        bos_id: int = 1,
+        eos_id: int = 2,
+    ) -> None:
+        super().__init__()
+        if not isinstance(encoder, Seq2SeqEncoder):
+            raise TypeError(f"encoder must be a Seq2SeqEncoder, got {type(encoder).__name__}")
+        if not isinstance(decoder, (Seq2SeqDecoder, BahdanauDecoder)):
+            raise TypeError(
+                f"decoder must be a Seq2SeqDecoder or BahdanauDecoder, got {type(decoder).__name__}"
+            )
+        if decoder.context_size != encoder.output_size:
+            raise ValueError(
+                f"decoder.context_size ({decoder.context_size}) must equal the encoder's "
+                f"output_size ({encoder.output_size})"
+            )
+        self.encoder, self.decoder = encoder, decoder
+        self.pad_id = check_int("pad_id", pad_id, min_value=0)
+        self.bos_id = check_int("bos_id", bos_id, min_value=0)
+        self.eos_id = check_int("eos_id", eos_id, min_value=0)
+
+    @property
+    def uses_attention(self) -> bool:
+        return isinstance(self.decoder, BahdanauDecoder)
+
+    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:
+        return self.encoder(src, src_lengths)
+
+    def forward(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher-forced logits ``(B, T_y, V)`` and attention weights
+        ``(B, T_y, T_x)`` (``None`` for the fixed-context decoder)."""
+        return self.decoder(tgt_in, self.encode(src, src_lengths))
+
+    def loss(self, batch: TranslationBatch) -> torch.Tensor:
+        """The masked cross-entropy of one batch (a ``loss_fn`` for ``fit``)."""
+        logits, _ = self(batch.src, batch.src_lengths, batch.tgt_in)
+        return masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)
+
+    def step_function(self, src: torch.Tensor, src_lengths: torch.Tensor) -> StepFn:
+        """A step function for :mod:`seqbook.decoding` that translates ``src``.
+
+        The sources are encoded once; each call feeds the last token of every prefix
+        and the decoder state (kept as the search's state, ``(N, K, H)``) through one
+        decoder step. ``<pad>`` and ``<bos>`` get probability 0.
+        """
+        with torch.no_grad():
+            encoded = self.encode(src, src_lengths)
+        N = src.shape[0]
+        expanded: dict[int, Encoded] = {}
+
+        def step(
+            prefixes: torch.Tensor, state: torch.Tensor | None
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            _, K, _ = prefixes.shape
+            if K not in expanded:  # every prefix of sentence n reads sentence n
+                expanded[K] = Encoded(*(x.repeat_interleave(K, dim=0) for x in encoded))
+            enc = expanded[K]  # (N * K, ...)
+            with torch.no_grad():
+                s = self.decoder.init_state(enc) if state is None else state.reshape(N * K, -1)
+                y_prev = prefixes[:, :, -1].reshape(N * K).to(src.device)  # (N * K,)
+                logits, s, _ = self.decoder.step(y_prev, s, enc)  # (N * K, V)
+                log_probs = torch.log_softmax(logits, dim=-1)
+                log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
+            return log_probs.view(N, K, -1), s.view(N, K, -1)  # (N, K, V), (N, K, H)
+
+        return step
+
+    def generate(
+        self,
+        src: torch.Tensor,
+        src_lengths: torch.Tensor,
+        max_len: int,
+        beam_size: int = 1,
+        length_penalty: float = 0.0,
+    ) -> Hypotheses:
+        """Translate a batch with beam search (``beam_size=1``: greedy)."""
+        was_training = self.training
+        self.eval()
+        try:
+            return beam_search(
+                self.step_function(src, src_lengths),
+                self.bos_id,
+                self.eos_id,
+                beam_size,
+                max_len,
+                length_penalty,
+                batch_size=src.shape[0],
+                device=src.device,
+            )
+        finally:
+            self.train(was_training)

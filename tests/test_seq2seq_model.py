@@ -1,0 +1,176 @@
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbook.decoding import greedy_search
+from seqbook.seq2seq import (
+    BahdanauDecoder,
+    Encoded,
+    EncoderDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+    TranslatorConfig,
+    evaluate_translator,
+    masked_cross_entropy,
+    number_translation_task,
+    train_translator,
+)
+
+
+def batch(seed=0, B=3, T=5, V=11):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([5, 3, 1][:B])
+    src = torch.randint(3, V, (B, T), generator=g)
+    src[torch.arange(T) >= lengths.unsqueeze(1)] = 0
+    return src, lengths
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_encoder_matches_nn_gru_on_each_unpadded_sentence(bidirectional):
+    torch.manual_seed(0)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=bidirectional)
+    src, lengths = batch()
+    encoded = encoder(src, lengths)
+    D = encoder.output_size
+    assert encoded.outputs.shape == (3, 5, D) and encoded.state.shape == (3, D)
+    for b, n in enumerate(lengths.tolist()):
+        x = encoder.embedding(src[b : b + 1, :n])
+        out, h_n = encoder.rnn(x)
+        assert torch.allclose(encoded.outputs[b, :n], out[0], atol=1e-6)
+        assert torch.allclose(encoded.state[b], torch.cat(list(h_n[:, 0])), atol=1e-6)
+        assert (encoded.outputs[b, n:] == 0).all()
+    assert encoded.mask.tolist()[1] == [True] * 3 + [False] * 2
+
+
+def test_encoder_ignores_what_padding_holds():
+    torch.manual_seed(0)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True)
+    src, lengths = batch()
+    noisy = src.clone()
+    noisy[src == 0] = 7
+    a, b = encoder(src, lengths), encoder(noisy, lengths)
+    assert torch.allclose(a.outputs, b.outputs) and torch.allclose(a.state, b.state)
+
+
+@pytest.mark.parametrize("decoder_class", [Seq2SeqDecoder, BahdanauDecoder])
+def test_teacher_forcing_equals_step_by_step_decoding(decoder_class):
+    torch.manual_seed(1)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True)
+    decoder = decoder_class(9, 5, 7, context_size=encoder.output_size)
+    src, lengths = batch(1)
+    encoded = encoder(src, lengths)
+    tgt_in = torch.tensor([[1, 4, 5, 6], [1, 7, 8, 0], [1, 3, 0, 0]])
+    logits, weights = decoder(tgt_in, encoded)
+    s = decoder.init_state(encoded)
+    for i in range(4):
+        step_logits, s, alpha = decoder.step(tgt_in[:, i], s, encoded)
+        assert torch.allclose(step_logits, logits[:, i], atol=1e-5)
+        if weights is not None:
+            assert torch.allclose(alpha, weights[:, i], atol=1e-6)
+    if decoder_class is BahdanauDecoder:
+        assert torch.allclose(weights.sum(-1), torch.ones(3, 4), atol=1e-6)
+        assert (weights[2, :, 1:] == 0).all()  # sentence 3 has one real token
+
+
+def test_bahdanau_context_is_the_attention_average_of_the_annotations():
+    torch.manual_seed(2)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True)
+    decoder = BahdanauDecoder(9, 5, 7, context_size=12)
+    src, lengths = batch(2)
+    encoded = encoder(src, lengths)
+    s0 = decoder.init_state(encoded)
+    att = decoder.attention
+    # eqs. 4.3-4.5 by hand
+    e = torch.stack(
+        [
+            att.w_v(torch.tanh(att.W_q(s0) + att.W_k(encoded.outputs[:, j]))).squeeze(-1)
+            for j in range(5)
+        ],
+        1,
+    )
+    e = e.masked_fill(~encoded.mask, float("-inf"))
+    alpha = torch.softmax(e, -1)
+    c = (alpha.unsqueeze(-1) * encoded.outputs).sum(1)
+    y = decoder.embedding(torch.tensor([1, 1, 1]))
+    s1 = decoder.cell(torch.cat([y, c], -1), s0)
+    logits, s, weights = decoder.step(torch.tensor([1, 1, 1]), s0, encoded)
+    assert torch.allclose(weights, alpha, atol=1e-6)
+    assert torch.allclose(s, s1, atol=1e-6)
+    assert torch.allclose(logits, decoder.W_o(torch.cat([s1, c], -1)), atol=1e-6)
+
+
+def test_masked_cross_entropy_equals_ignore_index():
+    torch.manual_seed(3)
+    logits = torch.randn(2, 4, 6)
+    targets = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
+    loss = masked_cross_entropy(logits, targets, targets != 0)
+    reference = F.cross_entropy(logits.reshape(-1, 6), targets.reshape(-1), ignore_index=0)
+    assert torch.allclose(loss, reference, atol=1e-6)
+
+
+def test_step_function_drives_greedy_search_like_teacher_forcing():
+    torch.manual_seed(4)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True)
+    model = EncoderDecoder(encoder, BahdanauDecoder(9, 5, 7, 12)).eval()
+    src, lengths = batch(4)
+    out = greedy_search(model.step_function(src, lengths), 1, 2, max_len=6, batch_size=3)
+    for b, tokens in enumerate(out.tokens):
+        tgt_in = torch.tensor([[1, *tokens]])
+        with torch.no_grad():
+            logits, _ = model(src[b : b + 1, : lengths[b]], lengths[b : b + 1], tgt_in)
+        log_probs = torch.log_softmax(logits, -1)
+        log_probs[..., [0, 1]] = float("-inf")
+        predicted = log_probs.argmax(-1)[0].tolist()
+        assert predicted[: len(tokens)] == tokens
+        if out.finished[b]:
+            assert predicted[len(tokens)] == 2
+    beam = model.generate(src, lengths, max_len=6, beam_size=3)
+    assert torch.all(beam.log_prob >= out.log_prob - 1e-5) or len(beam.tokens) == 3
+
+
+def test_a_small_translator_learns():
+    torch.set_num_threads(1)
+    task = number_translation_task("de", max_number=99, num_valid=10, num_test=10)
+    model, history = train_translator(
+        task, TranslatorConfig(hidden_size=16, embed_size=8, epochs=15, batch_size=16), device="cpu",
+        progress=False,
+    )
+    assert history.epoch_loss[-1] < history.epoch_loss[0] / 3
+    result = evaluate_translator(model, task, task.splits.train[:40])
+    assert result.accuracy > 0.3 and 0 <= result.bleu <= 1
+    assert len(result.hypotheses) == 40
+
+
+def test_bad_input_gives_clear_errors():
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True)
+    src, lengths = batch()
+    with pytest.raises(ValueError, match="lengths"):
+        encoder(src, torch.tensor([5, 0, 1]))
+    with pytest.raises(ValueError, match="lengths must have one entry"):
+        encoder(src, torch.tensor([5, 3]))
+    with pytest.raises(ValueError, match="src ids"):
+        encoder(src + 20, lengths)
+    with pytest.raises(TypeError, match="src"):
+        encoder(src.float(), lengths)
+    with pytest.raises(ValueError, match="context_size"):
+        EncoderDecoder(encoder, Seq2SeqDecoder(9, 4, 5, context_size=6))
+    with pytest.raises(TypeError, match="decoder"):
+        EncoderDecoder(encoder, nn.GRU(3, 3))
+    decoder = BahdanauDecoder(9, 4, 5, context_size=12)
+    encoded = encoder(src, lengths)
+    with pytest.raises(ValueError, match="batch size"):
+        decoder(torch.ones(2, 3, dtype=torch.long), encoded)
+    with pytest.raises(ValueError, match="tgt_in"):
+        decoder(torch.full((3, 2), 9), encoded)
+    with pytest.raises(TypeError, match="Encoded"):
+        decoder(torch.ones(3, 2, dtype=torch.long), encoded.outputs)
+    with pytest.raises(ValueError, match="context_size"):
+        Seq2SeqDecoder(9, 4, 5, context_size=7).init_state(encoded)
+    with pytest.raises(ValueError, match="at least one"):
+        masked_cross_entropy(
+            torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, dtype=torch.bool)
+        )
+    with pytest.raises(ValueError, match="dropout"):
+        Seq2SeqEncoder(11, 4, 6, dropout=1.5)
+    assert isinstance(encoded, Encoded)
