@@ -1,25 +1,62 @@
-"""python -m benchmarks: print the table and write benchmarks/results.md."""
+"""python -m benchmarks: print the tables and write benchmarks/results.md.
+
+    python -m benchmarks              # both tables
+    python -m benchmarks --rows       # only seqbook against its references
+    python -m benchmarks --chapters   # only the chapters' time and memory
+"""
 
 from __future__ import annotations
 
+import argparse
 import platform
+import time
 from pathlib import Path
 
 import torch
 
-from benchmarks.harness import MARKDOWN_HEADER
+from benchmarks import chapters, harness
 from benchmarks.rows import ROWS
+
+RESULTS = Path(__file__).parent / "results.md"
 
 
 def main() -> None:
-    lines = [MARKDOWN_HEADER]
-    for row in ROWS:
-        result = row()
-        lines.append(result.markdown_row())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", action="store_true", help="only the comparison rows")
+    parser.add_argument("--chapters", action="store_true", help="only the chapters")
+    args = parser.parse_args()
+    do_rows = args.rows or not args.chapters
+    do_chapters = args.chapters or not args.rows
+    started = time.perf_counter()
+    sections = [
+        "# Benchmark results",
+        "",
+        f"Written by `python -m benchmarks` (`make bench`) on {platform.machine()} with "
+        f"{torch.get_num_threads()} torch threads, torch {torch.__version__}, Python "
+        f"{platform.python_version()}.",
+    ]
+    if do_rows:
+        lines = [harness.MARKDOWN_HEADER]
+        print(lines[0], flush=True)
+        for row in ROWS:
+            lines.append(row().markdown_row())
+            print(lines[-1], flush=True)
+        sections += ["", "## seqbook against its reference implementations", "",
+                     "Medians of alternating runs; ratio = seqbook / reference.", "", *lines]
+    if do_chapters:
+        lines = [chapters.MARKDOWN_HEADER]
+        print(lines[0], flush=True)
+        runs = chapters.run_all()
+        for run in runs:
+            lines.append(run.markdown_row())
+            print(lines[-1], flush=True)
+        total = sum(run.seconds for run in runs)
+        lines.append(f"| **whole book** | {total:.1f} | | "
+                     f"{'within' if total <= 600 else '**over**'} 10 min |")
         print(lines[-1], flush=True)
-    machine = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
-    text = "# Benchmark results\n\nMeasured with `python -m benchmarks` on: " + machine + "\n\n" + "\n".join(lines) + "\n"
-    (Path(__file__).parent / "results.md").write_text(text, encoding="utf-8")
+        sections += ["", "## Chapters: execution time and peak memory", "", *lines]
+    sections += ["", f"Total time of this benchmark run: {time.perf_counter() - started:.0f} s."]
+    RESULTS.write_text("\n".join(sections) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
