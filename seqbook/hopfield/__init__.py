@@ -20,7 +20,6 @@ from seqbook.hopfield.capacity import (
 )
 from seqbook.hopfield.classical import (
     ClassicalHopfield,
-    Retrieval,
     async_relax,
     async_sweep,
     classical_energy,
@@ -29,6 +28,7 @@ from seqbook.hopfield.classical import (
 )
 from seqbook.hopfield.dense import DenseAssociativeMemory, dense_async_sweep, dense_energy
 from seqbook.hopfield.layers import HopfieldLayer, HopfieldPooling, hopfield_attention
+from seqbook.hopfield.memory import Retrieval
 from seqbook.hopfield.modern import ModernHopfield, lse, modern_energy, modern_update
 
 __all__ = [

@@ -13,17 +13,15 @@ spin keeps its value (a tie changes nothing, so the energy stays put).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from seqbook._checks import check_choice, check_int, check_positive_int, check_real, check_tensor
-from seqbook.hopfield._validate import check_patterns, check_state
+from seqbook.hopfield._validate import check_patterns
+from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = [
     "ClassicalHopfield",
-    "Retrieval",
     "hebbian_weights",
     "classical_energy",
     "async_sweep",
@@ -158,34 +156,11 @@ def async_relax(
     return out.reshape(T, B, d), flips.reshape(T, B)
 
 
-@dataclass
-class Retrieval:
-    """What :meth:`ClassicalHopfield.retrieve` (and the dense memory's) observed.
-
-    ``states[k]`` and ``energies[k]`` are the states and energies after ``k`` sweeps
-    (``k = 0`` is the start); ``converged`` says which states reached a fixed point.
-    """
-
-    states: torch.Tensor  # (S + 1, ..., d)
-    energies: torch.Tensor  # (S + 1, ...)
-    converged: torch.Tensor  # (...,) bool
-
-    @property
-    def final(self) -> torch.Tensor:
-        """The last state, shape ``(..., d)``."""
-        return self.states[-1]
-
-    @property
-    def sweeps(self) -> int:
-        """Number of sweeps (or synchronous steps) that were run."""
-        return self.states.shape[0] - 1
-
-
 def _order(d: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
     return torch.randperm(d, generator=generator).to(device)
 
 
-class ClassicalHopfield:
+class ClassicalHopfield(PatternMemory):
     r"""Binary Hopfield network with Hebbian weights and thresholds.
 
     .. math::
@@ -225,17 +200,6 @@ class ClassicalHopfield:
         else:
             U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
         self.U = U.to(self.patterns.device)  # (d,)
-
-    @property
-    def num_patterns(self) -> int:
-        return self.patterns.shape[0]
-
-    @property
-    def dim(self) -> int:
-        return self.patterns.shape[1]
-
-    def _state(self, xi: Any) -> torch.Tensor:
-        return check_state("xi", xi, self.dim, binary=True, dtype=self.patterns.dtype)
 
     def local_field(self, xi: torch.Tensor) -> torch.Tensor:
         r"""The local fields :math:`h_i = \sum_j W_{ij}\xi_j - U_i = -\partial E / \partial \xi_i`.
@@ -329,16 +293,12 @@ class ClassicalHopfield:
         xi = self._state(xi)
         check_choice("mode", mode, ("async", "sync"))
         max_sweeps = check_positive_int("max_sweeps", max_sweeps)
-        states, energies = [xi], [self.energy(xi)]
-        converged = torch.zeros(xi.shape[:-1], dtype=torch.bool, device=xi.device)
-        for _ in range(max_sweeps):
-            new = self.update(states[-1], mode=mode, generator=generator)
-            converged = (new == states[-1]).all(-1)
-            states.append(new)
-            energies.append(self.energy(new))
-            if converged.all():
-                break
-        return Retrieval(torch.stack(states), torch.stack(energies), converged)
+        return self._run_to_fixed_point(
+            xi,
+            lambda state: self.update(state, mode=mode, generator=generator),
+            max_sweeps,
+            lambda new, old: (new == old).all(-1),  # a whole sweep changed nothing
+        )
 
     def __repr__(self) -> str:
         return f"ClassicalHopfield(num_patterns={self.num_patterns}, dim={self.dim})"

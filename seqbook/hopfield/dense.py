@@ -18,13 +18,12 @@ itself overflows (to ``-inf``) once an overlap exceeds about 709.
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import torch
 
 from seqbook._checks import check_choice, check_int, check_positive_int
-from seqbook.hopfield._validate import check_patterns, check_state
-from seqbook.hopfield.classical import Retrieval, _order, _sign_keep_ties
+from seqbook.hopfield._validate import check_patterns
+from seqbook.hopfield.classical import _order, _sign_keep_ties
+from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = ["DenseAssociativeMemory", "dense_async_sweep", "dense_energy"]
 
@@ -94,7 +93,7 @@ def dense_async_sweep(
     return xi.to(dtype)
 
 
-class DenseAssociativeMemory:
+class DenseAssociativeMemory(PatternMemory):
     r"""Binary dense associative memory with polynomial or exponential interaction.
 
     .. math::
@@ -122,17 +121,6 @@ class DenseAssociativeMemory:
         self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
         self.F = check_choice("F", F, ("poly", "exp"))
         self.degree = check_int("degree", degree, min_value=2)
-
-    @property
-    def num_patterns(self) -> int:
-        return self.patterns.shape[0]
-
-    @property
-    def dim(self) -> int:
-        return self.patterns.shape[1]
-
-    def _state(self, xi: Any) -> torch.Tensor:
-        return check_state("xi", xi, self.dim, binary=True, dtype=self.patterns.dtype)
 
     def energy(self, xi: torch.Tensor) -> torch.Tensor:
         r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)` in float64.
@@ -186,16 +174,12 @@ class DenseAssociativeMemory:
         """
         xi = self._state(xi)
         max_sweeps = check_positive_int("max_sweeps", max_sweeps)
-        states, energies = [xi], [self.energy(xi)]
-        converged = torch.zeros(xi.shape[:-1], dtype=torch.bool, device=xi.device)
-        for _ in range(max_sweeps):
-            new = self.update(states[-1], generator=generator)
-            converged = (new == states[-1]).all(-1)
-            states.append(new)
-            energies.append(self.energy(new))
-            if converged.all():
-                break
-        return Retrieval(torch.stack(states), torch.stack(energies), converged)
+        return self._run_to_fixed_point(
+            xi,
+            lambda state: self.update(state, generator=generator),
+            max_sweeps,
+            lambda new, old: (new == old).all(-1),  # a whole sweep changed nothing
+        )
 
     def __repr__(self) -> str:
         kind = "exp" if self.F == "exp" else f"poly, degree={self.degree}"

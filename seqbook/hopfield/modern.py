@@ -21,13 +21,11 @@ procedure step, so the energy never increases along it.
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import torch
 
 from seqbook._checks import check_positive_int, check_real, check_tensor
-from seqbook.hopfield._validate import check_patterns, check_state
-from seqbook.hopfield.classical import Retrieval
+from seqbook.hopfield._validate import check_patterns
+from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update"]
 
@@ -87,7 +85,7 @@ def modern_update(
     return p @ (patterns if values is None else values)  # (eq-hopfield-mhn-update)  (..., d)
 
 
-class ModernHopfield:
+class ModernHopfield(PatternMemory):
     r"""Continuous modern Hopfield network with inverse temperature :math:`\beta`.
 
     Args:
@@ -108,25 +106,16 @@ class ModernHopfield:
         tensor([0.9960, 0.0040])
     """
 
+    binary = False  # continuous states
+
     def __init__(self, patterns: torch.Tensor, beta: float) -> None:
         self.patterns = check_patterns("patterns", patterns, binary=False)  # (N, d)
         self.beta = check_real("beta", beta, min_value=0.0, strict_min=True)
 
     @property
-    def num_patterns(self) -> int:
-        return self.patterns.shape[0]
-
-    @property
-    def dim(self) -> int:
-        return self.patterns.shape[1]
-
-    @property
     def M(self) -> float:
         """The largest norm of a stored pattern."""
         return self.patterns.norm(dim=-1).max().item()
-
-    def _state(self, xi: Any) -> torch.Tensor:
-        return check_state("xi", xi, self.dim, binary=False, dtype=self.patterns.dtype)
 
     def energy(self, xi: torch.Tensor) -> torch.Tensor:
         """Energy of the state(s), eq. (eq-hopfield-mhn-energy).
@@ -184,16 +173,12 @@ class ModernHopfield:
         xi = self._state(xi)
         max_steps = check_positive_int("max_steps", max_steps)
         tol = check_real("tol", tol, min_value=0.0)
-        states, energies = [xi], [self.energy(xi)]
-        converged = torch.zeros(xi.shape[:-1], dtype=torch.bool, device=xi.device)
-        for _ in range(max_steps):
-            new = modern_update(states[-1], self.patterns, self.beta)
-            converged = ((new - states[-1]).abs() <= tol).all(-1)
-            states.append(new)
-            energies.append(self.energy(new))
-            if converged.all():
-                break
-        return Retrieval(torch.stack(states), torch.stack(energies), converged)
+        return self._run_to_fixed_point(
+            xi,
+            lambda state: modern_update(state, self.patterns, self.beta),
+            max_steps,
+            lambda new, old: ((new - old).abs() <= tol).all(-1),
+        )
 
     def __repr__(self) -> str:
         return f"ModernHopfield(num_patterns={self.num_patterns}, dim={self.dim}, beta={self.beta:g})"

@@ -1,0 +1,82 @@
+"""What the classical, dense and modern memories share.
+
+Each stores patterns as the rows of an ``(N, d)`` tensor, checks states against the
+patterns' dimension, and retrieves by running its dynamics until the states stop
+changing, recording the trajectory of states and energies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from seqbook.hopfield._validate import check_state
+
+__all__ = ["PatternMemory", "Retrieval"]
+
+
+@dataclass
+class Retrieval:
+    """What a memory's ``retrieve`` observed.
+
+    ``states[k]`` and ``energies[k]`` are the states and energies after ``k`` sweeps
+    or steps (``k = 0`` is the start); ``converged`` says which states reached a fixed
+    point.
+    """
+
+    states: torch.Tensor  # (S + 1, ..., d)
+    energies: torch.Tensor  # (S + 1, ...)
+    converged: torch.Tensor  # (...,) bool
+
+    @property
+    def final(self) -> torch.Tensor:
+        """The last state, shape ``(..., d)``."""
+        return self.states[-1]
+
+    @property
+    def sweeps(self) -> int:
+        """Number of sweeps (or synchronous steps) that were run."""
+        return self.states.shape[0] - 1
+
+
+class PatternMemory:
+    """Base of the memories: the stored patterns ``(N, d)`` and the retrieval loop."""
+
+    patterns: torch.Tensor  # (N, d), set by the subclass after checking it
+    binary: bool = True  # states are spins in {-1, +1} (False: real vectors)
+
+    @property
+    def num_patterns(self) -> int:
+        return self.patterns.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.patterns.shape[1]
+
+    def energy(self, xi: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _state(self, xi: Any) -> torch.Tensor:
+        return check_state("xi", xi, self.dim, binary=self.binary, dtype=self.patterns.dtype)
+
+    def _run_to_fixed_point(
+        self,
+        xi: torch.Tensor,
+        step: Callable[[torch.Tensor], torch.Tensor],
+        max_steps: int,
+        settled: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ) -> Retrieval:
+        """Apply ``step`` until ``settled(new, old)`` holds for every state."""
+        states, energies = [xi], [self.energy(xi)]
+        converged = torch.zeros(xi.shape[:-1], dtype=torch.bool, device=xi.device)
+        for _ in range(max_steps):
+            new = step(states[-1])
+            converged = settled(new, states[-1])  # (...,)
+            states.append(new)
+            energies.append(self.energy(new))
+            if converged.all():
+                break
+        return Retrieval(torch.stack(states), torch.stack(energies), converged)
