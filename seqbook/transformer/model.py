@@ -1,0 +1,240 @@
+r"""The encoder-decoder transformer for translation (Vaswani et al., 2017).
+
+Shape letters: ``B`` batch (``N`` sentences when decoding), ``K`` prefixes (beams) per
+sentence, ``S`` source length, ``T`` target length, ``d_model`` the model width,
+``V`` the target vocabulary.
+
+Its interface mirrors :class:`seqbook.seq2seq.EncoderDecoder`: ``loss(batch)`` for
+:func:`seqbook.train.fit`, ``step_function`` for :mod:`seqbook.decoding` and
+``generate``, so that :func:`seqbook.seq2seq.evaluate_translator` scores both alike.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
+from seqbook.data import lengths_to_mask
+from seqbook.decoding import Hypotheses, beam_search
+from seqbook.decoding.common import StepFn
+from seqbook.losses import label_smoothing_loss
+from seqbook.seq2seq.data import TranslationBatch
+from seqbook.transformer.blocks import DecoderBlock, EncoderBlock
+from seqbook.transformer.norm import LayerNorm
+from seqbook.transformer.positional import PositionalEncoding
+
+__all__ = ["Transformer"]
+
+
+class Transformer(nn.Module):
+    r"""Embeddings plus positions, ``N_x`` encoder and decoder blocks, a linear output.
+
+    .. math::
+        \mathbf{x}_t = \sqrt{d_{model}}\, \mathbf{E}[w_t] + PE_t, \qquad
+        P(y_i \mid y_{<i}, \mathbf{x}) = \operatorname{softmax}(
+        \mathbf{h}_i \mathbf{W}_{out} + \mathbf{b}_{out})
+
+    The encoder stack reads the source with self-attention (padding masked); the
+    decoder stack reads the target prefix with causal self-attention and the encoder
+    output with cross-attention. The embeddings are multiplied by
+    :math:`\sqrt{d_{model}}` so that they are not drowned by the positional encoding
+    (whose entries have unit size) when initialised with unit-variance entries
+    divided by :math:`\sqrt{d_{model}}`. With ``norm_first=True`` (pre-norm) each
+    stack ends with a ``LayerNorm``, as in PyTorch's ``nn.Transformer``; post-norm
+    blocks already end with one.
+
+    Args:
+        src_vocab_size: source vocabulary size.
+        tgt_vocab_size: target vocabulary size :math:`V`.
+        d_model: model width; ``num_heads`` must divide it.
+        num_heads: attention heads per sublayer.
+        num_layers: blocks :math:`N_x` in the encoder, and in the decoder.
+        d_ff: hidden width of the feed-forward sublayers.
+        dropout: dropout on embeddings, attention weights and sublayer outputs.
+        norm_first: pre-norm (True) or the paper's post-norm (False).
+        max_len: longest source or target the positional encoding covers.
+        pad_id, bos_id, eos_id: the vocabularies' special ids (shared by both).
+
+    Shapes:
+        src: ``(B, S)`` ids; src_lengths: ``(B,)``; tgt_in: ``(B, T)`` ids starting
+        with ``<bos>``.
+        returns (forward): logits ``(B, T, V)``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> model = Transformer(10, 9, d_model=8, num_heads=2, num_layers=1, d_ff=16)
+        >>> src, lengths = torch.tensor([[4, 5, 2]]), torch.tensor([3])
+        >>> tuple(model(src, lengths, torch.tensor([[1, 6]])).shape)
+        (1, 2, 9)
+        >>> out = model.generate(src, lengths, max_len=4, beam_size=2)
+        >>> len(out.tokens), len(out.tokens[0]) <= 4
+        (1, True)
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 64,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        d_ff: int = 256,
+        dropout: float = 0.1,
+        norm_first: bool = True,
+        max_len: int = 128,
+        pad_id: int = 0,
+        bos_id: int = 1,
+        eos_id: int = 2,
+    ) -> None:
+        super().__init__()
+        V_src = check_positive_int("src_vocab_size", src_vocab_size)
+        V_tgt = check_positive_int("tgt_vocab_size", tgt_vocab_size)
+        self.d_model = check_positive_int("d_model", d_model)
+        check_positive_int("num_heads", num_heads)
+        if d_model % num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model, got d_model={d_model} and "
+                f"num_heads={num_heads}"
+            )
+        self.num_layers = check_positive_int("num_layers", num_layers)
+        check_real("dropout", dropout, min_value=0.0, max_value=1.0)
+        self.pad_id = check_int("pad_id", pad_id, min_value=0)
+        self.bos_id = check_int("bos_id", bos_id, min_value=0)
+        self.eos_id = check_int("eos_id", eos_id, min_value=0)
+        for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
+            if value >= V_tgt:
+                raise ValueError(f"{name} must be < tgt_vocab_size={V_tgt}, got {value}")
+        self.src_embedding = nn.Embedding(V_src, d_model, padding_idx=pad_id)
+        self.tgt_embedding = nn.Embedding(V_tgt, d_model, padding_idx=pad_id)
+        for embedding in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(embedding.weight, std=d_model**-0.5)
+            with torch.no_grad():
+                embedding.weight[pad_id].zero_()
+        self.positional = PositionalEncoding(d_model, max_len, dropout)
+        blocks = (d_model, num_heads, d_ff, dropout, norm_first)
+        self.encoder_blocks = nn.ModuleList(EncoderBlock(*blocks) for _ in range(num_layers))
+        self.decoder_blocks = nn.ModuleList(DecoderBlock(*blocks) for _ in range(num_layers))
+        self.encoder_norm = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.output = nn.Linear(d_model, V_tgt)
+        self.norm_first = norm_first
+
+    def embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
+        """Scaled embeddings plus positional encoding (and dropout)."""
+        x = embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)  (eq-tf-embed)
+        return self.positional(x)  # (B, T, d_model)
+
+    def encode(
+        self, src: torch.Tensor, src_lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The encoder output ("memory") ``(B, S, d_model)`` and its mask ``(B, S)``."""
+        check_tensor("src", src, ndim=2, floating=False)
+        check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
+        if src_lengths.shape[0] != src.shape[0]:
+            raise ValueError(
+                f"src_lengths must have one entry per sentence ({src.shape[0]}), got "
+                f"shape {tuple(src_lengths.shape)}"
+            )
+        src_mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
+        x = self.embed(src, self.src_embedding)
+        for block in self.encoder_blocks:
+            x = block(x, key_padding_mask=src_mask)  # (B, S, d_model)
+        return self.encoder_norm(x), src_mask
+
+    def decode(
+        self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Logits ``(B, T, V)`` for every position of the target prefix ``tgt_in``."""
+        check_tensor("tgt_in", tgt_in, ndim=2, floating=False)
+        y = self.embed(tgt_in, self.tgt_embedding)
+        for block in self.decoder_blocks:
+            y = block(y, memory, memory_key_padding_mask=src_mask)  # (B, T, d_model)
+        return self.output(self.decoder_norm(y))  # (B, T, V)
+
+    def forward(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+    ) -> torch.Tensor:
+        """Teacher-forced logits ``(B, T, V)``."""
+        memory, src_mask = self.encode(src, src_lengths)
+        if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(
+                f"tgt_in must be (B, T) with B={src.shape[0]}, got {tuple(tgt_in.shape)}"
+            )
+        return self.decode(tgt_in, memory, src_mask)
+
+    def loss(self, batch: TranslationBatch, label_smoothing: float = 0.0) -> torch.Tensor:
+        """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
+        logits = self(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
+        target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
+        return label_smoothing_loss(logits, target, label_smoothing, ignore_index=-100)
+
+    def attention_maps(self) -> dict[str, list[torch.Tensor]]:
+        """The last call's attention weights of every block, for plotting.
+
+        Keys ``"encoder"`` (each ``(B, h, S, S)``), ``"decoder"`` (``(B, h, T, T)``)
+        and ``"cross"`` (``(B, h, T, S)``), one tensor per layer.
+        """
+        return {
+            "encoder": [b.last_attention for b in self.encoder_blocks],
+            "decoder": [b.last_self_attention for b in self.decoder_blocks],
+            "cross": [b.last_cross_attention for b in self.decoder_blocks],
+        }
+
+    def step_function(self, src: torch.Tensor, src_lengths: torch.Tensor) -> StepFn:
+        """A stateless step function for :mod:`seqbook.decoding` that translates ``src``.
+
+        The sources are encoded once; each call re-runs the decoder on the whole
+        prefixes ``(N, K, t)`` and returns the log-probabilities of the next token,
+        ``(N, K, V)``. The causal mask makes the earlier positions' outputs the same as
+        at the previous call, so only the last position is new (a key-value cache
+        would avoid recomputing the others). ``<pad>`` and ``<bos>`` get probability 0.
+        """
+        with torch.no_grad():
+            memory, src_mask = self.encode(src, src_lengths)
+        N = src.shape[0]
+        expanded: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+        def step(prefixes: torch.Tensor, state: None) -> tuple[torch.Tensor, None]:
+            _, K, t = prefixes.shape
+            if K not in expanded:  # every prefix of sentence n reads sentence n
+                expanded[K] = (
+                    memory.repeat_interleave(K, dim=0),  # (N*K, S, d_model)
+                    src_mask.repeat_interleave(K, dim=0),  # (N*K, S)
+                )
+            mem, mask = expanded[K]
+            with torch.no_grad():
+                flat = prefixes.reshape(N * K, t).to(memory.device)  # (N*K, t)
+                logits = self.decode(flat, mem, mask)[:, -1]  # (N*K, V)
+                log_probs = torch.log_softmax(logits, dim=-1)
+                log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
+            return log_probs.view(N, K, -1), None  # (N, K, V)
+
+        return step
+
+    def generate(
+        self,
+        src: torch.Tensor,
+        src_lengths: torch.Tensor,
+        max_len: int,
+        beam_size: int = 1,
+        length_penalty: float = 0.0,
+    ) -> Hypotheses:
+        """Translate a batch with beam search (``beam_size=1``: greedy)."""
+        was_training = self.training
+        self.eval()
+        try:
+            return beam_search(
+                self.step_function(src, src_lengths),
+                self.bos_id,
+                self.eos_id,
+                beam_size,
+                max_len,
+                length_penalty,
+                batch_size=src.shape[0],
+                device=src.device,
+            )
+        finally:
+            self.train(was_training)

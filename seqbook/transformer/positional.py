@@ -1,0 +1,184 @@
+r"""Sinusoidal positional encoding (Vaswani et al., 2017), and why it encodes offsets.
+
+Shape letters: ``B`` batch, ``T`` time (positions), ``d_model`` the model width
+(the seed notes' :math:`d_{emb}`), ``L`` the longest sequence the encoding covers
+(``max_len``).
+
+Column ``2i`` of the encoding is a sine and column ``2i + 1`` a cosine of the same
+angular frequency :math:`\omega_i = 10000^{-2i/d_{model}}`. Each (sine, cosine) pair
+is a point on a circle that turns by the angle :math:`\omega_i k` when the position
+moves by :math:`k`, so :math:`PE_{pos+k} = M_k \, PE_{pos}` with one fixed
+block-diagonal rotation :math:`M_k` for every position (:func:`relative_position_map`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
+
+__all__ = ["positional_encoding", "relative_position_map", "PositionalEncoding"]
+
+
+def _frequencies(d_model: int, base: float, device=None) -> torch.Tensor:
+    """The angular frequencies omega_i = base^(-2i / d_model), one per column pair."""
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (ceil(D/2),)
+    return torch.exp(-math.log(base) * two_i / d_model)  # (ceil(D/2),)
+
+
+def positional_encoding(
+    max_len: int,
+    d_model: int,
+    base: float = 10000.0,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    r"""The sinusoidal positional encodings of positions ``0, ..., max_len - 1``.
+
+    .. math::
+        PE_{pos, 2i} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \qquad
+        PE_{pos, 2i+1} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)
+
+    Here :math:`i` counts column *pairs*, :math:`0 \le i < d_{model}/2`. For an odd
+    ``d_model`` the last column is a sine without its cosine partner. The table is
+    computed in float64 and returned as float32.
+
+    Args:
+        max_len: number of positions (>= 1).
+        d_model: number of columns (>= 1), the width of the embeddings it is added to.
+        base: the 10000 of the formula (> 1); larger bases give slower waves.
+        device: where to create the table.
+
+    Shapes:
+        returns: ``(max_len, d_model)``.
+
+    Example:
+        >>> pe = positional_encoding(50, 8)
+        >>> tuple(pe.shape)
+        (50, 8)
+        >>> pe[0]                                   # sin(0) = 0, cos(0) = 1
+        tensor([0., 1., 0., 1., 0., 1., 0., 1.])
+    """
+    check_positive_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
+    check_real("base", base, min_value=1.0, strict_min=True)
+    omega = _frequencies(d_model, base, device)  # (ceil(D/2),)
+    pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
+    angle = pos[:, None] * omega[None, :]  # (L, ceil(D/2))
+    pe = torch.empty(max_len, d_model, dtype=torch.float64, device=device)  # (L, D)
+    pe[:, 0::2] = torch.sin(angle)  # (eq-tf-pe-sin)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # (eq-tf-pe-cos)
+    return pe.float()
+
+
+def relative_position_map(
+    offset: int,
+    d_model: int,
+    base: float = 10000.0,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    r"""The matrix :math:`M_k` with :math:`PE_{pos+k} = M_k PE_{pos}` for every ``pos``.
+
+    For the column pair :math:`(2i, 2i+1)` with frequency :math:`\omega_i`, the
+    angle-addition formulas give
+
+    .. math::
+        \begin{pmatrix} PE_{pos+k, 2i} \\ PE_{pos+k, 2i+1} \end{pmatrix} =
+        \begin{pmatrix} \cos \omega_i k & \sin \omega_i k \\
+                        -\sin \omega_i k & \cos \omega_i k \end{pmatrix}
+        \begin{pmatrix} PE_{pos, 2i} \\ PE_{pos, 2i+1} \end{pmatrix},
+
+    a rotation that depends on the offset :math:`k` only. :math:`M_k` stacks these
+    :math:`2 \times 2` blocks on its diagonal (and, for an odd ``d_model``, cannot be
+    built: the lone last sine has no partner to rotate with).
+
+    Args:
+        offset: the shift :math:`k` (any int; negative shifts rotate backwards).
+        d_model: an even number of columns.
+        base: as in :func:`positional_encoding`.
+        device: where to create the matrix.
+
+    Shapes:
+        returns: ``(d_model, d_model)``; for row vectors, ``PE[pos + k] = PE[pos] @ M.T``.
+
+    Example:
+        >>> pe = positional_encoding(20, 6)
+        >>> M = relative_position_map(3, 6)
+        >>> torch.allclose(pe[:17] @ M.T, pe[3:], atol=1e-6)
+        True
+    """
+    check_int("offset", offset)
+    check_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(
+            f"d_model must be even for the rotation map (sine/cosine pairs), got {d_model}"
+        )
+    check_real("base", base, min_value=1.0, strict_min=True)
+    angle = _frequencies(d_model, base, device) * offset  # (D/2,)
+    cos, sin = torch.cos(angle), torch.sin(angle)  # (D/2,)
+    blocks = torch.stack(
+        [torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)], -2
+    )  # (D/2, 2, 2)
+    return torch.block_diag(*blocks).float()  # (D, D)
+
+
+class PositionalEncoding(nn.Module):
+    r"""Add the sinusoidal encoding to a batch of embeddings, then apply dropout.
+
+    .. math::
+        \mathbf{x}'_t = \operatorname{Dropout}(\mathbf{x}_t + PE_t)
+
+    The table is precomputed for ``max_len`` positions (a non-trainable buffer, moved
+    with the module between devices); a longer input raises a ``ValueError`` instead
+    of being silently truncated.
+
+    Args:
+        d_model: width of the embeddings.
+        max_len: longest sequence supported.
+        dropout: dropout probability on the sum (the paper uses 0.1).
+        base: as in :func:`positional_encoding`.
+
+    Shapes:
+        x: ``(B, T, d_model)`` with ``T <= max_len``.
+        returns: ``(B, T, d_model)``.
+
+    Example:
+        >>> add_pe = PositionalEncoding(d_model=4, max_len=10)
+        >>> add_pe(torch.zeros(1, 2, 4))
+        tensor([[[0.0000, 1.0000, 0.0000, 1.0000],
+                 [0.8415, 0.5403, 0.0100, 0.9999]]])
+    """
+
+    pe: torch.Tensor
+
+    def __init__(
+        self, d_model: int, max_len: int = 512, dropout: float = 0.0, base: float = 10000.0
+    ) -> None:
+        super().__init__()
+        self.d_model = check_positive_int("d_model", d_model)
+        self.max_len = check_positive_int("max_len", max_len)
+        dropout = check_real("dropout", dropout, min_value=0.0, max_value=1.0)
+        if dropout == 1.0:
+            raise ValueError("dropout must be < 1, got 1.0")
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("pe", positional_encoding(max_len, d_model, base), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, ndim=3, floating=True)
+        B, T, D = x.shape
+        if D != self.d_model:
+            raise ValueError(
+                f"x must have d_model={self.d_model} features in its last dimension, "
+                f"got shape {tuple(x.shape)}"
+            )
+        if T > self.max_len:
+            raise ValueError(
+                f"x has {T} positions but the positional encoding was built for "
+                f"max_len={self.max_len}; build it with a larger max_len"
+            )
+        return self.dropout(x + self.pe[:T].to(x.dtype))  # (B, T, d_model)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, max_len={self.max_len}"
