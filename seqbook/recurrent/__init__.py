@@ -1,4 +1,4 @@
-"""Recurrent networks: the Elman RNN, training it through time, and gradient diagnostics.
+"""Recurrent networks: the Elman RNN, LSTM and GRU, training through time, gradient diagnostics.
 
 Every recurrent module of this subpackage follows one small protocol (see
 :mod:`seqbook.recurrent.diagnostics`): ``module(x, state) -> (outputs, final_state)``
@@ -13,10 +13,16 @@ from seqbook.recurrent.diagnostics import (
     state_jacobians,
     unroll_with_probes,
 )
+from seqbook.recurrent.gru import GRU, GRUTrace
+from seqbook.recurrent.lstm import LSTM, LSTMTrace
 from seqbook.recurrent.rnn import RNN
 from seqbook.recurrent.rtrl import RTRLResult, rtrl
 
 __all__ = [
+    "GRU",
+    "GRUTrace",
+    "LSTM",
+    "LSTMTrace",
     "RNN",
     "RTRLResult",
     "TruncatedBPTTResult",

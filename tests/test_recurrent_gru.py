@@ -1,0 +1,262 @@
+import pytest
+import torch
+from torch import nn
+
+from seqbook.recurrent import GRU, GRUTrace, jacobian_norms, state_gradient_norms, state_jacobians
+from seqbook.utils import seed_everything
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.float32, 1e-6), (torch.float64, 1e-12)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_equals_torch_gru(dtype, atol, bias):
+    seed_everything(0)
+    reference = nn.GRU(5, 16, bias=bias, batch_first=True).to(dtype)
+    ours = GRU.from_torch(reference)
+    assert ours.W_hz.dtype == dtype
+    x, h0 = torch.randn(4, 30, 5, dtype=dtype), torch.randn(4, 16, dtype=dtype)
+    out, h_T = ours(x, h0)
+    ref_out, ref_h = reference(x, h0[None])
+    assert torch.allclose(out, ref_out, atol=atol)
+    assert torch.allclose(h_T, ref_h[0], atol=atol)
+
+
+def test_from_torch_maps_torch_gate_order_to_ours():
+    reference = nn.GRU(2, 3)
+    ours = GRU.from_torch(reference)
+    r, z, n = reference.weight_hh_l0.chunk(3)  # torch: r, z, n
+    assert torch.equal(ours.W_hr, r) and torch.equal(ours.W_hz, z) and torch.equal(ours.W_hn, n)
+    assert torch.equal(ours.b_hn, reference.bias_hh_l0.chunk(3)[2])
+    assert torch.equal(ours.b_in, reference.bias_ih_l0.chunk(3)[2])
+    assert torch.allclose(ours.b_z, reference.bias_ih_l0.chunk(3)[1] + reference.bias_hh_l0.chunk(3)[1])
+
+
+def test_gradients_equal_torch_gru():
+    seed_everything(1)
+    reference = nn.GRU(3, 8, batch_first=True).double()
+    ours = GRU.from_torch(reference)
+    x = torch.randn(2, 12, 3, dtype=torch.float64)
+    ours(x)[0].pow(2).sum().backward()
+    reference(x)[0].pow(2).sum().backward()
+    W_ih = torch.cat([ours.W_ir.grad, ours.W_iz.grad, ours.W_in.grad])
+    W_hh = torch.cat([ours.W_hr.grad, ours.W_hz.grad, ours.W_hn.grad])
+    assert torch.allclose(W_ih, reference.weight_ih_l0.grad, atol=1e-10)
+    assert torch.allclose(W_hh, reference.weight_hh_l0.grad, atol=1e-10)
+    b_ih = reference.bias_ih_l0.grad.chunk(3)
+    b_hh = reference.bias_hh_l0.grad.chunk(3)
+    assert torch.allclose(ours.b_r.grad, b_ih[0], atol=1e-10)  # d/db_ir = d/db_r
+    assert torch.allclose(ours.b_z.grad, b_hh[1], atol=1e-10)
+    assert torch.allclose(ours.b_in.grad, b_ih[2], atol=1e-10)
+    assert torch.allclose(ours.b_hn.grad, b_hh[2], atol=1e-10)
+
+
+def test_equations_3_3_to_3_6():
+    seed_everything(2)
+    gru = GRU(2, 3).double()
+    x = torch.randn(1, 1, 2, dtype=torch.float64)
+    h0 = torch.randn(1, 3, dtype=torch.float64)
+    trace = gru.trace(x, h0)
+    x0 = x[:, 0]
+    z = torch.sigmoid(x0 @ gru.W_iz.T + h0 @ gru.W_hz.T + gru.b_z)
+    r = torch.sigmoid(x0 @ gru.W_ir.T + h0 @ gru.W_hr.T + gru.b_r)
+    n = torch.tanh(x0 @ gru.W_in.T + gru.b_in + r * (h0 @ gru.W_hn.T + gru.b_hn))
+    h = (1 - z) * n + z * h0
+    assert torch.allclose(trace.update_gate[:, 0], z)
+    assert torch.allclose(trace.reset_gate[:, 0], r)
+    assert torch.allclose(trace.candidate[:, 0], n)
+    assert torch.allclose(trace.hidden[:, 0], h)
+
+
+def test_update_gate_near_one_keeps_the_old_state():
+    gru = GRU(2, 3).double()
+    with torch.no_grad():
+        gru.b_z.fill_(50.0)  # z = 1 to machine precision
+    h0 = torch.randn(2, 3, dtype=torch.float64)
+    x = torch.randn(2, 20, 2, dtype=torch.float64)
+    out, h_T = gru(x, h0)
+    assert torch.equal(h_T, h0)
+    J = state_jacobians(gru, x, h0)
+    assert torch.equal(J, torch.eye(3, dtype=torch.float64).expand_as(J))
+    with torch.no_grad():
+        gru.b_z.fill_(-50.0)  # z = 0: the state is the candidate, the past is gone
+        gru.W_hn.zero_()
+        gru.W_hr.zero_()
+        gru.b_hn.zero_()
+    out, h_T = gru(x, h0)
+    assert torch.allclose(h_T, torch.tanh(x[:, -1] @ gru.W_in.T + gru.b_in))
+
+
+def test_time_major_layout_like_torch():
+    seed_everything(3)
+    reference = nn.GRU(3, 4, batch_first=False)
+    ours = GRU.from_torch(reference)
+    x = torch.randn(7, 2, 3)  # (T, B, D)
+    out, h_T = ours(x)
+    assert out.shape == (7, 2, 4)
+    assert torch.allclose(out, reference(x)[0], atol=1e-6)
+    assert ours.trace(x).hidden.shape == (2, 7, 4)
+
+
+def test_cell_is_one_step_of_forward():
+    seed_everything(4)
+    gru = GRU(3, 5)
+    x = torch.randn(2, 4, 3)
+    out, _ = gru(x)
+    h = torch.zeros(2, 5)
+    for t in range(4):
+        h = gru.cell(x[:, t], h)
+        assert torch.allclose(out[:, t], h, atol=1e-7)
+
+
+def test_lengths_give_each_sequence_its_own_final_state():
+    seed_everything(5)
+    reference = nn.GRU(3, 6, batch_first=True)
+    gru = GRU.from_torch(reference)
+    x = torch.randn(4, 9, 3)
+    lengths = torch.tensor([9, 3, 1, 6])
+    out, h_T = gru(x, lengths=lengths)
+    for b, n in enumerate(lengths.tolist()):
+        alone_out, alone_h = gru(x[b : b + 1, :n])
+        assert torch.allclose(h_T[b], alone_h[0], atol=1e-6)
+        assert torch.allclose(out[b, :n], alone_out[0], atol=1e-6)
+        assert torch.all(out[b, n:] == 0)
+    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    ref_out, ref_h = reference(packed)
+    ref_out, _ = nn.utils.rnn.pad_packed_sequence(ref_out, batch_first=True, total_length=9)
+    assert torch.allclose(out, ref_out, atol=1e-6)
+    assert torch.allclose(h_T, ref_h[0], atol=1e-6)
+
+
+def test_zero_length_keeps_the_initial_state():
+    gru = GRU(2, 3)
+    h0 = torch.randn(2, 3)
+    _, h_T = gru(torch.randn(2, 4, 2), h0, lengths=torch.tensor([0, 4]))
+    assert torch.equal(h_T[0], h0[0])
+
+
+def test_running_in_pieces_equals_running_whole():
+    gru = GRU(2, 4)
+    x = torch.randn(3, 10, 2)
+    out, h = gru(x)
+    out1, h1 = gru(x[:, :4])
+    out2, h2 = gru(x[:, 4:], h1)
+    assert torch.allclose(torch.cat([out1, out2], 1), out, atol=1e-7)
+    assert torch.allclose(h2, h, atol=1e-7)
+
+
+def test_trace_returns_everything():
+    gru = GRU(2, 3)
+    x = torch.randn(2, 5, 2)
+    trace = gru.trace(x)
+    assert isinstance(trace, GRUTrace)
+    assert torch.allclose(trace.hidden, gru(x)[0])
+    for gate in (trace.update_gate, trace.reset_gate):
+        assert gate.shape == (2, 5, 3) and gate.min() > 0 and gate.max() < 1
+    assert trace.candidate.abs().max() < 1
+
+
+def test_parameter_count():
+    gru = GRU(7, 11)
+    assert sum(p.numel() for p in gru.parameters()) == 3 * (11 * 7 + 11 * 11) + 4 * 11
+    torch_count = sum(p.numel() for p in nn.GRU(7, 11).parameters())
+    assert torch_count - 2 * 11 == sum(p.numel() for p in gru.parameters())
+
+
+def test_diagnostics_work_with_the_gru():
+    seed_everything(6)
+    reference = nn.GRU(3, 4, batch_first=True).double()
+    gru = GRU.from_torch(reference)
+    x = torch.randn(2, 8, 3, dtype=torch.float64)
+    assert torch.allclose(jacobian_norms(gru, x), jacobian_norms(reference, x), atol=1e-10)
+    norms = state_gradient_norms(gru, x, lambda out, h: h.sum())
+    assert norms.shape == (2, 8)
+    assert torch.allclose(norms[:, -1], torch.full((2,), 2.0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(input_size=0, hidden_size=3), ValueError),
+        (dict(input_size=2, hidden_size=0), ValueError),
+        (dict(input_size=2, hidden_size=3.5), TypeError),
+        (dict(input_size=2, hidden_size=3, batch_first=None), TypeError),
+    ],
+)
+def test_bad_constructor_arguments(kwargs, error):
+    with pytest.raises(error):
+        GRU(**kwargs)
+
+
+def test_bad_forward_input():
+    gru = GRU(2, 3)
+    with pytest.raises(ValueError, match="x must have 3 dimensions"):
+        gru(torch.randn(5, 2))
+    with pytest.raises(ValueError, match="at least one time step"):
+        gru(torch.randn(4, 0, 2))
+    with pytest.raises(ValueError, match="input_size"):
+        gru(torch.randn(4, 5, 3))
+    with pytest.raises(TypeError, match="floating-point"):
+        gru(torch.ones(4, 5, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="h0 must have shape"):
+        gru(torch.randn(4, 5, 2), torch.zeros(4, 4))
+    with pytest.raises(ValueError, match="h0 must have 2 dimensions"):
+        gru(torch.randn(4, 5, 2), torch.zeros(1, 4, 3))
+    with pytest.raises(ValueError, match="lengths must lie"):
+        gru(torch.randn(2, 5, 2), lengths=torch.tensor([-1, 1]))
+    with pytest.raises(TypeError, match="integer"):
+        gru(torch.randn(2, 5, 2), lengths=torch.tensor([5.0, 1.0]))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        gru.trace("not a tensor")
+
+
+def test_bad_cell_input():
+    gru = GRU(2, 3)
+    with pytest.raises(ValueError, match="x_t must have 2 dimensions"):
+        gru.cell(torch.randn(2), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="x_t must have 2 features"):
+        gru.cell(torch.randn(1, 4), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="h_prev must have shape"):
+        gru.cell(torch.randn(2, 2), torch.zeros(1, 3))
+
+
+def test_from_torch_rejects_what_it_cannot_copy():
+    with pytest.raises(TypeError, match="torch.nn.GRU"):
+        GRU.from_torch(nn.LSTM(2, 3))
+    with pytest.raises(ValueError, match="num_layers=1"):
+        GRU.from_torch(nn.GRU(2, 3, num_layers=2))
+    with pytest.raises(ValueError, match="bidirectional"):
+        GRU.from_torch(nn.GRU(2, 3, bidirectional=True))
+
+
+def test_reset_parameters_uses_the_torch_bound():
+    gru = GRU(3, 25)
+    bound = 1 / 25**0.5
+    assert all(p.abs().max() <= bound for p in gru.parameters())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_runs_on_cuda_like_torch():
+    seed_everything(7)
+    reference = nn.GRU(3, 8, batch_first=True).cuda()
+    gru = GRU.from_torch(reference)
+    x = torch.randn(2, 6, 3, device="cuda")
+    out, h = gru(x, lengths=torch.tensor([6, 2]))
+    assert out.is_cuda and h.is_cuda
+    assert torch.allclose(gru(x)[0], reference(x)[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_to_torch_computes_the_same_function_and_round_trips(dtype):
+    seed_everything(8)
+    gru = GRU(3, 5).to(dtype)
+    with torch.no_grad():
+        gru.b_z.add_(2.0)
+    fused = gru.to_torch()
+    assert isinstance(fused, nn.GRU) and fused.batch_first
+    assert fused.weight_ih_l0.dtype == dtype
+    x, h0 = torch.randn(2, 9, 3, dtype=dtype), torch.randn(2, 5, dtype=dtype)
+    assert torch.allclose(fused(x, h0[None])[0], gru(x, h0)[0], atol=1e-6)
+    back = GRU.from_torch(fused)
+    for name, p in gru.named_parameters():
+        assert torch.allclose(getattr(back, name), p)
+    time_major = GRU(3, 5, batch_first=False).to_torch()
+    assert not time_major.batch_first

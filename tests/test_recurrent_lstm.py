@@ -1,0 +1,360 @@
+import pytest
+import torch
+from torch import nn
+
+from seqbook.recurrent import LSTM, LSTMTrace, jacobian_norms, state_gradient_norms, state_jacobians
+from seqbook.utils import seed_everything
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.float32, 1e-6), (torch.float64, 1e-12)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_equals_torch_lstm(dtype, atol, bias):
+    seed_everything(0)
+    reference = nn.LSTM(5, 16, bias=bias, batch_first=True).to(dtype)
+    ours = LSTM.from_torch(reference)
+    assert ours.W_z.dtype == dtype
+    x = torch.randn(4, 30, 5, dtype=dtype)
+    y0, c0 = torch.randn(4, 16, dtype=dtype), torch.randn(4, 16, dtype=dtype)
+    out, (y_T, c_T) = ours(x, (y0, c0))
+    ref_out, (ref_y, ref_c) = reference(x, (y0[None], c0[None]))
+    assert torch.allclose(out, ref_out, atol=atol)
+    assert torch.allclose(y_T, ref_y[0], atol=atol)
+    assert torch.allclose(c_T, ref_c[0], atol=atol)
+
+
+def test_from_torch_maps_torch_gate_order_to_ours():
+    reference = nn.LSTM(2, 3)
+    ours = LSTM.from_torch(reference)
+    i, f, g, o = reference.weight_ih_l0.chunk(4)  # torch: i, f, g, o
+    assert torch.equal(ours.W_i, i) and torch.equal(ours.W_f, f)
+    assert torch.equal(ours.W_z, g) and torch.equal(ours.W_o, o)
+    b = reference.bias_ih_l0 + reference.bias_hh_l0
+    assert torch.allclose(ours.b_z, b.chunk(4)[2])
+
+
+def test_gradients_equal_torch_lstm():
+    seed_everything(1)
+    reference = nn.LSTM(3, 8, batch_first=True).double()
+    ours = LSTM.from_torch(reference)
+    x = torch.randn(2, 12, 3, dtype=torch.float64)
+    ours(x)[0].pow(2).sum().backward()
+    reference(x)[0].pow(2).sum().backward()
+    grads = {
+        "W": torch.cat([ours.W_i.grad, ours.W_f.grad, ours.W_z.grad, ours.W_o.grad]),
+        "R": torch.cat([ours.R_i.grad, ours.R_f.grad, ours.R_z.grad, ours.R_o.grad]),
+        "b": torch.cat([ours.b_i.grad, ours.b_f.grad, ours.b_z.grad, ours.b_o.grad]),
+    }
+    assert torch.allclose(grads["W"], reference.weight_ih_l0.grad, atol=1e-10)
+    assert torch.allclose(grads["R"], reference.weight_hh_l0.grad, atol=1e-10)
+    assert torch.allclose(grads["b"], reference.bias_ih_l0.grad, atol=1e-10)
+
+
+def test_time_major_layout_like_torch():
+    seed_everything(2)
+    reference = nn.LSTM(3, 4, batch_first=False)
+    ours = LSTM.from_torch(reference)
+    assert not ours.batch_first
+    x = torch.randn(7, 2, 3)  # (T, B, D)
+    out, (y_T, c_T) = ours(x)
+    ref_out, (ref_y, ref_c) = reference(x)
+    assert out.shape == (7, 2, 4)
+    assert torch.allclose(out, ref_out, atol=1e-6)
+    assert torch.allclose(c_T, ref_c[0], atol=1e-6)
+    trace = ours.trace(x)
+    assert trace.outputs.shape == (2, 7, 4)  # traces are batch-first
+    assert torch.allclose(trace.outputs, out.transpose(0, 1))
+
+
+def test_cell_is_one_step_of_forward():
+    seed_everything(3)
+    lstm = LSTM(3, 5)
+    x = torch.randn(2, 4, 3)
+    out, (y_T, c_T) = lstm(x)
+    state = (torch.zeros(2, 5), torch.zeros(2, 5))
+    for t in range(4):
+        state = lstm.cell(x[:, t], state)
+        assert torch.allclose(out[:, t], state[0], atol=1e-7)
+    assert torch.allclose(state[1], c_T, atol=1e-7)
+
+
+def test_formulas_gate_by_gate():
+    seed_everything(4)
+    lstm = LSTM(2, 3).double()
+    x = torch.randn(1, 1, 2, dtype=torch.float64)
+    y0, c0 = torch.randn(1, 3, dtype=torch.float64), torch.randn(1, 3, dtype=torch.float64)
+    trace = lstm.trace(x, (y0, c0))
+
+    def act(gate, fn):
+        W, R, b = (getattr(lstm, f"{k}_{gate}") for k in "WRb")
+        return fn(x[:, 0] @ W.T + y0 @ R.T + b)
+
+    z, i = act("z", torch.tanh), act("i", torch.sigmoid)
+    f, o = act("f", torch.sigmoid), act("o", torch.sigmoid)
+    c = i * z + f * c0
+    assert torch.allclose(trace.cell_input[:, 0], z)
+    assert torch.allclose(trace.input_gate[:, 0], i)
+    assert torch.allclose(trace.forget_gate[:, 0], f)
+    assert torch.allclose(trace.output_gate[:, 0], o)
+    assert torch.allclose(trace.cell_state[:, 0], c)
+    assert torch.allclose(trace.outputs[:, 0], o * torch.tanh(c))
+
+
+def test_without_forget_gate_the_cell_integrates():
+    seed_everything(5)
+    lstm = LSTM(3, 4, forget_gate=False)
+    assert lstm.gate_names == ("z", "i", "o")
+    assert not hasattr(lstm, "W_f")
+    n_params = sum(p.numel() for p in lstm.parameters())
+    assert n_params == 3 * (4 * 3 + 4 * 4 + 4)
+    x = torch.randn(2, 9, 3)
+    trace = lstm.trace(x)
+    assert trace.forget_gate is None
+    increments = trace.input_gate * trace.cell_input  # (B, T, H)
+    assert torch.allclose(trace.cell_state, increments.cumsum(dim=1), atol=1e-6)
+
+
+def test_carousel_gradient_is_exactly_one_along_the_cell():
+    """With the recurrent gate inputs cut, dc_T/dc_t is the identity, to the bit."""
+    lstm = LSTM(3, 4, forget_gate=False).double()
+    with torch.no_grad():
+        for gate in lstm.gate_names:
+            getattr(lstm, f"R_{gate}").zero_()
+    J = state_jacobians(lstm, torch.randn(2, 50, 3, dtype=torch.float64), component=1)
+    assert torch.equal(J, torch.eye(4, dtype=torch.float64).expand_as(J))
+
+
+def test_forget_gate_shrinks_the_carousel_gradient():
+    lstm = LSTM(3, 4).double()
+    with torch.no_grad():
+        for gate in lstm.gate_names:
+            getattr(lstm, f"R_{gate}").zero_()
+    x = torch.randn(1, 30, 3, dtype=torch.float64)
+    J = state_jacobians(lstm, x, component=1)[0]  # (T, H, H)
+    f = lstm.trace(x).forget_gate[0]  # (T, H)
+    for t in (0, 10, 28):  # dc_T/dc_t = diag(f_{t+1} ... f_T)
+        expected = torch.diag(f[t + 1 :].prod(dim=0))
+        assert torch.allclose(J[t], expected, atol=1e-12)
+
+
+def test_input_gate_bias_shifts_the_initial_bias():
+    seed_everything(6)
+    plain = LSTM(2, 100)
+    seed_everything(6)
+    shifted = LSTM(2, 100, input_gate_bias=-3.0)
+    assert torch.allclose(shifted.b_i, plain.b_i - 3.0)
+    assert torch.equal(shifted.b_z, plain.b_z)
+    assert shifted.b_i.max() < -3.0 + 0.11  # bound 1/sqrt(100)
+    shifted.reset_parameters()
+    assert shifted.b_i.max() < -2.8
+
+
+def test_lengths_give_each_sequence_its_own_final_state():
+    seed_everything(7)
+    reference = nn.LSTM(3, 6, batch_first=True)
+    lstm = LSTM.from_torch(reference)
+    x = torch.randn(4, 9, 3)
+    lengths = torch.tensor([9, 3, 1, 6])
+    out, (y_T, c_T) = lstm(x, lengths=lengths)
+    for b, n in enumerate(lengths.tolist()):
+        alone_out, (alone_y, alone_c) = lstm(x[b : b + 1, :n])
+        assert torch.allclose(y_T[b], alone_y[0], atol=1e-6)
+        assert torch.allclose(c_T[b], alone_c[0], atol=1e-6)
+        assert torch.allclose(out[b, :n], alone_out[0], atol=1e-6)
+        assert torch.all(out[b, n:] == 0)
+    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    ref_out, (ref_y, ref_c) = reference(packed)
+    ref_out, _ = nn.utils.rnn.pad_packed_sequence(ref_out, batch_first=True, total_length=9)
+    assert torch.allclose(out, ref_out, atol=1e-6)
+    assert torch.allclose(y_T, ref_y[0], atol=1e-6)
+    assert torch.allclose(c_T, ref_c[0], atol=1e-6)
+    trace = lstm.trace(x, lengths=lengths)
+    assert torch.allclose(trace.cell_state[1, 2:], c_T[1].expand(7, 6))
+
+
+def test_zero_length_keeps_the_initial_state():
+    lstm = LSTM(2, 3)
+    state = (torch.randn(2, 3), torch.randn(2, 3))
+    _, (y_T, c_T) = lstm(torch.randn(2, 4, 2), state, lengths=torch.tensor([0, 4]))
+    assert torch.equal(y_T[0], state[0][0]) and torch.equal(c_T[0], state[1][0])
+
+
+def test_running_in_pieces_equals_running_whole():
+    lstm = LSTM(2, 4)
+    x = torch.randn(3, 10, 2)
+    out, (y, c) = lstm(x)
+    out1, state = lstm(x[:, :4])
+    out2, (y2, c2) = lstm(x[:, 4:], state)
+    assert torch.allclose(torch.cat([out1, out2], 1), out, atol=1e-7)
+    assert torch.allclose(y2, y, atol=1e-7) and torch.allclose(c2, c, atol=1e-7)
+
+
+def test_trace_returns_everything():
+    lstm = LSTM(2, 3)
+    x = torch.randn(2, 5, 2)
+    trace = lstm.trace(x)
+    assert isinstance(trace, LSTMTrace)
+    out, (y_T, c_T) = lstm(x)
+    assert torch.allclose(trace.outputs, out)
+    assert torch.allclose(trace.cell_state[:, -1], c_T)
+    for gate in (trace.input_gate, trace.forget_gate, trace.output_gate):
+        assert gate.shape == (2, 5, 3) and gate.min() > 0 and gate.max() < 1
+    assert trace.cell_input.abs().max() < 1
+
+
+def test_diagnostics_work_with_the_lstm():
+    seed_everything(8)
+    lstm = LSTM(3, 4).double()
+    reference = nn.LSTM(3, 4, batch_first=True).double()
+    with torch.no_grad():
+        for name, p in LSTM.from_torch(reference).named_parameters():
+            getattr(lstm, name).copy_(p)
+    x = torch.randn(2, 8, 3, dtype=torch.float64)
+    for component in (0, 1):
+        ours = jacobian_norms(lstm, x, component=component)
+        theirs = jacobian_norms(reference, x, component=component)
+        assert ours.shape == (2, 8)
+        assert torch.allclose(ours, theirs, atol=1e-10)
+    norms = state_gradient_norms(lstm, x, lambda out, state: state[1].sum(), component=1)
+    assert torch.allclose(norms[:, -1], torch.full((2,), 2.0, dtype=torch.float64))
+
+
+def test_follows_the_input_dtype():
+    lstm = LSTM(2, 3).double()
+    out, (y, c) = lstm(torch.randn(1, 2, 2, dtype=torch.float64))
+    assert out.dtype == y.dtype == c.dtype == torch.float64
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(input_size=0, hidden_size=3), ValueError),
+        (dict(input_size=2, hidden_size=-1), ValueError),
+        (dict(input_size=2.0, hidden_size=3), TypeError),
+        (dict(input_size=2, hidden_size=3, forget_gate="no"), TypeError),
+        (dict(input_size=2, hidden_size=3, batch_first=1), TypeError),
+        (dict(input_size=2, hidden_size=3, input_gate_bias="low"), TypeError),
+        (dict(input_size=2, hidden_size=3, input_gate_bias=float("nan")), ValueError),
+        (dict(input_size=2, hidden_size=3, input_gate_bias=float("-inf")), ValueError),
+    ],
+)
+def test_bad_constructor_arguments(kwargs, error):
+    with pytest.raises(error):
+        LSTM(**kwargs)
+
+
+def test_bad_forward_input():
+    lstm = LSTM(2, 3)
+    with pytest.raises(ValueError, match="x must have 3 dimensions"):
+        lstm(torch.randn(5, 2))
+    with pytest.raises(ValueError, match="at least one time step"):
+        lstm(torch.randn(4, 0, 2))
+    with pytest.raises(ValueError, match="input_size"):
+        lstm(torch.randn(4, 5, 3))
+    with pytest.raises(TypeError, match="floating-point"):
+        lstm(torch.ones(4, 5, 2, dtype=torch.long))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        lstm([[1.0, 2.0]])
+    with pytest.raises(TypeError, match="state must be a pair"):
+        lstm(torch.randn(4, 5, 2), torch.zeros(4, 3))
+    with pytest.raises(ValueError, match=r"state\[1\] \(c_0\) must have shape"):
+        lstm(torch.randn(4, 5, 2), (torch.zeros(4, 3), torch.zeros(4, 4)))
+    with pytest.raises(ValueError, match=r"state\[0\] \(y_0\) must have 2 dimensions"):
+        lstm(torch.randn(4, 5, 2), (torch.zeros(1, 4, 3), torch.zeros(4, 3)))
+    with pytest.raises(ValueError, match="lengths must lie"):
+        lstm(torch.randn(2, 5, 2), lengths=torch.tensor([6, 1]))
+    with pytest.raises(ValueError, match="one entry per sequence"):
+        lstm(torch.randn(2, 5, 2), lengths=torch.tensor([5]))
+    with pytest.raises(TypeError, match="integer"):
+        lstm(torch.randn(2, 5, 2), lengths=torch.tensor([5.0, 1.0]))
+    with pytest.raises(ValueError, match="x must have 3 dimensions"):
+        lstm.trace(torch.randn(5, 2))
+
+
+def test_bad_cell_input():
+    lstm = LSTM(2, 3)
+    zeros = (torch.zeros(1, 3), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="x_t must have 2 dimensions"):
+        lstm.cell(torch.randn(2), zeros)
+    with pytest.raises(ValueError, match="x_t must have 2 features"):
+        lstm.cell(torch.randn(1, 4), zeros)
+    with pytest.raises(ValueError, match="must have shape"):
+        lstm.cell(torch.randn(2, 2), zeros)
+    with pytest.raises(TypeError, match="state must be a pair"):
+        lstm.cell(torch.randn(1, 2), None)
+
+
+def test_from_torch_rejects_what_it_cannot_copy():
+    with pytest.raises(TypeError, match="torch.nn.LSTM"):
+        LSTM.from_torch(nn.GRU(2, 3))
+    with pytest.raises(ValueError, match="num_layers=1"):
+        LSTM.from_torch(nn.LSTM(2, 3, num_layers=2))
+    with pytest.raises(ValueError, match="bidirectional"):
+        LSTM.from_torch(nn.LSTM(2, 3, bidirectional=True))
+    with pytest.raises(ValueError, match="proj_size"):
+        LSTM.from_torch(nn.LSTM(2, 3, proj_size=2))
+
+
+def test_reset_parameters_uses_the_torch_bound():
+    lstm = LSTM(3, 25)
+    bound = 1 / 25**0.5
+    assert all(p.abs().max() <= bound for p in lstm.parameters())
+    assert all(p.std() > bound / 4 for p in lstm.parameters())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_runs_on_cuda_like_torch():
+    seed_everything(9)
+    reference = nn.LSTM(3, 8, batch_first=True).cuda()
+    lstm = LSTM.from_torch(reference)
+    assert lstm.W_z.is_cuda
+    x = torch.randn(2, 6, 3, device="cuda")
+    out, (y, c) = lstm(x, lengths=torch.tensor([6, 2]))
+    assert out.is_cuda and c.is_cuda
+    assert torch.allclose(lstm(x)[0], reference(x)[0], atol=1e-5)
+    assert lstm.trace(x).cell_state.is_cuda
+
+
+@pytest.mark.parametrize("forget_gate", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_to_torch_computes_the_same_function(forget_gate, dtype):
+    seed_everything(10)
+    lstm = LSTM(3, 5, forget_gate=forget_gate, input_gate_bias=-1.0).to(dtype)
+    fused = lstm.to_torch()
+    assert isinstance(fused, nn.LSTM) and fused.weight_ih_l0.dtype == dtype
+    x = torch.randn(2, 40, 3, dtype=dtype)
+    state = (torch.randn(2, 5, dtype=dtype), torch.randn(2, 5, dtype=dtype))
+    out, (y, c) = lstm(x, state)
+    ref_out, (ref_y, ref_c) = fused(x, (state[0][None], state[1][None]))
+    assert torch.allclose(out, ref_out, atol=1e-6)
+    assert torch.allclose(c, ref_c[0], atol=1e-6)
+    back = LSTM.from_torch(fused, forget_gate=forget_gate)
+    for name, p in lstm.named_parameters():
+        assert torch.allclose(getattr(back, name), p)
+
+
+def test_to_torch_keeps_a_missing_forget_gate_pinned_during_training():
+    lstm = LSTM(3, 4, forget_gate=False)
+    fused = lstm.to_torch()
+    H = 4
+    pinned = [fused.weight_ih_l0[H : 2 * H].clone(), fused.weight_hh_l0[H : 2 * H].clone(),
+              fused.bias_ih_l0[H : 2 * H].clone(), fused.bias_hh_l0[H : 2 * H].clone()]
+    optimizer = torch.optim.Adam(fused.parameters(), lr=0.1)
+    x = torch.randn(2, 6, 3)
+    for _ in range(5):
+        optimizer.zero_grad()
+        fused(x)[0].pow(2).sum().backward()
+        optimizer.step()
+    after = [fused.weight_ih_l0[H : 2 * H], fused.weight_hh_l0[H : 2 * H],
+             fused.bias_ih_l0[H : 2 * H], fused.bias_hh_l0[H : 2 * H]]
+    for before, now in zip(pinned, after):
+        assert torch.equal(before, now)
+    assert not torch.equal(fused.weight_ih_l0[:H], lstm.W_i)  # the rest did train
+    trained = LSTM.from_torch(fused, forget_gate=False)
+    assert torch.allclose(trained(x)[0], fused(x)[0], atol=1e-6)
+
+
+def test_from_torch_without_forget_gate_needs_a_pinned_gate():
+    with pytest.raises(ValueError, match="forget gate is exactly 1"):
+        LSTM.from_torch(nn.LSTM(2, 3), forget_gate=False)
+    with pytest.raises(TypeError, match="forget_gate must be a bool"):
+        LSTM.from_torch(nn.LSTM(2, 3), forget_gate=0)
