@@ -1,0 +1,343 @@
+r"""The backpropagation-trained baselines: a recurrent transformer block and a small ViT.
+
+Shape letters: ``B`` images, ``N`` patches, ``a`` pixels per patch, ``d_model`` the
+model width, ``S`` iterations.
+
+Both read the patch vectors :math:`\mathbf s_i \in \mathbb R^{2a}` of
+:class:`~seqbook.attractor.PatchEmbedding` (a masked patch is the zero vector, which
+no image produces), embed them with a **trained** linear map, add the sinusoidal
+positional encoding and apply pre-norm encoder blocks
+(:class:`seqbook.transformer.EncoderBlock`: eqs. 8-9 of D'Amico & Negri 2024,
+:math:`\mathbf u = \mathbf x + \operatorname{SA}(\operatorname{LN}(\mathbf x))`,
+:math:`\mathbf x' = \mathbf u + \operatorname{MLP}(\operatorname{LN}(\mathbf u))`).
+The positional encoding is subtracted again before a trained linear de-embedding
+gives the ``a`` pixels of every patch.
+
+- :class:`RecurrentTransformer` applies **one** block again and again; trained with a
+  random number of iterations :math:`\tau \sim \operatorname{Unif}\{3, \dots, 7\}`
+  per mini-batch (AlphaFold's "recycling");
+- :class:`VisionTransformer` applies ``num_layers`` different blocks once.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbook._checks import check_choice, check_int, check_positive_int, check_real, check_tensor
+from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
+from seqbook.attractor.tasks import add_noise, mask_tokens
+from seqbook.train import History, fit
+from seqbook.transformer import EncoderBlock, positional_encoding
+
+__all__ = [
+    "BaselineConfig",
+    "RecurrentTransformer",
+    "VisionTransformer",
+    "build_baseline",
+    "corrupt",
+    "train_baseline",
+    "save_baseline",
+    "load_baseline",
+    "CHECKPOINTS",
+]
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"  # the committed, trained baselines
+
+
+@dataclass
+class BaselineConfig:
+    """The architecture of a baseline (stored in its checkpoint)."""
+
+    kind: str = "block"  # "block": one block, iterated; "vit": num_layers blocks, once
+    patch_size: int = 4  # the paper's transformers work best with 4 x 4 patches
+    image_size: int = 28
+    d_model: int = 64
+    num_heads: int = 4
+    d_ff: int = 128  # hidden width of the MLP
+    num_layers: int = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
+
+
+class _PatchTransformer(nn.Module):
+    """Trained embedding, positional encoding and de-embedding shared by both baselines."""
+
+    def __init__(self, config: BaselineConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.patch_size = check_positive_int("patch_size", config.patch_size)
+        self.image_size = check_positive_int("image_size", config.image_size)
+        if self.image_size % self.patch_size:
+            raise ValueError(
+                f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}"
+            )
+        self.a = self.patch_size**2
+        self.num_tokens = (self.image_size // self.patch_size) ** 2
+        d_model = check_positive_int("d_model", config.d_model)
+        self.embed = nn.Linear(2 * self.a, d_model)  # F, trained
+        self.unembed = nn.Linear(d_model, self.a)  # F_out, trained
+        self.register_buffer("pe", positional_encoding(self.num_tokens, d_model))  # (N, d_model)
+
+    def _check_spins(self, s: object) -> torch.Tensor:
+        s = check_tensor("s", s, ndim=3, floating=True)
+        if s.shape[1:] != (self.num_tokens, 2 * self.a):
+            raise ValueError(
+                f"s must have shape (B, {self.num_tokens}, {2 * self.a}) (patch vectors of "
+                f"a PatchEmbedding with patch_size {self.patch_size}), got {tuple(s.shape)}"
+            )
+        return s
+
+    def encode(self, s: torch.Tensor) -> torch.Tensor:
+        return self.embed(s) + self.pe  # (B, N, d_model)
+
+    def decode(self, h: torch.Tensor) -> torch.Tensor:
+        """Pixels of every patch, unclipped (the training target is the clean image)."""
+        return self.unembed(h - self.pe)  # (B, N, a)
+
+    def to_image(self, pixels: torch.Tensor) -> torch.Tensor:
+        """Patches of pixels as images, clipped to [0, 1].
+
+        Shapes:
+            pixels: ``(..., N, a)``.
+            returns: ``(..., H, W)``.
+        """
+        lead = pixels.shape[:-2]
+        flat = pixels.reshape(-1, self.num_tokens, self.a).clamp(0.0, 1.0)  # (B', N, a)
+        image = patches_to_image(flat, self.patch_size, self.image_size, self.image_size)
+        return image.reshape(*lead, self.image_size, self.image_size)
+
+
+class RecurrentTransformer(_PatchTransformer):
+    r"""One pre-norm transformer block, iterated: :math:`\mathbf x^{t+1} = B(\mathbf x^t)`.
+
+    Args:
+        config: the architecture (``kind="block"``).
+
+    Shapes:
+        s: ``(B, N, 2a)`` patch vectors (masked patches zero).
+        returns (``forward``): ``(B, N, a)`` pixels after ``steps`` iterations;
+        (``run``): ``(S, B, H, W)`` images after 1, ..., ``steps`` iterations.
+
+    Example:
+        >>> model = RecurrentTransformer(BaselineConfig(d_model=16, num_heads=2, d_ff=32))
+        >>> s = PatchEmbedding(4).spins(torch.rand(2, 28, 28))
+        >>> tuple(model(s, steps=3).shape), tuple(model.run(s, steps=5).shape)
+        ((2, 49, 16), (5, 2, 28, 28))
+    """
+
+    def __init__(self, config: BaselineConfig | None = None) -> None:
+        config = config or BaselineConfig()
+        super().__init__(config)
+        self.block = EncoderBlock(config.d_model, config.num_heads, config.d_ff, norm_first=True)
+
+    def forward(self, s: torch.Tensor, steps: int = 5) -> torch.Tensor:
+        s = self._check_spins(s)
+        steps = check_positive_int("steps", steps)
+        h = self.encode(s)
+        for _ in range(steps):
+            h = self.block(h)  # (eq-attr-block)  (B, N, d_model)
+        return self.decode(h)
+
+    @torch.no_grad()
+    def run(self, s: torch.Tensor, steps: int) -> torch.Tensor:
+        """The reconstructed images after every iteration ``t = 1, ..., steps``."""
+        s = self._check_spins(s)
+        steps = check_positive_int("steps", steps)
+        h = self.encode(s)
+        images = []
+        for _ in range(steps):
+            h = self.block(h)  # (B, N, d_model)
+            images.append(self.to_image(self.decode(h)))
+        return torch.stack(images)  # (S, B, H, W)
+
+
+class VisionTransformer(_PatchTransformer):
+    r"""A standard vision transformer: ``num_layers`` different pre-norm blocks, applied once.
+
+    Args:
+        config: the architecture (``kind="vit"``).
+
+    Shapes:
+        s: ``(B, N, 2a)``.
+        returns: ``(B, N, a)`` pixels; ``reconstruct`` gives ``(B, H, W)`` images.
+
+    Example:
+        >>> config = BaselineConfig("vit", d_model=16, num_heads=2, d_ff=32, num_layers=2)
+        >>> s = PatchEmbedding(4).spins(torch.rand(2, 28, 28))
+        >>> tuple(VisionTransformer(config).reconstruct(s).shape)
+        (2, 28, 28)
+    """
+
+    def __init__(self, config: BaselineConfig | None = None) -> None:
+        config = config or BaselineConfig(kind="vit")
+        super().__init__(config)
+        layers = check_positive_int("num_layers", config.num_layers)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(config.d_model, config.num_heads, config.d_ff, norm_first=True)
+            for _ in range(layers)
+        )
+
+    def forward(self, s: torch.Tensor) -> torch.Tensor:
+        h = self.encode(self._check_spins(s))
+        for block in self.blocks:
+            h = block(h)  # (B, N, d_model)
+        return self.decode(h)
+
+    @torch.no_grad()
+    def reconstruct(self, s: torch.Tensor) -> torch.Tensor:
+        """The reconstructed images, clipped to [0, 1]."""
+        return self.to_image(self(s))  # (B, H, W)
+
+
+def build_baseline(config: BaselineConfig) -> RecurrentTransformer | VisionTransformer:
+    """The baseline that ``config.kind`` names ("block" or "vit").
+
+    Example:
+        >>> type(build_baseline(BaselineConfig("vit", num_layers=1))).__name__
+        'VisionTransformer'
+    """
+    check_choice("config.kind", config.kind, ("block", "vit"))
+    return RecurrentTransformer(config) if config.kind == "block" else VisionTransformer(config)
+
+
+def corrupt(
+    images: torch.Tensor,
+    task: str,
+    embedding: PatchEmbedding,
+    fraction: float = 0.3,
+    variance: float = 0.7,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The corrupted patch vectors of a task, and the visible-token mask ("mask" only).
+
+    ``task="mask"``: a ``fraction`` of the patch vectors set to zero;
+    ``task="denoise"``: the patch vectors of :func:`~seqbook.attractor.add_noise`'s
+    images.
+
+    Shapes:
+        images: ``(B, H, W)``.
+        returns: ``(B, N, 2a)`` and ``(B, N)`` (or ``None``).
+
+    Example:
+        >>> s, visible = corrupt(torch.rand(2, 28, 28), "mask", PatchEmbedding(4))
+        >>> tuple(s.shape), visible.sum().item()
+        ((2, 49, 32), 68)
+    """
+    check_choice("task", task, ("mask", "denoise"))
+    if not isinstance(embedding, PatchEmbedding):
+        raise TypeError(f"embedding must be a PatchEmbedding, got {type(embedding).__name__}")
+    if task == "mask":
+        return mask_tokens(embedding.spins(images), fraction, generator)
+    return embedding.spins(add_noise(images, variance, generator)), None
+
+
+def train_baseline(
+    model: RecurrentTransformer | VisionTransformer,
+    images: torch.Tensor,
+    task: str,
+    epochs: int = 20,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    min_steps: int = 3,
+    max_steps: int = 7,
+    seed: int = 0,
+    progress: bool = True,
+) -> History:
+    r"""Train a baseline by backpropagation on one task, with :func:`seqbook.train.fit`.
+
+    Every mini-batch is corrupted afresh; the loss is the mean squared error of the
+    predicted pixels against the clean image. A :class:`RecurrentTransformer` is
+    iterated :math:`\tau` times, :math:`\tau` drawn uniformly from
+    ``min_steps..max_steps`` for every mini-batch.
+
+    Args:
+        model: the baseline to train (in place).
+        images: clean training images.
+        task: "mask" or "denoise".
+        epochs, batch_size, lr: Adam's training schedule.
+        min_steps, max_steps: the range of :math:`\tau` (3 and 7 in the paper).
+        seed: seed of the shuffles, corruptions and :math:`\tau`.
+        progress: show a tqdm bar.
+
+    Shapes:
+        images: ``(P, H, W)``.
+
+    Returns:
+        The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
+    """
+    if not isinstance(model, (RecurrentTransformer, VisionTransformer)):
+        raise TypeError(
+            "model must be a RecurrentTransformer or VisionTransformer, "
+            f"got {type(model).__name__}"
+        )
+    check_choice("task", task, ("mask", "denoise"))
+    images = check_tensor("images", images, ndim=3, floating=True)
+    min_steps = check_positive_int("min_steps", min_steps)
+    max_steps = check_int("max_steps", max_steps, min_value=min_steps)
+    batch_size = check_positive_int("batch_size", batch_size)
+    check_real("lr", lr, min_value=0.0, strict_min=True)
+    embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
+    generator = torch.Generator().manual_seed(seed)
+    draw = random.Random(seed)
+
+    def batches() -> list[torch.Tensor]:
+        return [images[k] for k in torch.randperm(len(images), generator=generator).split(batch_size)]
+
+    def loss_fn(m: nn.Module, clean: torch.Tensor) -> torch.Tensor:
+        s, _ = corrupt(clean, task, embedding, generator=generator)
+        if isinstance(m, RecurrentTransformer):
+            pixels = m(s, steps=draw.randint(min_steps, max_steps))  # tau ~ Unif{3..7}
+        else:
+            pixels = m(s)
+        target = image_to_patches(clean, m.patch_size)  # (B, N, a)
+        return F.mse_loss(pixels, target)
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    return fit(model, loss_fn, batches, optimizer, epochs, clip=1.0, progress=progress,
+               desc=f"{model.config.kind} ({task})")
+
+
+def save_baseline(model: RecurrentTransformer | VisionTransformer, path: str | Path, **info: object) -> Path:
+    """Save a baseline's configuration and weights (as float16, to keep files small).
+
+    ``info`` (e.g. the task, the epochs, the final loss) is stored alongside.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()
+             if k != "pe"}
+    torch.save({"config": asdict(model.config), "state_dict": state, "info": info}, path)
+    return path
+
+
+def load_baseline(name_or_path: str | Path) -> tuple[RecurrentTransformer | VisionTransformer, dict]:
+    """Load a saved baseline in eval mode, with the ``info`` saved with it.
+
+    Args:
+        name_or_path: a file, or the name of a committed checkpoint in
+            :data:`CHECKPOINTS` such as ``"block_mask"`` or ``"vit_denoise"``.
+
+    Example:
+        >>> model, info = load_baseline("block_mask")
+        >>> type(model).__name__, info["task"]
+        ('RecurrentTransformer', 'mask')
+    """
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = CHECKPOINTS / f"{name_or_path}.pt"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no checkpoint {path}; train one with `python -m seqbook.attractor.train`"
+        )
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    model = build_baseline(BaselineConfig(**checkpoint["config"]))
+    state = {k: v.float() if v.is_floating_point() else v for k, v in checkpoint["state_dict"].items()}
+    model.load_state_dict(state, strict=False)
+    missing = set(model.state_dict()) - set(state) - {"pe"}
+    if missing:
+        raise ValueError(f"checkpoint {path} lacks {sorted(missing)}")
+    return model.eval(), checkpoint["info"]
