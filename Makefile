@@ -2,6 +2,7 @@
 # Each target creates .venv and installs requirements.txt on first use, so both
 # work on a fresh clone with nothing but Python 3.11 and make.
 
+SHELL  := /bin/bash
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -39,8 +40,14 @@ nbval: $(STAMP)
 	$(PY) -m pytest --nbval-lax notebooks/
 
 # 3. the book builds with no warning at all (nitpicky references, citations, glue)
+#    The build's log is long; on failure its warnings are repeated at the end, where a
+#    CI log's tail shows them.
 build-strict: $(STAMP)
-	$(JB) build . --all -W -n --keep-going
+	mkdir -p _build
+	set -o pipefail; $(JB) build . --all -W -n --keep-going 2>&1 | tee _build/build.log \
+	  || { echo "== the build's warnings and errors:"; \
+	       grep -E "WARNING|ERROR|Error|Traceback" _build/build.log | grep -v IPKernelApp; \
+	       exit 1; }
 
 # 4. the rendered HTML in a real browser (Debian's chromium, headless): console
 #    errors, typeset equations, images, links, solutions, search, screenshots; and

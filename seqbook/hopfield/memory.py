@@ -50,10 +50,12 @@ class PatternMemory:
 
     @property
     def num_patterns(self) -> int:
+        """Number ``N`` of stored patterns."""
         return self.patterns.shape[0]
 
     @property
     def dim(self) -> int:
+        """Dimension ``d`` of a pattern (number of neurons)."""
         return self.patterns.shape[1]
 
     def energy(self, xi: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
