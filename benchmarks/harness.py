@@ -22,14 +22,18 @@ class Comparison:
         """seqbook time / reference time: below 1 means seqbook is faster."""
         return self.seqbook_seconds / self.reference_seconds
 
-    def markdown_row(self) -> str:
+    def markdown_row(self, target: str = "") -> str:
+        """The table's row; ``target`` fills the last column (e.g. "<= 1.2: met")."""
         return (
             f"| {self.name} | {1e3 * self.seqbook_seconds:.3f} | "
-            f"{1e3 * self.reference_seconds:.3f} | {self.ratio:.2f} |"
+            f"{1e3 * self.reference_seconds:.3f} | {self.ratio:.2f} | {target} |"
         )
 
 
-MARKDOWN_HEADER = "| row | seqbook (ms, median) | reference (ms, median) | ratio |\n| --- | ---: | ---: | ---: |"
+MARKDOWN_HEADER = (
+    "| row | seqbook (ms, median) | reference (ms, median) | ratio | target |\n"
+    "| --- | ---: | ---: | ---: | --- |"
+)
 
 
 def compare(

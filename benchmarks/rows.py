@@ -20,6 +20,7 @@ from seqbook.data import mnist5k, pad_batch
 from seqbook.decoding import beam_search
 from seqbook.hopfield import ModernHopfield
 from seqbook.metrics import corpus_bleu
+from seqbook.recurrent import GRU, LSTM, RNN
 from seqbook.utils import seed_everything
 
 
@@ -33,6 +34,46 @@ def padding() -> Comparison:
         lambda: pad_sequence(sequences, batch_first=True),
         repeats=21,
     )
+
+
+def _recurrent(name: str, make_ours, reference: nn.Module, fused: bool = False) -> Comparison:
+    """Forward + backward of one layer, B=32, T=100, D=H=128, against torch's."""
+    seed_everything(0)
+    ours = make_ours(reference)
+    run_ours = ours.fused_forward if fused else ours
+    x = torch.randn(32, 100, 128, requires_grad=True)  # (B, T, D)
+
+    def step(module):
+        def run():
+            outputs, _ = module(x)
+            outputs.sum().backward()
+        return run
+
+    return compare(name, step(run_ours), step(reference))
+
+
+def rnn_layer() -> Comparison:
+    seed_everything(0)
+    return _recurrent("RNN layer fwd+bwd, B=32 T=100 H=128 (nn.RNN)", RNN.from_torch,
+                      nn.RNN(128, 128, batch_first=True))
+
+
+def lstm_layer() -> Comparison:
+    seed_everything(0)
+    return _recurrent("LSTM layer fwd+bwd, gate by gate, same sizes (nn.LSTM)",
+                      LSTM.from_torch, nn.LSTM(128, 128, batch_first=True))
+
+
+def lstm_layer_fused() -> Comparison:
+    seed_everything(0)
+    return _recurrent("LSTM layer fwd+bwd, LSTM.fused_forward (hand-written BPTT) (nn.LSTM)",
+                      LSTM.from_torch, nn.LSTM(128, 128, batch_first=True), fused=True)
+
+
+def gru_layer() -> Comparison:
+    seed_everything(0)
+    return _recurrent("GRU layer fwd+bwd, same sizes (nn.GRU)", GRU.from_torch,
+                      nn.GRU(128, 128, batch_first=True))
 
 
 def dot_product_attention() -> Comparison:
@@ -160,6 +201,10 @@ def hopfield_retrieval() -> Comparison:
 
 ROWS = [
     padding,
+    rnn_layer,
+    lstm_layer,
+    lstm_layer_fused,
+    gru_layer,
     dot_product_attention,
     dot_product_attention_materialized,
     multi_head_attention,
@@ -167,3 +212,36 @@ ROWS = [
     beam_search_batched,
     hopfield_retrieval,
 ]
+
+
+# The issue's targets (ratio seqbook / reference, median, 2-core CPU) and, for a row
+# that misses its target, why. Rows without a target only show the price.
+_RECURRENT_MISS = (
+    "torch's recurrent layers run the whole sequence in C++ (on CPU, oneDNN's fused RNN "
+    "kernels: one GEMM for all gates, the pointwise gate arithmetic fused). A Python "
+    "loop pays a dispatch of 10-20 microseconds for each of its half a dozen small "
+    "operations (32 x 128 tensors) per step, forward and again backward, which is "
+    "as much time as the matrix products. `LSTM.fused_forward` writes BPTT by hand "
+    "and removes autograd's bookkeeping (faster than the gate-by-gate row); "
+    "`torch.compile` of the pointwise part was tried and was slower (its per-call "
+    "overhead at this size), and TorchScript is deprecated in torch 2.13 and was no "
+    "faster. The book keeps the gate-by-gate version and trains with "
+    "`LSTM.to_torch()`."
+)
+TARGETS = {
+    "rnn_layer": (1.5, _RECURRENT_MISS),
+    "lstm_layer": (1.5, _RECURRENT_MISS),
+    "lstm_layer_fused": (1.5, _RECURRENT_MISS),
+    "gru_layer": (1.5, _RECURRENT_MISS),
+    "dot_product_attention": (1.2, (
+        "`seqbook.attention.scaled_dot_product_attention` returns the T x T attention "
+        "weights, which the chapters plot, so it must materialise them; "
+        "`F.scaled_dot_product_attention` uses a fused (flash-style) kernel that "
+        "never does. Against PyTorch's math backend, which materialises them too, "
+        "the ratio is in the next row."
+    )),
+    "dot_product_attention_materialized": (1.2, ""),
+    "multi_head_attention": (1.2, ""),
+    "bleu": (0.5, ""),
+    "beam_search_batched": (0.2, ""),
+}

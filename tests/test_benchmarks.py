@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks import chapters
 from benchmarks.harness import compare
-from benchmarks.rows import ROWS, padding
+from benchmarks.rows import ROWS, TARGETS, padding
 
 
 def test_compare_reports_medians_and_their_ratio():
@@ -37,3 +37,9 @@ def test_peak_memory_is_read_from_proc():
     run = chapters.ChapterRun("x", 100.0, 1)
     assert "**over**" in run.markdown_row()
     assert "within" in chapters.ChapterRun("x", 10.0, 1).markdown_row()
+
+
+def test_targets_name_existing_rows():
+    names = {row.__name__ for row in ROWS}
+    assert set(TARGETS) <= names
+    assert all(0 < target <= 2 for target, _ in TARGETS.values())

@@ -358,3 +358,37 @@ def test_from_torch_without_forget_gate_needs_a_pinned_gate():
         LSTM.from_torch(nn.LSTM(2, 3), forget_gate=False)
     with pytest.raises(TypeError, match="forget_gate must be a bool"):
         LSTM.from_torch(nn.LSTM(2, 3), forget_gate=0)
+
+
+@pytest.mark.parametrize("forget_gate", [True, False])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_fused_forward_equals_forward_with_gradients(forget_gate, batch_first):
+    # the hand-written BPTT against autograd through the gate-by-gate version
+    torch.manual_seed(0)
+    lstm = LSTM(3, 5, forget_gate=forget_gate, input_gate_bias=-1.0,
+                batch_first=batch_first).double()
+    shape = (4, 7, 3) if batch_first else (7, 4, 3)  # B = 4, T = 7
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    y0 = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    c0 = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    results = []
+    for run in (lstm.forward, lstm.fused_forward):
+        outputs, (y_T, c_T) = run(x, (y0, c0))
+        # a loss that reaches every output, the last state and the last cell
+        loss = outputs.sin().sum() + 3 * y_T.sum() + (c_T**2).sum()
+        inputs = (x, y0, c0, *lstm.parameters())
+        grads = torch.autograd.grad(loss, inputs)
+        results.append((outputs, y_T, c_T, *grads))
+    for ours, reference in zip(*results):
+        assert torch.allclose(ours, reference, atol=1e-12)
+
+
+def test_fused_forward_passes_gradcheck_and_rejects_bad_input():
+    torch.manual_seed(1)
+    lstm = LSTM(2, 3).double()
+    x = torch.randn(2, 4, 2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: lstm.fused_forward(x)[0], (x,))
+    with pytest.raises(ValueError, match="input_size"):
+        lstm.fused_forward(torch.randn(2, 4, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"state\[0\]"):
+        lstm.fused_forward(x, (torch.zeros(2, 4), torch.zeros(2, 3)))
