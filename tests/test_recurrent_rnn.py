@@ -32,64 +32,6 @@ def test_gradients_equal_torch_rnn():
     assert torch.allclose(ours.b_h.grad, reference.bias_hh_l0.grad, atol=1e-10)
 
 
-def test_time_major_layout_like_torch():
-    seed_everything(2)
-    reference = nn.RNN(3, 4, batch_first=False)
-    ours = RNN.from_torch(reference)
-    assert not ours.batch_first
-    x = torch.randn(7, 2, 3)  # (T, B, D)
-    out, h_T = ours(x)
-    assert out.shape == (7, 2, 4)
-    assert torch.allclose(out, reference(x)[0], atol=1e-6)
-
-
-def test_cell_is_one_step_of_forward():
-    seed_everything(3)
-    rnn = RNN(3, 5)
-    x = torch.randn(2, 4, 3)
-    out, _ = rnn(x)
-    h = torch.zeros(2, 5)
-    for t in range(4):
-        h = rnn.cell(x[:, t], h)
-        assert torch.allclose(out[:, t], h, atol=1e-7)
-
-
-def test_lengths_give_each_sequence_its_own_final_state():
-    seed_everything(4)
-    reference = nn.RNN(3, 6, batch_first=True)
-    rnn = RNN.from_torch(reference)
-    x = torch.randn(4, 9, 3)
-    lengths = torch.tensor([9, 3, 1, 6])
-    out, h_T = rnn(x, lengths=lengths)
-    for b, n in enumerate(lengths.tolist()):
-        alone_out, alone_h = rnn(x[b : b + 1, :n])
-        assert torch.allclose(h_T[b], alone_h[0], atol=1e-6)
-        assert torch.allclose(out[b, :n], alone_out[0], atol=1e-6)
-        assert torch.all(out[b, n:] == 0)
-    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    ref_out, ref_h = reference(packed)
-    ref_out, _ = nn.utils.rnn.pad_packed_sequence(ref_out, batch_first=True, total_length=9)
-    assert torch.allclose(out, ref_out, atol=1e-6)
-    assert torch.allclose(h_T, ref_h[0], atol=1e-6)
-
-
-def test_zero_length_keeps_the_initial_state():
-    rnn = RNN(2, 3)
-    h0 = torch.randn(2, 3)
-    _, h_T = rnn(torch.randn(2, 4, 2), h0, lengths=torch.tensor([0, 4]))
-    assert torch.equal(h_T[0], h0[0])
-
-
-def test_running_in_pieces_equals_running_whole():
-    rnn = RNN(2, 4)
-    x = torch.randn(3, 10, 2)
-    out, h = rnn(x)
-    out1, h1 = rnn(x[:, :4])
-    out2, h2 = rnn(x[:, 4:], h1)
-    assert torch.allclose(torch.cat([out1, out2], 1), out, atol=1e-7)
-    assert torch.allclose(h2, h, atol=1e-7)
-
-
 def test_parameter_count_does_not_depend_on_T():
     rnn = RNN(7, 11)
     assert sum(p.numel() for p in rnn.parameters()) == 11 * 7 + 11 * 11 + 11
@@ -167,15 +109,3 @@ def test_reset_parameters_uses_the_torch_bound():
     assert all(p.abs().max() <= bound for p in rnn.parameters())
     assert all(p.std() > bound / 4 for p in rnn.parameters())
 
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_runs_on_cuda_like_torch():
-    seed_everything(5)
-    reference = nn.RNN(3, 8, batch_first=True).cuda()
-    rnn = RNN.from_torch(reference)
-    assert rnn.W_hh.is_cuda
-    x = torch.randn(2, 6, 3, device="cuda")
-    lengths = torch.tensor([6, 2])  # on the CPU, as pack_padded_sequence wants
-    out, h = rnn(x, lengths=lengths)
-    assert out.is_cuda and h.is_cuda
-    assert torch.allclose(rnn(x)[0], reference(x)[0], atol=1e-5)

@@ -26,8 +26,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
-from seqbook.recurrent.lstm import _check_batch, _check_lengths
+from seqbook._checks import check_positive_int
+from seqbook.recurrent._sequence import (
+    check_sequence_batch,
+    check_state,
+    check_step_input,
+    padding_mask,
+    run_masked,
+)
 
 __all__ = ["GRU", "GRUTrace"]
 
@@ -123,16 +129,6 @@ class GRU(nn.Module):
         h = (1 - z) * n + z * h_prev  # (eq-gru-h)
         return h, (z, r, n)
 
-    def _check_h0(self, h0: torch.Tensor | None, B: int, like: torch.Tensor) -> torch.Tensor:
-        if h0 is None:
-            return like.new_zeros(B, self.hidden_size)  # (B, H)
-        check_tensor("h0", h0, ndim=2, floating=True)
-        if h0.shape != (B, self.hidden_size):
-            raise ValueError(
-                f"h0 must have shape {(B, self.hidden_size)} (B, H), got {tuple(h0.shape)}"
-            )
-        return h0
-
     def cell(self, x_t: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
         r"""One time step, :math:`h_{t-1} \mapsto h_t`.
 
@@ -148,39 +144,27 @@ class GRU(nn.Module):
             >>> gru.cell(torch.zeros(4, 2), torch.zeros(4, 3)).shape
             torch.Size([4, 3])
         """
-        check_tensor("x_t", x_t, ndim=2, floating=True)
-        if x_t.shape[1] != self.input_size:
-            raise ValueError(
-                f"x_t must have {self.input_size} features (input_size), got shape {tuple(x_t.shape)}"
-            )
-        check_tensor("h_prev", h_prev, ndim=2, floating=True)
-        if h_prev.shape != (x_t.shape[0], self.hidden_size):
-            raise ValueError(
-                f"h_prev must have shape {(x_t.shape[0], self.hidden_size)} (B, H), "
-                f"got {tuple(h_prev.shape)}"
-            )
+        check_step_input(x_t, self.input_size)
+        check_state("h_prev", h_prev, x_t.shape[0], self.hidden_size)
         W_h = torch.cat([self.W_hz, self.W_hr, self.W_hn])  # (3H, H)
         return self._step(self._input_parts(x_t), h_prev, W_h)[0]  # (B, H)
 
     def _run(self, x, h0, lengths, record: bool):
-        x = _check_batch(x, self.input_size, self.batch_first)  # (B, T, D)
+        x = check_sequence_batch(x, self.input_size, self.batch_first)  # (B, T, D)
         B, T, _ = x.shape
-        h = self._check_h0(h0, B, x)
-        mask = _check_lengths(lengths, B, T, x.device)  # (B, T, 1) or None
+        h = x.new_zeros(B, self.hidden_size) if h0 is None else h0  # (B, H)
+        check_state("h0", h, B, self.hidden_size)
+        mask = padding_mask(lengths, B, T, x.device)  # (B, T, 1) or None
         W_h = torch.cat([self.W_hz, self.W_hr, self.W_hn])  # (3H, H)
-        pre_xs = self._input_parts(x).unbind(1)  # T x (B, 3H)
-        outputs, gates = [], []
-        for t in range(T):
-            h_new, step_gates = self._step(pre_xs[t], h, W_h)
-            if mask is not None:  # padding: keep the old state, output zeros
-                h = torch.where(mask[:, t], h_new, h)
-                outputs.append(h_new * mask[:, t])
-            else:
-                h = h_new
-                outputs.append(h)
+        gates = []
+
+        def step(pre_x: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
+            h_new, step_gates = self._step(pre_x, h_prev, W_h)
             if record:
                 gates.append(step_gates)
-        out = torch.stack(outputs, dim=1)  # (B, T, H)
+            return h_new
+
+        out, h = run_masked(step, self._input_parts(x), h, mask)  # (B, T, H), (B, H)
         trace = None
         if record:
             z, r, n = (torch.stack(g, dim=1) for g in zip(*gates))  # (B, T, H)

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import check_positive_int, check_real
+from seqbook.recurrent._sequence import (
+    check_sequence_batch,
+    check_state,
+    check_step_input,
+    padding_mask,
+)
 
 __all__ = ["LSTM", "LSTMTrace"]
 
@@ -56,34 +62,6 @@ class LSTMTrace:
     cell_state: torch.Tensor  # c_t
     output_gate: torch.Tensor  # o_t
     outputs: torch.Tensor  # y_t
-
-
-def _check_batch(x: torch.Tensor, input_size: int, batch_first: bool) -> torch.Tensor:
-    """``x`` validated and batch-first."""
-    check_tensor("x", x, ndim=3, floating=True)
-    if not batch_first:
-        x = x.transpose(0, 1)  # (B, T, D)
-    if x.shape[1] == 0:
-        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-    if x.shape[2] != input_size:
-        raise ValueError(
-            f"x must have {input_size} features (input_size) in its last dimension, "
-            f"got shape {tuple(x.shape)}"
-        )
-    return x
-
-
-def _check_lengths(lengths: torch.Tensor | None, B: int, T: int, device) -> torch.Tensor | None:
-    """A ``(B, T, 1)`` mask, True at the real steps of each sequence, or None."""
-    if lengths is None:
-        return None
-    check_tensor("lengths", lengths, ndim=1, floating=False)
-    if lengths.shape[0] != B:
-        raise ValueError(f"lengths must have one entry per sequence ({B}), got {lengths.shape[0]}")
-    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > T):
-        raise ValueError(f"lengths must lie in [0, T={T}], got {lengths.tolist()}")
-    steps = torch.arange(T, device=device)  # (T,)
-    return (steps.unsqueeze(0) < lengths.to(device).unsqueeze(1)).unsqueeze(-1)  # (B, T, 1)
 
 
 class _LSTMRecurrence(torch.autograd.Function):
@@ -259,12 +237,7 @@ class LSTM(nn.Module):
         if not isinstance(state, (tuple, list)) or len(state) != 2:
             raise TypeError(f"state must be a pair (y_0, c_0) of tensors, got {type(state).__name__}")
         for name, tensor in zip(("state[0] (y_0)", "state[1] (c_0)"), state):
-            check_tensor(name, tensor, ndim=2, floating=True)
-            if tensor.shape != (B, self.hidden_size):
-                raise ValueError(
-                    f"{name} must have shape {(B, self.hidden_size)} (B, H), "
-                    f"got {tuple(tensor.shape)}"
-                )
+            check_state(name, tensor, B, self.hidden_size)
         return state[0], state[1]
 
     def _step(self, pre_x: torch.Tensor, y_prev: torch.Tensor, c_prev: torch.Tensor, R: torch.Tensor):
@@ -300,11 +273,7 @@ class LSTM(nn.Module):
             >>> tuple(y.shape), tuple(c.shape)
             ((4, 3), (4, 3))
         """
-        check_tensor("x_t", x_t, ndim=2, floating=True)
-        if x_t.shape[1] != self.input_size:
-            raise ValueError(
-                f"x_t must have {self.input_size} features (input_size), got shape {tuple(x_t.shape)}"
-            )
+        check_step_input(x_t, self.input_size)
         if state is None:
             raise TypeError("state must be a pair (y_prev, c_prev) of tensors, got None")
         y_prev, c_prev = self._check_state(state, x_t.shape[0], x_t)
@@ -313,10 +282,10 @@ class LSTM(nn.Module):
         return y, c
 
     def _run(self, x, state, lengths, record: bool):
-        x = _check_batch(x, self.input_size, self.batch_first)  # (B, T, D)
+        x = check_sequence_batch(x, self.input_size, self.batch_first)  # (B, T, D)
         B, T, _ = x.shape
         y, c = self._check_state(state, B, x)
-        mask = _check_lengths(lengths, B, T, x.device)  # (B, T, 1) or None
+        mask = padding_mask(lengths, B, T, x.device)  # (B, T, 1) or None
         R = self._stacked("R")  # (G H, H)
         # the input part of every gate for all t at once; unbind so that the
         # backward pass assembles its gradient once, not once per step
@@ -389,7 +358,7 @@ class LSTM(nn.Module):
             >>> torch.allclose(lstm.fused_forward(x)[0], lstm(x)[0], atol=1e-6)
             True
         """
-        x = _check_batch(x, self.input_size, self.batch_first)  # (B, T, D)
+        x = check_sequence_batch(x, self.input_size, self.batch_first)  # (B, T, D)
         y0, c0 = self._check_state(state, x.shape[0], x)
         B, T, D = x.shape
         x_steps = x.transpose(0, 1).reshape(T * B, D)  # time-major rows

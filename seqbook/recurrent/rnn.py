@@ -18,7 +18,14 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice, check_positive_int, check_tensor
+from seqbook._checks import check_choice, check_positive_int
+from seqbook.recurrent._sequence import (
+    check_sequence_batch,
+    check_state,
+    check_step_input,
+    padding_mask,
+    run_masked,
+)
 
 __all__ = ["RNN"]
 
@@ -107,18 +114,8 @@ class RNN(nn.Module):
             >>> rnn.cell(torch.zeros(4, 2), torch.zeros(4, 3)).shape
             torch.Size([4, 3])
         """
-        check_tensor("x_t", x_t, ndim=2, floating=True)
-        check_tensor("h_prev", h_prev, ndim=2, floating=True)
-        if x_t.shape[1] != self.input_size:
-            raise ValueError(
-                f"x_t must have {self.input_size} features (input_size), "
-                f"got shape {tuple(x_t.shape)}"
-            )
-        if h_prev.shape != (x_t.shape[0], self.hidden_size):
-            raise ValueError(
-                f"h_prev must have shape {(x_t.shape[0], self.hidden_size)} (B, H), "
-                f"got {tuple(h_prev.shape)}"
-            )
+        check_step_input(x_t, self.input_size)
+        check_state("h_prev", h_prev, x_t.shape[0], self.hidden_size)
         return self._step(x_t @ self.W_xh.T, h_prev)  # (B, H)
 
     def _step(self, input_part: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
@@ -148,51 +145,13 @@ class RNN(nn.Module):
             ``(outputs, h_T)``: all hidden states ``(B, T, H)`` and the final one
             ``(B, H)``.
         """
-        check_tensor("x", x, ndim=3, floating=True)
-        if not self.batch_first:
-            x = x.transpose(0, 1)  # (B, T, D)
-        B, T, D = x.shape
-        if T == 0:
-            raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-        if D != self.input_size:
-            raise ValueError(
-                f"x must have {self.input_size} features (input_size) in its last "
-                f"dimension, got shape {tuple(x.shape)}"
-            )
-        if h0 is None:
-            h = x.new_zeros(B, self.hidden_size)  # (B, H)
-        else:
-            check_tensor("h0", h0, ndim=2, floating=True)
-            if h0.shape != (B, self.hidden_size):
-                raise ValueError(
-                    f"h0 must have shape {(B, self.hidden_size)} (B, H), got {tuple(h0.shape)}"
-                )
-            h = h0
-        mask = None
-        if lengths is not None:
-            check_tensor("lengths", lengths, ndim=1, floating=False)
-            if lengths.shape[0] != B:
-                raise ValueError(
-                    f"lengths must have one entry per sequence ({B}), got {lengths.shape[0]}"
-                )
-            if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > T):
-                raise ValueError(f"lengths must lie in [0, T={T}], got {lengths.tolist()}")
-            steps = torch.arange(T, device=x.device)  # (T,)
-            mask = (steps.unsqueeze(0) < lengths.to(x.device).unsqueeze(1))  # (B, T)
-            mask = mask.unsqueeze(-1)  # (B, T, 1)
-        # W_xh x_t for every t at once; unbind (not input_part[:, t]) so that the
-        # backward pass assembles the gradient once instead of once per step
-        input_parts = (x @ self.W_xh.T).unbind(1)  # T tensors (B, H)
-        outputs = []
-        for t in range(T):
-            h_new = self._step(input_parts[t], h)  # (B, H)
-            if mask is not None:  # padding: keep the old state, output zeros
-                h = torch.where(mask[:, t], h_new, h)
-                outputs.append(h_new * mask[:, t])
-            else:
-                h = h_new
-                outputs.append(h)
-        out = torch.stack(outputs, dim=1)  # (B, T, H)
+        x = check_sequence_batch(x, self.input_size, self.batch_first)  # (B, T, D)
+        B, T, _ = x.shape
+        h = x.new_zeros(B, self.hidden_size) if h0 is None else h0
+        check_state("h0", h, B, self.hidden_size)
+        mask = padding_mask(lengths, B, T, x.device)  # (B, T, 1) or None
+        # W_xh x_t for every t at once, then the recurrence step by step
+        out, h = run_masked(self._step, x @ self.W_xh.T, h, mask)  # (B, T, H), (B, H)
         if not self.batch_first:
             out = out.transpose(0, 1)  # (T, B, H)
         return out, h
