@@ -17,6 +17,7 @@ from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import (
     CHECKPOINTS,
     BaselineConfig,
+    PatchTransformer,
     RecurrentTransformer,
     VisionTransformer,
     build_baseline,
@@ -44,6 +45,7 @@ __all__ = [
     "BareSelfAttention",
     "BaselineConfig",
     "PatchEmbedding",
+    "PatchTransformer",
     "RecurrentTransformer",
     "VisionTransformer",
     "add_noise",

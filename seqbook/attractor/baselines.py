@@ -45,9 +45,12 @@ __all__ = [
     "save_baseline",
     "load_baseline",
     "CHECKPOINTS",
+    "PatchTransformer",
 ]
 
-CHECKPOINTS = Path(__file__).parent / "checkpoints"  # the committed, trained baselines
+#: The folder of the committed, trained baselines (``seqbook/attractor/checkpoints``),
+#: written by ``python -m seqbook.attractor.train`` and read by :func:`load_baseline`.
+CHECKPOINTS = Path(__file__).parent / "checkpoints"
 
 
 @dataclass
@@ -63,8 +66,18 @@ class BaselineConfig:
     num_layers: int = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
 
 
-class _PatchTransformer(nn.Module):
-    """Trained embedding, positional encoding and de-embedding shared by both baselines."""
+class PatchTransformer(nn.Module):
+    """Trained embedding, positional encoding and de-embedding shared by both baselines.
+
+    A patch vector :math:`\mathbf s_i` (``2a`` numbers, as
+    :meth:`PatchEmbedding.spins <seqbook.attractor.PatchEmbedding.spins>` gives it) is
+    embedded by a trained linear map plus the sinusoidal positional encoding of its
+    position; after the transformer blocks the encoding is subtracted and a trained
+    linear map gives the ``a`` pixels of the patch.
+
+    Args:
+        config: the architecture (:class:`BaselineConfig`).
+    """
 
     def __init__(self, config: BaselineConfig) -> None:
         super().__init__()
@@ -92,6 +105,7 @@ class _PatchTransformer(nn.Module):
         return s
 
     def encode(self, s: torch.Tensor) -> torch.Tensor:
+        """Patch vectors ``(B, N, 2a)`` to tokens ``(B, N, d_model)``, with positions."""
         return self.embed(s) + self.pe  # (B, N, d_model)
 
     def decode(self, h: torch.Tensor) -> torch.Tensor:
@@ -111,7 +125,7 @@ class _PatchTransformer(nn.Module):
         return image.reshape(*lead, self.image_size, self.image_size)
 
 
-class RecurrentTransformer(_PatchTransformer):
+class RecurrentTransformer(PatchTransformer):
     r"""One pre-norm transformer block, iterated: :math:`\mathbf x^{t+1} = B(\mathbf x^t)`.
 
     Args:
@@ -155,7 +169,7 @@ class RecurrentTransformer(_PatchTransformer):
         return torch.stack(images)  # (S, B, H, W)
 
 
-class VisionTransformer(_PatchTransformer):
+class VisionTransformer(PatchTransformer):
     r"""A standard vision transformer: ``num_layers`` different pre-norm blocks, applied once.
 
     Args:
@@ -319,7 +333,8 @@ def load_baseline(name_or_path: str | Path) -> tuple[RecurrentTransformer | Visi
 
     Args:
         name_or_path: a file, or the name of a committed checkpoint in
-            :data:`CHECKPOINTS` such as ``"block_mask"`` or ``"vit_denoise"``.
+            :data:`~seqbook.attractor.baselines.CHECKPOINTS`, such as
+            ``"block_mask"`` or ``"vit_denoise"``.
 
     Example:
         >>> model, info = load_baseline("block_mask")
