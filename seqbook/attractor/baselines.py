@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 #: The folder of the committed, trained baselines (``seqbook/attractor/checkpoints``),
-#: written by ``python -m seqbook.attractor.train`` and read by :func:`load_baseline`.
+#: written by ``python -m seqbook.attractor.train`` and read by
+#: :func:`~seqbook.attractor.load_baseline`.
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 
 
