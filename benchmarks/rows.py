@@ -217,8 +217,9 @@ ROWS = [
 # The targets (ratio seqbook / reference, median, 2-core CPU) and, for a row
 # that misses its target, why. Rows without a target only show the price.
 _RECURRENT_MISS = (
-    "torch's recurrent layers run the whole sequence in C++ (on CPU, oneDNN's fused RNN "
-    "kernels: one GEMM for all gates, the pointwise gate arithmetic fused). A Python "
+    "torch's recurrent layers run the whole sequence in C++: one matrix product for "
+    "all gates per step and the pointwise gate arithmetic in compiled kernels (oneDNN's "
+    "fused RNN where it applies), with no Python between steps. A Python "
     "loop pays a dispatch of 10-20 microseconds for each of its half a dozen small "
     "operations (32 x 128 tensors) per step, forward and again backward, which is "
     "as much time as the matrix products. `LSTM.fused_forward` writes BPTT by hand "
