@@ -68,7 +68,7 @@ class BaselineConfig:
 
 
 class PatchTransformer(nn.Module):
-    """Trained embedding, positional encoding and de-embedding shared by both baselines.
+    r"""Trained embedding, positional encoding and de-embedding shared by both baselines.
 
     A patch vector :math:`\mathbf s_i` (``2a`` numbers, as
     :meth:`PatchEmbedding.spins <seqbook.attractor.PatchEmbedding.spins>` gives it) is
