@@ -123,3 +123,14 @@ def test_bad_input(task):
         model(torch.tensor([[4, 2]]), torch.tensor([2]), torch.tensor([1]))
     with pytest.raises(TypeError, match="TransformerConfig"):
         build_transformer(task, object())
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_generate_searches_in_eval_mode_and_restores_the_mode(training):
+    model = small_model(dropout=0.5)
+    model.train(training)
+    src, lengths = torch.tensor([[4, 5, 6, 2]]), torch.tensor([4])
+    first = model.generate(src, lengths, max_len=6, beam_size=2)
+    second = model.generate(src, lengths, max_len=6, beam_size=2)
+    assert first.tokens == second.tokens  # no dropout noise: eval mode during search
+    assert model.training == training

@@ -123,3 +123,35 @@ def beam_search(
     return Hypotheses(
         tokens, log_prob[rows, best], score[rows, best], finished[rows, best], candidates, steps
     )
+
+
+def search_in_eval_mode(
+    model: torch.nn.Module,
+    src: torch.Tensor,
+    src_lengths: torch.Tensor,
+    max_len: int,
+    beam_size: int = 1,
+    length_penalty: float = 0.0,
+) -> Hypotheses:
+    """Beam search with a translation model's ``step_function``, the model in eval mode.
+
+    The shared body of the translators' ``generate`` methods
+    (:class:`~seqbook.seq2seq.EncoderDecoder`, :class:`~seqbook.transformer.Transformer`):
+    the model needs ``step_function(src, src_lengths)``, ``bos_id`` and ``eos_id``.
+    Dropout is off during the search and the model's training mode is restored after.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        return beam_search(
+            model.step_function(src, src_lengths),
+            model.bos_id,
+            model.eos_id,
+            beam_size,
+            max_len,
+            length_penalty,
+            batch_size=src.shape[0],
+            device=src.device,
+        )
+    finally:
+        model.train(was_training)

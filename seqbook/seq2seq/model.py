@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_int, check_tensor
-from seqbook.decoding import Hypotheses, beam_search
+from seqbook.decoding import Hypotheses
+from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
 from seqbook.seq2seq.bahdanau import BahdanauDecoder
 from seqbook.seq2seq.data import TranslationBatch
@@ -171,18 +172,4 @@ class EncoderDecoder(nn.Module):
         length_penalty: float = 0.0,
     ) -> Hypotheses:
         """Translate a batch with beam search (``beam_size=1``: greedy)."""
-        was_training = self.training
-        self.eval()
-        try:
-            return beam_search(
-                self.step_function(src, src_lengths),
-                self.bos_id,
-                self.eos_id,
-                beam_size,
-                max_len,
-                length_penalty,
-                batch_size=src.shape[0],
-                device=src.device,
-            )
-        finally:
-            self.train(was_training)
+        return search_in_eval_mode(self, src, src_lengths, max_len, beam_size, length_penalty)

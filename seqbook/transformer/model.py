@@ -18,7 +18,8 @@ from torch import nn
 
 from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
 from seqbook.data import lengths_to_mask
-from seqbook.decoding import Hypotheses, beam_search
+from seqbook.decoding import Hypotheses
+from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
 from seqbook.losses import label_smoothing_loss
 from seqbook.seq2seq.data import TranslationBatch
@@ -223,18 +224,4 @@ class Transformer(nn.Module):
         length_penalty: float = 0.0,
     ) -> Hypotheses:
         """Translate a batch with beam search (``beam_size=1``: greedy)."""
-        was_training = self.training
-        self.eval()
-        try:
-            return beam_search(
-                self.step_function(src, src_lengths),
-                self.bos_id,
-                self.eos_id,
-                beam_size,
-                max_len,
-                length_penalty,
-                batch_size=src.shape[0],
-                device=src.device,
-            )
-        finally:
-            self.train(was_training)
+        return search_in_eval_mode(self, src, src_lengths, max_len, beam_size, length_penalty)
