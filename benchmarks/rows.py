@@ -1,7 +1,7 @@
 """The rows of the benchmark table: each function returns one Comparison.
 
-Sizes are those of the benchmarks issue; each row builds its inputs once, seeded, and
-times only the operation being compared.
+Sizes are chosen so that each measurement takes a few milliseconds; each row builds
+its inputs once, seeded, and times only the operation being compared.
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ ROWS = [
 ]
 
 
-# The issue's targets (ratio seqbook / reference, median, 2-core CPU) and, for a row
+# The targets (ratio seqbook / reference, median, 2-core CPU) and, for a row
 # that misses its target, why. Rows without a target only show the price.
 _RECURRENT_MISS = (
     "torch's recurrent layers run the whole sequence in C++: one matrix product for "

@@ -89,3 +89,52 @@ def check_tensor(
     if floating is False and (value.is_floating_point() or value.is_complex()):
         raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
     return value
+
+
+def check_probability(name: str, value: Any) -> float:
+    """Return ``value`` if it is a real number in ``[0, 1)`` (a dropout rate).
+
+    1 is excluded: dropping every unit leaves nothing to rescale.
+    """
+    value = check_real(name, value, min_value=0.0, max_value=1.0)
+    if value == 1.0:
+        raise ValueError(f"{name} must be in [0, 1) (a dropout probability), got 1.0")
+    return value
+
+
+def check_same_dtype(name: str, value: torch.Tensor, dtype: torch.dtype, *, of: str) -> torch.Tensor:
+    """Return ``value`` if its dtype is ``dtype``; otherwise a ``TypeError`` naming both.
+
+    ``of`` says whose dtype ``value`` must match, e.g. ``"the module's parameters"``
+    or ``"query"``. Mixing float16, float32 and float64 would otherwise end in torch's
+    "expected m1 and m2 to have the same dtype" deep inside a matrix product.
+    """
+    if value.dtype != dtype:
+        raise TypeError(
+            f"{name} has dtype {value.dtype} but {of} have dtype {dtype}; convert one to "
+            f"the other (e.g. {name}.to({dtype}) or module.to({value.dtype}))"
+        )
+    return value
+
+
+def check_token_ids(name: str, value: Any, vocab_size: int, *, ndim: int | tuple[int, ...] | None = None) -> torch.Tensor:
+    """Return ``value`` if it is an integer tensor of ids in ``[0, vocab_size)``."""
+    value = check_tensor(name, value, ndim=ndim, floating=False)
+    if value.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype torch.bool")
+    if value.numel() and (int(value.min()) < 0 or int(value.max()) >= vocab_size):
+        raise ValueError(
+            f"{name} must hold token ids in [0, {vocab_size}) (the vocabulary size), "
+            f"got ids from {int(value.min())} to {int(value.max())}"
+        )
+    return value
+
+
+def check_last_dim(name: str, value: torch.Tensor, size: int, *, what: str) -> torch.Tensor:
+    """Return ``value`` if its last dimension is ``size`` (``what`` names it, e.g. ``d_model``)."""
+    if value.dim() == 0 or value.shape[-1] != size:
+        raise ValueError(
+            f"{name} must have {what} = {size} features in its last dimension, "
+            f"got shape {tuple(value.shape)}"
+        )
+    return value

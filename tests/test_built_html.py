@@ -117,3 +117,17 @@ def test_execution_report_lists_every_chapter():
 def test_pages_without_a_twin_have_no_colab_link():
     for name in ("api", "execution_report", "bibliography", "glossary"):
         assert not page(name).select("a.colab-link"), name
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_shown_source_cites_equations_of_its_own_page(chapter):
+    # seqbook.notebook.show_source turns each "(eq-...)" comment of the shown code into
+    # a reference: it must land on an equation of the same page, just above the code.
+    soup = page(chapter.stem)
+    for snippet in soup.select("div.seqbook-source"):
+        assert snippet.select("div.highlight pre"), "a snippet without highlighted code"
+        assert snippet.select('a[href*="api.html#seqbook."]'), "a snippet without its API link"
+        for link in snippet.select('a[href*="equation-"]'):
+            href = link["href"]
+            assert href.startswith("#equation-"), f"{chapter.stem}: {href} is not on this page"
+            assert soup.find(id=href[1:]), f"{chapter.stem}: no equation {href}"

@@ -1,4 +1,4 @@
-"""The real, offline data sets of DESIGN.md: sizes, determinism, disjoint splits, errors."""
+"""The real, offline data sets of seqbook.data: sizes, determinism, disjoint splits, errors."""
 
 import pytest
 import torch

@@ -1,6 +1,6 @@
 """Data for the book: real, offline, deterministic.
 
-Loaders for the data sets of DESIGN.md (number words, surnames, MNIST digits, Python
+Loaders for the book's offline data sets (number words, surnames, MNIST digits, Python
 source) and the tools that turn them into tensors (tokens, vocabularies, padded batches).
 """
 

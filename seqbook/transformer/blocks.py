@@ -98,7 +98,7 @@ class EncoderBlock(nn.Module):
         \mathbf{y} = \operatorname{AddNorm}(\mathbf{z}, \operatorname{FFN})
 
     with :class:`~seqbook.transformer.AddNorm` pre-norm (``norm_first=True``, the
-    seed notes' eq. 5.5) or post-norm (the paper). The attention weights of the last
+    Aryaman's notes' eq. 5.5) or post-norm (the paper). The attention weights of the last
     call are kept, detached, in ``last_attention`` for plotting.
 
     Args:

@@ -3,7 +3,7 @@ r"""Layer normalisation and the residual "add & norm" wrapper around a sublayer.
 Shape letters: ``B`` batch, ``T`` time, ``d_model`` the model width; ``...`` any
 leading dimensions.
 
-Two departures from the seed notes' eq. 5.6, :math:`a (x - \bar{x}) / (s_x +
+Two departures from Aryaman's notes' eq. 5.6, :math:`a (x - \bar{x}) / (s_x +
 \epsilon) + b`, both to match ``torch.nn.LayerNorm`` (and Ba et al., 2016):
 
 * the gain :math:`a` and bias :math:`b` are **vectors** of size ``d_model``

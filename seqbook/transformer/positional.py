@@ -1,7 +1,7 @@
 r"""Sinusoidal positional encoding (Vaswani et al., 2017), and why it encodes offsets.
 
 Shape letters: ``B`` batch, ``T`` time (positions), ``d_model`` the model width
-(the seed notes' :math:`d_{emb}`), ``L`` the longest sequence the encoding covers
+(Aryaman's notes' :math:`d_{emb}`), ``L`` the longest sequence the encoding covers
 (``max_len``).
 
 Column ``2i`` of the encoding is a sine and column ``2i + 1`` a cosine of the same
