@@ -16,8 +16,17 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_choice, check_int, check_positive_int, check_real, check_tensor
-from seqbook.hopfield._validate import check_patterns
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_spin_network,
+    check_spin_order,
+    check_tensor,
+)
 from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = [
@@ -54,14 +63,18 @@ def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
 def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
     r"""Energy :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi + \boldsymbol\xi^\top \mathbf U`.
 
-    No argument checks: this is the inner loop of :class:`ClassicalHopfield`.
-
     Shapes:
         xi: ``(..., B, d)``.
         W: ``(..., d, d)``.
         U: ``(..., d)``.
         returns: ``(..., B)``.
+
+    Example:
+        >>> W = hebbian_weights(torch.tensor([[1., -1., 1.]]))
+        >>> classical_energy(torch.tensor([[1., -1., 1.]]), W, torch.zeros(3))
+        tensor([-3.])
     """
+    check_spin_network(xi, W, U)
     field = xi @ W  # (..., B, d)
     return -0.5 * (field * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)  # (eq-hopfield-energy)
 
@@ -75,7 +88,7 @@ def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch
 
     Spin :math:`i` becomes :math:`\operatorname{sgn}(\sum_j W_{ij}\xi_j - U_i)` using the
     *current* values of all other spins, so every single update can only lower the
-    energy or leave it unchanged. No argument checks (inner loop).
+    energy or leave it unchanged.
 
     Shapes:
         xi: ``(..., B, d)``.
@@ -83,7 +96,14 @@ def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch
         U: ``(..., d)``.
         order: ``(k,)`` spin indices.
         returns: new states ``(..., B, d)``.
+
+    Example:
+        >>> W = hebbian_weights(torch.tensor([[1., -1., 1.]]))
+        >>> async_sweep(torch.tensor([[1., 1., 1.]]), W, torch.zeros(3), torch.tensor([1, 0, 2]))
+        tensor([[ 1., -1.,  1.]])
     """
+    check_spin_network(xi, W, U)
+    check_spin_order(order, W.shape[-1])
     xi = xi.clone()
     for i in order.tolist():
         h = (xi @ W[..., :, i : i + 1]).squeeze(-1) - U[..., i : i + 1]  # (..., B)
@@ -99,7 +119,13 @@ def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tenso
         W: ``(..., d, d)``.
         U: ``(..., d)``.
         returns: ``(..., B, d)``.
+
+    Example:
+        >>> W = hebbian_weights(torch.tensor([[1., 1.]]))
+        >>> sync_step(torch.tensor([[1., -1.]]), W, torch.zeros(2))     # both spins swap
+        tensor([[-1.,  1.]])
     """
+    check_spin_network(xi, W, U)
     h = xi @ W - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
     return _sign_keep_ties(h, xi)
 
@@ -119,16 +145,36 @@ def async_relax(
     updates that change nothing skipped, so it reaches the same fixed points, but it
     costs :math:`O(d)` per flip (the local fields are updated, not recomputed) and
     stops exactly when no spin is unstable. States that have settled are dropped
-    from the batch, so a few slow states do not keep the others busy. No checks.
+    from the batch, so a few slow states do not keep the others busy.
+
+    Args:
+        xi: start states of ``T`` networks, ``B`` each.
+        W: the networks' weights (symmetric, e.g. from :func:`hebbian_weights`).
+        U: the networks' thresholds.
+        generator: random generator for the choice of the spin to flip.
+        max_flips: stop after this many flips (default ``10 d``).
 
     Shapes:
         xi: ``(T, B, d)``.
         W: ``(T, d, d)``.
         U: ``(T, d)``.
         returns: final states ``(T, B, d)`` and numbers of flips ``(T, B)``.
+
+    Example:
+        >>> X = torch.tensor([[[1., -1., 1., -1., 1., -1.]]])         # one network, T = 1
+        >>> start = torch.tensor([[[1., 1., 1., -1., 1., -1.]]])
+        >>> final, flips = async_relax(start, hebbian_weights(X), torch.zeros(1, 6))
+        >>> torch.equal(final, X), flips.tolist()
+        (True, [[1]])
     """
+    check_spin_network(xi, W, U)
+    if xi.dim() != 3 or W.dim() != 3 or U.dim() != 2 or not (xi.shape[0] == W.shape[0] == U.shape[0]):
+        raise ValueError(
+            f"xi, W and U must have shapes (T, B, d), (T, d, d) and (T, d) for T networks, got "
+            f"{tuple(xi.shape)}, {tuple(W.shape)} and {tuple(U.shape)}"
+        )
     T, B, d = xi.shape
-    max_flips = 10 * d if max_flips is None else max_flips
+    max_flips = 10 * d if max_flips is None else check_positive_int("max_flips", max_flips)
     out = xi.clone().reshape(T * B, d)  # (T * B, d)
     flips = torch.zeros(T * B, dtype=torch.long, device=xi.device)
     trial = torch.arange(T, device=xi.device).repeat_interleave(B)  # (T * B,)
@@ -190,13 +236,13 @@ class ClassicalHopfield(PatternMemory):
         self.W = hebbian_weights(self.patterns)  # (d, d)
         d = self.dim
         if isinstance(threshold, torch.Tensor):
-            check_tensor("threshold", threshold, ndim=1)
+            check_tensor("threshold", threshold, ndim=1, floating=True)
             if threshold.shape[0] != d:
                 raise ValueError(
                     f"threshold must have shape ({d},) to match the patterns' dimension, "
                     f"got {tuple(threshold.shape)}"
                 )
-            U = threshold.to(self.patterns.dtype)
+            U = check_same_dtype("threshold", threshold, self.patterns.dtype, of="the stored patterns")
         else:
             U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
         self.U = U.to(self.patterns.device)  # (d,)
