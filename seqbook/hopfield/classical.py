@@ -8,7 +8,9 @@ use).
 The state :math:`\boldsymbol\xi \in \{-1, +1\}^d` evolves downhill on the energy
 :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi + \boldsymbol\xi^\top \mathbf U`.
 Where the local field :math:`h_i = \sum_{j} W_{ij}\xi_j - U_i` is exactly zero, the
-spin keeps its value (a tie changes nothing, so the energy stays put).
+spin keeps its value (a tie changes nothing, so the energy stays put). States are rows,
+so the fields of a batch are ``xi @ W.T - U``: for any ``W``, spin ``i`` reads row ``i``
+of ``W``, as in the book's equations (Hebbian weights are symmetric anyway).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch
     check_spin_order(order, W.shape[-1])
     xi = xi.clone()
     for i in order.tolist():
-        h = (xi @ W[..., :, i : i + 1]).squeeze(-1) - U[..., i : i + 1]  # (..., B)
+        h = (xi @ W[..., i, :].unsqueeze(-1)).squeeze(-1) - U[..., i : i + 1]  # (..., B) row i of W
         xi[..., i] = _sign_keep_ties(h, xi[..., i])  # (eq-hopfield-rule)
     return xi
 
@@ -126,7 +128,7 @@ def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tenso
         tensor([[-1.,  1.]])
     """
     check_spin_network(xi, W, U)
-    h = xi @ W - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
+    h = xi @ W.transpose(-1, -2) - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
     return _sign_keep_ties(h, xi)
 
 
@@ -144,8 +146,11 @@ def async_relax(
     textbook dynamics "pick a spin uniformly at random and update it" with the
     updates that change nothing skipped, so it reaches the same fixed points, but it
     costs :math:`O(d)` per flip (the local fields are updated, not recomputed) and
-    stops exactly when no spin is unstable. States that have settled are dropped
-    from the batch, so a few slow states do not keep the others busy.
+    stops exactly when no spin is unstable. The unstable spin is found by drawing up
+    to eight spins uniformly and taking the first unstable one (rejection sampling,
+    uniform among the unstable spins); only a state whose eight draws all miss is
+    scanned in full, which also detects that it has settled. Settled states leave the
+    batch, so a few slow states do not keep the others busy.
 
     Args:
         xi: start states of ``T`` networks, ``B`` each.
@@ -168,6 +173,8 @@ def async_relax(
         (True, [[1]])
     """
     check_spin_network(xi, W, U)
+    if not torch.equal(W, W.transpose(-1, -2)):
+        raise ValueError("W must be symmetric (as Hebbian weights are): the energy descent needs it")
     if xi.dim() != 3 or W.dim() != 3 or U.dim() != 2 or not (xi.shape[0] == W.shape[0] == U.shape[0]):
         raise ValueError(
             f"xi, W and U must have shapes (T, B, d), (T, d, d) and (T, d) for T networks, got "
@@ -177,28 +184,34 @@ def async_relax(
     max_flips = 10 * d if max_flips is None else check_positive_int("max_flips", max_flips)
     out = xi.clone().reshape(T * B, d)  # (T * B, d)
     flips = torch.zeros(T * B, dtype=torch.long, device=xi.device)
-    trial = torch.arange(T, device=xi.device).repeat_interleave(B)  # (T * B,)
-    ids = torch.arange(T * B, device=xi.device)
-    x = out.clone()
-    h = (xi @ W - U.unsqueeze(1)).reshape(T * B, d)  # (A, d) local fields
+    trial = torch.arange(T, device=xi.device).repeat_interleave(B)  # (T * B,) network of each state
+    ids = torch.arange(T * B, device=xi.device)  # (A,) the states still moving
+    x = out.clone()  # (A, d)
+    h = (xi @ W - U.unsqueeze(1)).reshape(T * B, d)  # (A, d) local fields (W symmetric)
     for _ in range(max_flips):
-        unstable = h * x < 0  # (A, d); a zero field is a tie and keeps the spin
-        active = unstable.any(-1)  # (A,)
-        n_active = int(active.sum())
-        if n_active < 0.75 * ids.numel():  # write back the settled states, drop them
-            done = ~active
-            out[ids[done]] = x[done]
-            x, h, unstable, ids, trial = x[active], h[active], unstable[active], ids[active], trial[active]
-            active = active[active]
-        if n_active == 0:
+        A = ids.numel()
+        if A == 0:
             break
-        keys = torch.rand(unstable.shape, generator=generator).to(x.device)
-        i = keys.mul_(unstable).argmax(-1)  # (A,) a random unstable spin
-        rows = torch.arange(ids.numel(), device=x.device)
-        delta = -2.0 * x[rows, i] * active  # (A,) the flip (none for settled states)
+        draws = torch.randint(0, d, (A, 8), generator=generator).to(x.device)  # (A, 8) candidate spins
+        unstable = h.gather(1, draws) * x.gather(1, draws) < 0  # (A, 8); a zero field is a tie
+        i = draws.gather(1, unstable.to(torch.uint8).argmax(1, keepdim=True)).squeeze(1)  # (A,) first hit
+        moving = torch.ones(A, dtype=torch.bool, device=x.device)
+        missed = (~unstable.any(1)).nonzero().squeeze(1)  # states to scan in full
+        if missed.numel():
+            all_unstable = h[missed] * x[missed] < 0  # (m, d)
+            keys = torch.rand(all_unstable.shape, generator=generator).to(x.device)
+            i[missed] = keys.mul_(all_unstable).argmax(-1)  # a uniform unstable spin
+            moving[missed] = all_unstable.any(-1)  # none unstable: a fixed point
+        rows = torch.arange(A, device=x.device)
+        delta = -2.0 * x[rows, i] * moving  # (A,) the flip (none for settled states)
         x[rows, i] += delta  # (eq-hopfield-rule)
         h.addcmul_(delta.unsqueeze(-1), W[trial, i])  # (A, d) rank-one update of the fields
-        flips[ids] += active
+        flips[ids] += moving
+        if not moving.all():  # write back the settled states, drop them
+            settled = ~moving
+            out[ids[settled]] = x[settled]
+            x, h, ids, trial = x[moving], h[moving], ids[moving], trial[moving]
+    out[ids] = x  # states stopped by max_flips
     return out.reshape(T, B, d), flips.reshape(T, B)
 
 
