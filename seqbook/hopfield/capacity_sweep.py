@@ -59,7 +59,7 @@ SWEEP = Path(__file__).with_name("capacity_sweep.json")
 TOLERANCES = (0.025, 0.05, 0.10)  # largest fraction of wrong spins that counts as retrieved
 
 # The committed sweep: networks per dimension and the loads N / d tried.
-NETWORKS = {100: 400, 200: 200, 400: 100, 800: 50, 1600: 24, 3200: 12, 6400: 6}
+NETWORKS = {100: 400, 200: 200, 400: 100, 800: 24, 1600: 6}
 WIDE_LOADS = [round(0.10 + 0.01 * k, 3) for k in range(17)]  # 0.10 ... 0.26
 NARROW_LOADS = [round(0.13 + 0.005 * k, 3) for k in range(11)]  # 0.13 ... 0.18
 
