@@ -1,7 +1,7 @@
 r"""The classical network's capacity at large d: the offline sweep of the chapter.
 
 The chapter "Hopfield networks" measures where the asynchronous dynamics started at a
-stored pattern stops returning it, for networks of up to 6,400 spins; that takes longer
+stored pattern stops returning it, for networks of up to 1,600 spins; that takes longer
 than a chapter may run, so the counts are computed here and committed as a small table,
 ``capacity_sweep.json`` beside this file, which the chapter loads (with a short live run
 at small ``d`` that must agree with it). The table was made with::
