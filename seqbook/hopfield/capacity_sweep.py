@@ -169,7 +169,7 @@ def load_sweep(path: Path | str = SWEEP) -> CapacitySweep:
 
     Example:
         >>> sweep = load_sweep()
-        >>> sweep.dims[0], sweep.fraction(100)[0] > 0.9
+        >>> sweep.dims[0], bool(sweep.fraction(100)[0] > 0.9)
         (100, True)
     """
     table = json.loads(Path(path).read_text())
