@@ -14,7 +14,7 @@ at small ``d`` that must agree with it). The table was made with::
 The measurement, for one dimension ``d``: draw ``num_networks`` networks of random
 unbiased patterns; in each, store the patterns one load after the other (the ``N``
 patterns of a load are the first ``N`` of one long list, so a network's weights grow
-by Hebbian increments), start the asynchronous dynamics (:func:`async_relax`) at each of
+by Hebbian increments), start the asynchronous dynamics (:func:`~seqbook.hopfield.async_relax`) at each of
 the first ``Q`` patterns and count, for every tolerance, the patterns whose fixed point
 differs from them in at most that fraction of spins.
 

@@ -275,7 +275,7 @@ class HopfieldLayer(nn.Module):
 
     @property
     def output_size(self) -> int:
-        """Features of the output: ``config.output_size``, or ``num_heads * value_size``."""
+        """The number of output features, ``config.output_size`` or else ``num_heads * value_size``."""
         c = self.config
         return c.num_heads * self.value_size if c.output_size is None else c.output_size
 
