@@ -138,3 +138,119 @@ def check_last_dim(name: str, value: torch.Tensor, size: int, *, what: str) -> t
             f"got shape {tuple(value.shape)}"
         )
     return value
+
+
+# --------------------------------------------------------------------------------------
+# Hopfield networks (seqbook.hopfield): stored patterns, spins and states
+# --------------------------------------------------------------------------------------
+
+
+def check_patterns(
+    name: str, value: Any, *, binary: bool, ndim: int | tuple[int, ...] = 2
+) -> torch.Tensor:
+    """Return ``value`` as a floating tensor of stored patterns, one per row.
+
+    ``binary=True`` asks for entries in {-1, +1} (the spins of the binary models);
+    integer tensors are converted to the default float dtype, floating ones are kept.
+    """
+    value = check_tensor(name, value, ndim=ndim)
+    if value.is_complex() or value.dtype == torch.bool:
+        raise TypeError(f"{name} must have a real dtype, got {value.dtype}")
+    if value.shape[-2] == 0 or value.shape[-1] == 0:
+        raise ValueError(
+            f"{name} must hold at least one pattern of at least one component, "
+            f"got shape {tuple(value.shape)}"
+        )
+    if not value.is_floating_point():
+        value = value.to(torch.get_default_dtype())
+    if binary:
+        check_spins(name, value)
+    elif not torch.isfinite(value).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return value
+
+
+def check_spins(name: str, value: torch.Tensor) -> None:
+    """Raise unless every entry of ``value`` is -1 or +1."""
+    bad = (value != 1) & (value != -1)
+    if bad.any():
+        example = value[bad].flatten()[0].item()
+        raise ValueError(
+            f"{name} must contain only -1 and +1 (spins), got {bad.sum().item()} other "
+            f"value(s), e.g. {example!r}; map 0/1 data with 2 * x - 1"
+        )
+
+
+def check_state(
+    name: str, value: Any, dim: int, *, binary: bool, dtype: torch.dtype
+) -> torch.Tensor:
+    """Return a state (or a batch of states) whose last dimension is ``dim``.
+
+    Binary states (spins) of any real dtype are converted to ``dtype`` (exactly: a
+    spin is -1 or +1 in every dtype). Continuous states must already have ``dtype``,
+    the stored patterns' dtype: a silent cast would compute a float64 query in
+    float32, or the reverse.
+    """
+    value = check_tensor(name, value)
+    if value.dim() == 0:
+        raise ValueError(f"{name} must have shape (d,) or (..., d) with d = {dim}, got a scalar")
+    if value.shape[-1] != dim:
+        raise ValueError(
+            f"{name} must have last dimension d = {dim} (the patterns' dimension), "
+            f"got shape {tuple(value.shape)}"
+        )
+    if value.is_complex() or value.dtype == torch.bool:
+        raise TypeError(f"{name} must have a real dtype, got {value.dtype}")
+    if binary:
+        value = value.to(dtype)
+        check_spins(name, value)
+        return value
+    check_same_dtype(name, value, dtype, of="the stored patterns")
+    if not torch.isfinite(value).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return value
+
+
+def check_beta(name: str, value: Any) -> float:
+    """Return an inverse temperature: a finite real number > 0."""
+    value = check_real(name, value, min_value=0.0, strict_min=True)
+    if value == float("inf"):
+        raise ValueError(f"{name} must be finite (an inverse temperature > 0), got inf")
+    return value
+
+
+def check_spin_states(name: str, value: Any, patterns: torch.Tensor) -> torch.Tensor:
+    """Return spins ``(..., B, d)`` matching the last dimension and dtype of ``patterns``."""
+    value = check_tensor(name, value, floating=True)
+    if value.dim() < 2 or value.shape[-1] != patterns.shape[-1]:
+        raise ValueError(
+            f"{name} must have shape (..., B, d) with d = {patterns.shape[-1]}, got shape {tuple(value.shape)}"
+        )
+    check_same_dtype(name, value, patterns.dtype, of="the stored patterns (or weights)")
+    check_spins(name, value)
+    return value
+
+
+def check_spin_network(xi: Any, W: Any, U: Any) -> None:
+    """Check a classical network's states ``(..., B, d)``, weights ``(..., d, d)``, thresholds ``(..., d)``."""
+    W = check_tensor("W", W, floating=True)
+    if W.dim() < 2 or W.shape[-1] != W.shape[-2]:
+        raise ValueError(f"W must be square, of shape (..., d, d), got shape {tuple(W.shape)}")
+    d = W.shape[-1]
+    U = check_tensor("U", U, floating=True)
+    if U.dim() < 1 or U.shape[-1] != d:
+        raise ValueError(f"U must have shape (..., d) with d = {d}, got shape {tuple(U.shape)}")
+    check_same_dtype("U", U, W.dtype, of="the weights W")
+    check_spin_states("xi", xi, W)
+
+
+def check_spin_order(order: Any, d: int) -> torch.Tensor:
+    """Return ``order``, a 1-D integer tensor of spin indices in ``[0, d)``."""
+    order = check_tensor("order", order, ndim=1, floating=False)
+    if order.dtype == torch.bool:
+        raise TypeError("order must hold integer spin indices, got dtype torch.bool")
+    if order.numel() and (int(order.min()) < 0 or int(order.max()) >= d):
+        raise ValueError(
+            f"order must hold spin indices in [0, {d}), got indices from {int(order.min())} to {int(order.max())}"
+        )
+    return order

@@ -161,7 +161,6 @@ SOURCE_NOT_YET_SHOWN = {
     "attention",
     "decoding_bleu",
     "gru",
-    "hopfield",
     "lstm",
     "rnn",
     "transformer",

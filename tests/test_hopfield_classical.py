@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from seqbook.hopfield import ClassicalHopfield, async_relax, hebbian_weights, random_patterns
+from seqbook.hopfield import ClassicalHopfield, async_relax, async_sweep, hebbian_weights, random_patterns, sync_step
 
 
 def _gen(seed=0):
@@ -133,3 +133,18 @@ def test_bad_input_is_rejected_with_clear_errors():
         net.update(torch.ones(3), steps=0)
     with pytest.raises(ValueError, match="i must be a spin index below d = 3"):
         net.update_neuron(torch.ones(3), 3)
+
+
+def test_updates_read_row_i_of_a_non_symmetric_W():
+    # spin i's field is sum_j W_ij xi_j: with W_{i, i-1} = 1 every spin copies its left neighbour
+    ring = torch.roll(torch.eye(4), 1, dims=0)
+    xi = torch.tensor([[1.0, -1.0, -1.0, -1.0]])
+    assert torch.equal(sync_step(xi, ring, torch.zeros(4)), torch.tensor([[-1.0, 1.0, -1.0, -1.0]]))
+    swept = async_sweep(xi, ring, torch.zeros(4), torch.tensor([1]))
+    assert torch.equal(swept, torch.tensor([[1.0, 1.0, -1.0, -1.0]]))
+
+
+def test_async_relax_needs_symmetric_weights():
+    ring = torch.roll(torch.eye(4), 1, dims=0)[None]
+    with pytest.raises(ValueError, match="W must be symmetric"):
+        async_relax(torch.ones(1, 2, 4), ring, torch.zeros(1, 4))

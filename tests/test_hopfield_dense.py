@@ -96,3 +96,18 @@ def test_bad_input_is_rejected():
         memory.energy(torch.zeros(4))
     with pytest.raises(ValueError, match="l must be a spin index below d = 4"):
         memory.update_neuron(torch.ones(4), 7)
+
+
+def test_log_neg_energy_is_finite_where_the_energy_overflows():
+    X = random_patterns(20, 1000, generator=_gen())
+    memory = DenseAssociativeMemory(X, F="exp")
+    noisy = corrupt(X[:3], 0.2, _gen(1))
+    assert torch.isinf(memory.energy(X[:3])).all()  # exp(1000) overflows float64
+    log_neg = memory.log_neg_energy(noisy)
+    assert torch.isfinite(log_neg).all()
+    assert torch.allclose(log_neg, torch.logsumexp((noisy @ X.T).double(), -1))
+    small = DenseAssociativeMemory(X[:, :50], F="exp")  # no overflow: compare with log(-E)
+    xi = X[:3, :50]
+    assert torch.allclose(small.log_neg_energy(xi), torch.log(-small.energy(xi)))
+    after = memory.update(noisy, generator=_gen(2))
+    assert (memory.log_neg_energy(after) > log_neg).all()  # the energy fell

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from seqbook.hopfield import ModernHopfield, lse, modern_energy
+from seqbook.hopfield import ModernHopfield, lse, modern_energy, modern_update, separation
 
 
 def _gen(seed=0):
@@ -100,3 +100,27 @@ def test_bad_input_is_rejected():
         net.update(torch.randn(3), steps=2, values=torch.randn(4, 2))
     with pytest.raises(ValueError, match="beta must be > 0"):
         lse(0.0, torch.randn(3))
+
+
+def test_separation_matches_its_definition():
+    X = torch.randn(12, 5, generator=_gen(), dtype=torch.float64)
+    delta = separation(X)
+    for i in range(12):
+        others = max(float(X[i] @ X[j]) for j in range(12) if j != i)
+        assert math.isclose(float(delta[i]), float(X[i] @ X[i]) - others, rel_tol=1e-12)
+    assert delta.dtype == torch.float64
+
+
+def test_modern_update_accepts_a_batch_of_memories():
+    X = torch.randn(3, 8, 4, generator=_gen())  # (T, N, d)
+    xi = torch.randn(3, 5, 4, generator=_gen(1))  # (T, B, d)
+    together = modern_update(xi, X, 0.7)
+    for t in range(3):
+        assert torch.allclose(together[t], ModernHopfield(X[t], 0.7).update(xi[t]), atol=1e-6)
+
+
+def test_float64_stays_float64():
+    X = torch.randn(6, 3, generator=_gen(), dtype=torch.float64)
+    net = ModernHopfield(X, 1.0)
+    xi = torch.randn(2, 3, generator=_gen(1), dtype=torch.float64)
+    assert net.update(xi).dtype == net.energy(xi).dtype == torch.float64

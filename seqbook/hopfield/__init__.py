@@ -3,8 +3,9 @@
 - ``classical``: binary spins, Hebbian weights, (a)synchronous updates;
 - ``dense``: dense associative memory with polynomial or exponential
   interaction (Krotov & Hopfield 2016; Demircigil et al. 2017);
-- ``modern``: the continuous modern Hopfield network (Ramsauer et al. 2020);
-- ``layers``: Hopfield layers and Hopfield pooling for neural networks;
+- ``modern``: the continuous modern Hopfield network (Ramsauer et al. 2021);
+- ``layers``: Hopfield layers and Hopfield pooling for neural networks, with the
+  options of Ramsauer et al.'s library ``hflayers`` (:class:`HopfieldConfig`);
 - ``capacity``: storage-capacity experiments.
 """
 
@@ -27,15 +28,16 @@ from seqbook.hopfield.classical import (
     sync_step,
 )
 from seqbook.hopfield.dense import DenseAssociativeMemory, dense_async_sweep, dense_energy
-from seqbook.hopfield.layers import HopfieldLayer, HopfieldPooling, hopfield_attention
+from seqbook.hopfield.layers import HopfieldConfig, HopfieldLayer, HopfieldPooling, hopfield_association
 from seqbook.hopfield.memory import Retrieval
-from seqbook.hopfield.modern import ModernHopfield, lse, modern_energy, modern_update
+from seqbook.hopfield.modern import ModernHopfield, lse, modern_energy, modern_update, separation
 
 __all__ = [
     "MEMORIES",
     "CapacityCurve",
     "ClassicalHopfield",
     "DenseAssociativeMemory",
+    "HopfieldConfig",
     "HopfieldLayer",
     "HopfieldPooling",
     "ModernHopfield",
@@ -49,12 +51,13 @@ __all__ = [
     "dense_async_sweep",
     "dense_energy",
     "hebbian_weights",
-    "hopfield_attention",
+    "hopfield_association",
     "lse",
     "modern_energy",
     "modern_update",
     "random_patterns",
     "retrieval_errors",
     "retrieved_fraction",
+    "separation",
     "sync_step",
 ]

@@ -8,7 +8,9 @@ use).
 The state :math:`\boldsymbol\xi \in \{-1, +1\}^d` evolves downhill on the energy
 :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi + \boldsymbol\xi^\top \mathbf U`.
 Where the local field :math:`h_i = \sum_{j} W_{ij}\xi_j - U_i` is exactly zero, the
-spin keeps its value (a tie changes nothing, so the energy stays put).
+spin keeps its value (a tie changes nothing, so the energy stays put). States are rows,
+so the fields of a batch are ``xi @ W.T - U``: for any ``W``, spin ``i`` reads row ``i``
+of ``W``, as in the book's equations (Hebbian weights are symmetric anyway).
 """
 
 from __future__ import annotations
@@ -16,8 +18,17 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_choice, check_int, check_positive_int, check_real, check_tensor
-from seqbook.hopfield._validate import check_patterns
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_spin_network,
+    check_spin_order,
+    check_tensor,
+)
 from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = [
@@ -54,14 +65,18 @@ def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
 def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
     r"""Energy :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi + \boldsymbol\xi^\top \mathbf U`.
 
-    No argument checks: this is the inner loop of :class:`ClassicalHopfield`.
-
     Shapes:
         xi: ``(..., B, d)``.
         W: ``(..., d, d)``.
         U: ``(..., d)``.
         returns: ``(..., B)``.
+
+    Example:
+        >>> W = hebbian_weights(torch.tensor([[1., -1., 1.]]))
+        >>> classical_energy(torch.tensor([[1., -1., 1.]]), W, torch.zeros(3))
+        tensor([-3.])
     """
+    check_spin_network(xi, W, U)
     field = xi @ W  # (..., B, d)
     return -0.5 * (field * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)  # (eq-hopfield-energy)
 
@@ -75,7 +90,7 @@ def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch
 
     Spin :math:`i` becomes :math:`\operatorname{sgn}(\sum_j W_{ij}\xi_j - U_i)` using the
     *current* values of all other spins, so every single update can only lower the
-    energy or leave it unchanged. No argument checks (inner loop).
+    energy or leave it unchanged.
 
     Shapes:
         xi: ``(..., B, d)``.
@@ -83,10 +98,17 @@ def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch
         U: ``(..., d)``.
         order: ``(k,)`` spin indices.
         returns: new states ``(..., B, d)``.
+
+    Example:
+        >>> W = hebbian_weights(torch.tensor([[1., -1., 1.]]))
+        >>> async_sweep(torch.tensor([[1., 1., 1.]]), W, torch.zeros(3), torch.tensor([1, 0, 2]))
+        tensor([[ 1., -1.,  1.]])
     """
+    check_spin_network(xi, W, U)
+    check_spin_order(order, W.shape[-1])
     xi = xi.clone()
     for i in order.tolist():
-        h = (xi @ W[..., :, i : i + 1]).squeeze(-1) - U[..., i : i + 1]  # (..., B)
+        h = (xi @ W[..., i, :].unsqueeze(-1)).squeeze(-1) - U[..., i : i + 1]  # (..., B) row i of W
         xi[..., i] = _sign_keep_ties(h, xi[..., i])  # (eq-hopfield-rule)
     return xi
 
@@ -99,8 +121,14 @@ def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tenso
         W: ``(..., d, d)``.
         U: ``(..., d)``.
         returns: ``(..., B, d)``.
+
+    Example:
+        >>> W = hebbian_weights(torch.tensor([[1., 1.]]))
+        >>> sync_step(torch.tensor([[1., -1.]]), W, torch.zeros(2))     # both spins swap
+        tensor([[-1.,  1.]])
     """
-    h = xi @ W - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
+    check_spin_network(xi, W, U)
+    h = xi @ W.transpose(-1, -2) - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
     return _sign_keep_ties(h, xi)
 
 
@@ -118,41 +146,72 @@ def async_relax(
     textbook dynamics "pick a spin uniformly at random and update it" with the
     updates that change nothing skipped, so it reaches the same fixed points, but it
     costs :math:`O(d)` per flip (the local fields are updated, not recomputed) and
-    stops exactly when no spin is unstable. States that have settled are dropped
-    from the batch, so a few slow states do not keep the others busy. No checks.
+    stops exactly when no spin is unstable. The unstable spin is found by drawing up
+    to eight spins uniformly and taking the first unstable one (rejection sampling,
+    uniform among the unstable spins); only a state whose eight draws all miss is
+    scanned in full, which also detects that it has settled. Settled states leave the
+    batch, so a few slow states do not keep the others busy.
+
+    Args:
+        xi: start states of ``T`` networks, ``B`` each.
+        W: the networks' weights (symmetric, e.g. from :func:`hebbian_weights`).
+        U: the networks' thresholds.
+        generator: random generator for the choice of the spin to flip.
+        max_flips: stop after this many flips (default ``10 d``).
 
     Shapes:
         xi: ``(T, B, d)``.
         W: ``(T, d, d)``.
         U: ``(T, d)``.
         returns: final states ``(T, B, d)`` and numbers of flips ``(T, B)``.
+
+    Example:
+        >>> X = torch.tensor([[[1., -1., 1., -1., 1., -1.]]])         # one network, T = 1
+        >>> start = torch.tensor([[[1., 1., 1., -1., 1., -1.]]])
+        >>> final, flips = async_relax(start, hebbian_weights(X), torch.zeros(1, 6))
+        >>> torch.equal(final, X), flips.tolist()
+        (True, [[1]])
     """
+    check_spin_network(xi, W, U)
+    if not torch.equal(W, W.transpose(-1, -2)):
+        raise ValueError("W must be symmetric (as Hebbian weights are): the energy descent needs it")
+    if xi.dim() != 3 or W.dim() != 3 or U.dim() != 2 or not (xi.shape[0] == W.shape[0] == U.shape[0]):
+        raise ValueError(
+            f"xi, W and U must have shapes (T, B, d), (T, d, d) and (T, d) for T networks, got "
+            f"{tuple(xi.shape)}, {tuple(W.shape)} and {tuple(U.shape)}"
+        )
     T, B, d = xi.shape
-    max_flips = 10 * d if max_flips is None else max_flips
+    max_flips = 10 * d if max_flips is None else check_positive_int("max_flips", max_flips)
     out = xi.clone().reshape(T * B, d)  # (T * B, d)
     flips = torch.zeros(T * B, dtype=torch.long, device=xi.device)
-    trial = torch.arange(T, device=xi.device).repeat_interleave(B)  # (T * B,)
-    ids = torch.arange(T * B, device=xi.device)
-    x = out.clone()
-    h = (xi @ W - U.unsqueeze(1)).reshape(T * B, d)  # (A, d) local fields
+    trial = torch.arange(T, device=xi.device).repeat_interleave(B)  # (T * B,) network of each state
+    ids = torch.arange(T * B, device=xi.device)  # (A,) the states still moving
+    x = out.clone()  # (A, d)
+    h = (xi @ W - U.unsqueeze(1)).reshape(T * B, d)  # (A, d) local fields (W symmetric)
     for _ in range(max_flips):
-        unstable = h * x < 0  # (A, d); a zero field is a tie and keeps the spin
-        active = unstable.any(-1)  # (A,)
-        n_active = int(active.sum())
-        if n_active < 0.75 * ids.numel():  # write back the settled states, drop them
-            done = ~active
-            out[ids[done]] = x[done]
-            x, h, unstable, ids, trial = x[active], h[active], unstable[active], ids[active], trial[active]
-            active = active[active]
-        if n_active == 0:
+        A = ids.numel()
+        if A == 0:
             break
-        keys = torch.rand(unstable.shape, generator=generator).to(x.device)
-        i = keys.mul_(unstable).argmax(-1)  # (A,) a random unstable spin
-        rows = torch.arange(ids.numel(), device=x.device)
-        delta = -2.0 * x[rows, i] * active  # (A,) the flip (none for settled states)
+        draws = torch.randint(0, d, (A, 8), generator=generator).to(x.device)  # (A, 8) candidate spins
+        unstable = h.gather(1, draws) * x.gather(1, draws) < 0  # (A, 8); a zero field is a tie
+        i = draws.gather(1, unstable.to(torch.uint8).argmax(1, keepdim=True)).squeeze(1)  # (A,) first hit
+        moving = torch.ones(A, dtype=torch.bool, device=x.device)
+        missed = (~unstable.any(1)).nonzero().squeeze(1)  # states to scan in full
+        if missed.numel():
+            all_unstable = h[missed] * x[missed] < 0  # (m, d)
+            keys = torch.rand(all_unstable.shape, generator=generator).to(x.device)
+            i[missed] = keys.mul_(all_unstable).argmax(-1)  # a uniform unstable spin
+            moving[missed] = all_unstable.any(-1)  # none unstable: a fixed point
+        rows = torch.arange(A, device=x.device)
+        delta = -2.0 * x[rows, i] * moving  # (A,) the flip (none for settled states)
         x[rows, i] += delta  # (eq-hopfield-rule)
         h.addcmul_(delta.unsqueeze(-1), W[trial, i])  # (A, d) rank-one update of the fields
-        flips[ids] += active
+        flips[ids] += moving
+        if not moving.all():  # write back the settled states, drop them
+            settled = ~moving
+            out[ids[settled]] = x[settled]
+            x, h, ids, trial = x[moving], h[moving], ids[moving], trial[moving]
+    out[ids] = x  # states stopped by max_flips
     return out.reshape(T, B, d), flips.reshape(T, B)
 
 
@@ -190,13 +249,13 @@ class ClassicalHopfield(PatternMemory):
         self.W = hebbian_weights(self.patterns)  # (d, d)
         d = self.dim
         if isinstance(threshold, torch.Tensor):
-            check_tensor("threshold", threshold, ndim=1)
+            check_tensor("threshold", threshold, ndim=1, floating=True)
             if threshold.shape[0] != d:
                 raise ValueError(
                     f"threshold must have shape ({d},) to match the patterns' dimension, "
                     f"got {tuple(threshold.shape)}"
                 )
-            U = threshold.to(self.patterns.dtype)
+            U = check_same_dtype("threshold", threshold, self.patterns.dtype, of="the stored patterns")
         else:
             U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
         self.U = U.to(self.patterns.device)  # (d,)

@@ -12,7 +12,8 @@ sets spin :math:`l` to whichever sign gives the lower energy, all other spins fi
 Everything is computed in float64: the overlaps are integers and the polynomial
 energies reach :math:`N d^n`, beyond the integers float32 represents exactly. For
 :math:`F = \exp` the update compares log-sum-exps, so it never overflows; the energy
-itself overflows (to ``-inf``) once an overlap exceeds about 709.
+itself overflows (to ``-inf``) once an overlap exceeds about 709, and
+:meth:`DenseAssociativeMemory.log_neg_energy` gives :math:`\log(-E)` instead.
 """
 
 from __future__ import annotations
@@ -20,8 +21,14 @@ from __future__ import annotations
 import math
 import torch
 
-from seqbook._checks import check_choice, check_int, check_positive_int
-from seqbook.hopfield._validate import check_patterns
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
+    check_spin_order,
+    check_spin_states,
+)
 from seqbook.hopfield.classical import _order, _sign_keep_ties
 from seqbook.hopfield.memory import PatternMemory, Retrieval
 
@@ -41,14 +48,27 @@ def _odd_part(a: torch.Tensor, degree: int) -> torch.Tensor:
     return g
 
 
+def _check_memory(xi: torch.Tensor, patterns: torch.Tensor, F: str, degree: int) -> None:
+    patterns = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
+    check_spin_states("xi", xi, patterns)
+    check_choice("F", F, ("poly", "exp"))
+    check_int("degree", degree, min_value=2)
+
+
 def dense_energy(xi: torch.Tensor, patterns: torch.Tensor, F: str = "poly", degree: int = 3) -> torch.Tensor:
-    r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)`, in float64 (no checks).
+    r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)`, in float64.
 
     Shapes:
         xi: ``(..., B, d)``.
         patterns: ``(..., N, d)``.
         returns: ``(..., B)``.
+
+    Example:
+        >>> X = torch.tensor([[1., 1., -1.]])
+        >>> dense_energy(torch.tensor([[1., 1., -1.]]), X, F="poly", degree=3)
+        tensor([-27.], dtype=torch.float64)
     """
+    _check_memory(xi, patterns, F, degree)
     overlaps = xi.double() @ patterns.double().transpose(-1, -2)  # (..., B, N)
     return -_F(overlaps, F, degree).sum(-1)  # (eq-hopfield-dam-energy)
 
@@ -67,14 +87,21 @@ def dense_async_sweep(
                                         - F(a_\mu - x_{\mu l})\Big],
 
     i.e. :math:`+1` exactly when :math:`E(\xi_l = +1) < E(\xi_l = -1)`; a tie keeps the
-    spin. For :math:`F = \exp` the two sums are compared as log-sum-exps. No checks.
+    spin. For :math:`F = \exp` the two sums are compared as log-sum-exps.
 
     Shapes:
         xi: ``(..., B, d)``.
         patterns: ``(..., N, d)``.
         order: ``(k,)`` spin indices.
         returns: ``(..., B, d)``.
+
+    Example:
+        >>> X = torch.tensor([[1., 1., -1., -1.], [1., -1., 1., -1.]])
+        >>> dense_async_sweep(torch.tensor([[-1., 1., -1., -1.]]), X, "exp", 3, torch.arange(4))
+        tensor([[ 1.,  1., -1., -1.]])
     """
+    _check_memory(xi, patterns, F, degree)
+    check_spin_order(order, patterns.shape[-1])
     dtype = xi.dtype
     xi = xi.double().clone()
     X = patterns.double()
@@ -131,6 +158,25 @@ class DenseAssociativeMemory(PatternMemory):
         """
         xi = self._state(xi)
         return dense_energy(xi.unsqueeze(-2), self.patterns, self.F, self.degree).squeeze(-1)
+
+    def log_neg_energy(self, xi: torch.Tensor) -> torch.Tensor:
+        r""":math:`\log(-E) = \log\sum_\mu e^{\mathbf x_\mu^\top\boldsymbol\xi}`, finite where :math:`E` overflows (``F="exp"``).
+
+        :math:`-E` is positive, so the energy falls exactly when this rises.
+
+        Shapes:
+            xi: ``(..., d)``.
+            returns: ``(...)``, float64.
+
+        Example:
+            >>> memory = DenseAssociativeMemory(torch.ones(2, 1000), F="exp")
+            >>> memory.energy(torch.ones(1000)).item(), round(memory.log_neg_energy(torch.ones(1000)).item(), 3)
+            (-inf, 1000.693)
+        """
+        if self.F != "exp":
+            raise ValueError(f"log_neg_energy needs F='exp' (-E can be <= 0 for a polynomial), got F={self.F!r}")
+        xi = self._state(xi)
+        return torch.logsumexp(xi.double() @ self.patterns.double().T, dim=-1)  # (...)
 
     def update_neuron(self, xi: torch.Tensor, l: int) -> torch.Tensor:
         """Update spin ``l`` alone (of every state in the batch).

@@ -1,87 +1,185 @@
 r"""Hopfield layers: the continuous Hopfield update as a layer of a neural network.
 
-Shapes: ``B`` batch, ``S`` state patterns (queries), ``N`` stored patterns (keys),
-``d_r`` / ``d_y`` their raw dimensions, ``d_k`` the associative (hidden) space,
-``d_v`` the output dimension.
+Shapes: ``B`` batch, ``h`` heads, ``S`` state patterns (queries), ``N`` stored patterns
+(keys), ``d_r`` / ``d_y`` / ``d_p`` the raw sizes of state patterns, stored patterns
+and pattern projections (the values' input), ``d_k`` the associative space of one
+head, ``d_v`` the values of one head.
 
-With raw state patterns :math:`\mathbf R` and raw stored patterns :math:`\mathbf Y`
-(one per row), the layer projects
+With raw state patterns :math:`\mathbf R`, raw stored patterns :math:`\mathbf Y` and
+pattern projections :math:`\mathbf P` (by default :math:`\mathbf Y`), one per row, each
+head projects
 
 .. math::
 
     \mathbf Q = \mathbf R\mathbf W_Q, \quad \mathbf K = \mathbf Y\mathbf W_K, \quad
-    \mathbf V = \mathbf K\mathbf W_V, \qquad
-    \mathbf Z = \operatorname{softmax}(\beta\,\mathbf Q\mathbf K^\top)\,\mathbf K\mathbf W_V
+    \mathbf V = \mathbf P\mathbf W_K\mathbf W_V, \qquad
+    \mathbf Z = \operatorname{softmax}(\beta\,\mathbf Q\mathbf K^\top)\,\mathbf V
 
-and with :math:`\beta = 1/\sqrt{d_k}` this is scaled dot-product attention. The
-states can be updated more than once (``steps``) before the output projection: each
-step is one update of the continuous modern Hopfield network in the space of keys.
+and with :math:`\beta = 1/\sqrt{d_k}` this is scaled dot-product attention. Before the
+retrieval, the state patterns can be updated by the continuous modern Hopfield network
+in the space of keys, :math:`\mathbf Q \leftarrow \operatorname{softmax}(\beta\mathbf
+Q\mathbf K^\top)\mathbf K`, a given number of times or until they converge.
+
+:class:`HopfieldLayer` is what the library of Ramsauer et al. (``hflayers``) calls
+``Hopfield``; its options (:class:`HopfieldConfig`) carry ``hflayers``' names where they
+mean the same. ``hflayers``' own ``HopfieldLayer`` is a different module: a lookup
+whose stored patterns are learned parameters.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields, replace
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_beta,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_real,
+    check_same_dtype,
+    check_tensor,
+)
 
-__all__ = ["HopfieldLayer", "HopfieldPooling", "hopfield_attention"]
-
-
-def _check_mask(mask: torch.Tensor | None, B: int, S: int, N: int) -> torch.Tensor | None:
-    if mask is None:
-        return None
-    check_tensor("mask", mask)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a bool tensor (True = stored pattern present), got {mask.dtype}")
-    if mask.shape == (B, N):
-        mask = mask.unsqueeze(1)  # (B, 1, N)
-    elif mask.shape != (B, S, N):
-        raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), got {tuple(mask.shape)}")
-    if not mask.any(-1).all():
-        raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
-    return mask
+__all__ = ["HopfieldConfig", "HopfieldLayer", "HopfieldPooling", "hopfield_association"]
 
 
-def hopfield_attention(
+@dataclass
+class HopfieldConfig:
+    """Options of a :class:`HopfieldLayer`, named as in ``hflayers``' ``Hopfield``.
+
+    The defaults give the layer of the book's equations (one head, no normalization,
+    values tied to the keys, no output projection); ``hflayers``' defaults differ
+    where the comment says so.
+    """
+
+    num_heads: int = 1  # heads, each with its own W_Q, W_K, W_V; outputs concatenated
+    beta: float | None = None  # inverse temperature; None: 1 / sqrt(d_k) (hflayers: scaling)
+    update_steps_max: int | None = 0  # state updates before the retrieval; None: to convergence
+    update_steps_eps: float = 1e-4  # a head has converged when ||A_new - A||_F <= this
+    normalize_stored_pattern: bool = False  # LayerNorm on Y (hflayers: True)
+    normalize_stored_pattern_affine: bool = True  # ... with learned gain and bias
+    normalize_state_pattern: bool = False  # LayerNorm on R (hflayers: True)
+    normalize_state_pattern_affine: bool = True  # ... with learned gain and bias
+    normalize_pattern_projection: bool = False  # LayerNorm on P (hflayers: True)
+    normalize_pattern_projection_affine: bool = True  # ... with learned gain and bias
+    normalize_hopfield_space: bool = False  # LayerNorm on Q and K, in the d_k space
+    normalize_hopfield_space_affine: bool = False  # ... with learned gain and bias
+    pattern_projection_as_connected: bool = True  # V = P W_K W_V; False: P W_V (hflayers: False)
+    state_pattern_as_static: bool = False  # Q = R, no W_Q (R then has d_k features)
+    input_bias: bool = False  # biases in W_Q, W_K, W_V and W_O (hflayers: True)
+    dropout: float = 0.0  # on the association matrix A, in training mode only
+    output_size: int | None = None  # output projection W_O to this size; None: no W_O
+
+    def __post_init__(self) -> None:
+        check_positive_int("num_heads", self.num_heads)
+        if self.beta is not None:
+            check_beta("beta", self.beta)
+        if self.update_steps_max is not None:
+            check_int("update_steps_max", self.update_steps_max, min_value=0)
+        check_real("update_steps_eps", self.update_steps_eps, min_value=0.0, strict_min=True)
+        for f in fields(self):
+            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
+                raise TypeError(f"{f.name} must be a bool, got {getattr(self, f.name)!r}")
+        check_probability("dropout", self.dropout)
+        if self.output_size is not None:
+            check_positive_int("output_size", self.output_size)
+
+
+def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def hopfield_association(
     Q: torch.Tensor,
     K: torch.Tensor,
     beta: float,
-    steps: int = 1,
+    update_steps_max: int | None = 0,
+    update_steps_eps: float = 1e-4,
     mask: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Update the state patterns ``steps`` times: :math:`\mathbf Q \leftarrow \operatorname{softmax}(\beta\mathbf Q\mathbf K^\top)\mathbf K`.
+) -> torch.Tensor:
+    r"""The association matrix :math:`\mathbf A = \operatorname{softmax}(\beta\mathbf Q\mathbf K^\top)`, after updating Q.
 
-    No argument checks (the layers check); ``mask`` is True where a stored pattern
-    may be attended to, of shape ``(B, 1, N)`` or ``(B, S, N)``.
+    Before the final association, every state pattern (a row of ``Q``) is updated by
+    the continuous modern Hopfield network whose stored patterns are the rows of
+    ``K``, :math:`\mathbf Q \leftarrow \mathbf A\mathbf K`, at most
+    ``update_steps_max`` times (``None``: until it converges, at most 1,000 times). A
+    head of a batch element stops once one update changes its association matrix by
+    at most ``update_steps_eps`` in Frobenius norm. ``update_steps_max=0`` is one
+    softmax: scaled dot-product attention for :math:`\beta = 1/\sqrt{d_k}`.
+
+    Args:
+        Q: state patterns in the associative space.
+        K: stored patterns in the associative space.
+        beta: inverse temperature :math:`\beta > 0`.
+        update_steps_max: number of updates of Q before the association (>= 0), or
+            ``None``.
+        update_steps_eps: convergence threshold (> 0).
+        mask: True where a stored pattern may be attended to (the book's polarity;
+            ``hflayers`` and ``nn.MultiheadAttention`` use True = ignore).
 
     Shapes:
-        Q: ``(B, S, d_k)``.
-        K: ``(B, N, d_k)``.
-        returns: the updated Q ``(B, S, d_k)`` and the weights of the last step
-        ``(B, S, N)``.
+        Q: ``(B, h, S, d_k)`` (``h`` may be 1 and broadcast against K's heads).
+        K: ``(B, h, N, d_k)``.
+        mask: broadcastable to ``(B, h, S, N)``.
+        returns: ``(B, h, S, N)``.
+
+    Example:
+        >>> K = torch.eye(3).expand(1, 1, 3, 3) * 4            # three stored patterns
+        >>> Q = torch.tensor([[[[2.0, 1.0, 0.0]]]])
+        >>> hopfield_association(Q, K, beta=1.0).round(decimals=3)
+        tensor([[[[0.9820, 0.0180, 0.0000]]]])
     """
-    for _ in range(steps):
-        scores = beta * (Q @ K.transpose(-1, -2))  # (B, S, N)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        A = torch.softmax(scores, dim=-1)  # (B, S, N)
-        Q = A @ K  # (eq-hopfield-mhn-update)  (B, S, d_k)
-    return Q, A
+    check_tensor("Q", Q, ndim=4, floating=True)
+    check_tensor("K", K, ndim=4, floating=True)
+    check_same_dtype("K", K, Q.dtype, of="the state patterns Q")
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must have the same last dimension d_k, got {tuple(Q.shape)} and {tuple(K.shape)}")
+    beta = check_beta("beta", beta)
+    steps_max = 1000 if update_steps_max is None else check_int("update_steps_max", update_steps_max, min_value=0)
+    eps = check_real("update_steps_eps", update_steps_eps, min_value=0.0, strict_min=True)
+    if mask is not None:
+        check_tensor("mask", mask)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = may attend), got {mask.dtype}")
+    A = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
+    active = torch.ones(A.shape[:-2], dtype=torch.bool, device=A.device)  # (B, h)
+    for _ in range(steps_max):
+        Q = A @ K  # (eq-hopfield-mhn-update)  (B, h, S, d_k)
+        A_new = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
+        change = (A_new - A).square().sum((-2, -1)).sqrt()  # (B, h)
+        A = torch.where(active[..., None, None], A_new, A)  # converged heads keep theirs
+        active = active & (change > eps)
+        if not active.any():
+            break
+    return A
 
 
-def _projection(rows: int, cols: int) -> nn.Parameter:
-    W = torch.empty(rows, cols)
-    nn.init.xavier_uniform_(W)
-    return nn.Parameter(W)
+def _projection(heads: int, rows: int, cols: int) -> nn.Parameter:
+    """Per-head weights ``(heads, rows, cols)``, Xavier-uniform over all heads together."""
+    joint = torch.empty(rows, heads * cols)  # (rows, h * cols)
+    nn.init.xavier_uniform_(joint)
+    return nn.Parameter(joint.view(rows, heads, cols).transpose(0, 1).contiguous())  # (h, rows, cols)
 
 
-def _check_beta(beta: float | None, hidden_size: int) -> float:
-    if beta is None:
-        return 1.0 / math.sqrt(hidden_size)
-    return check_real("beta", beta, min_value=0.0, strict_min=True)
+def _bias(heads: int, cols: int, wanted: bool) -> nn.Parameter | None:
+    return nn.Parameter(torch.zeros(heads, cols)) if wanted else None
+
+
+def _layer_norm(size: int, wanted: bool, affine: bool) -> nn.Module:
+    return nn.LayerNorm(size, elementwise_affine=affine) if wanted else nn.Identity()
+
+
+def _project(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """``x @ W + b`` for every head: x ``(B, 1 or h, T, d)``, W ``(h, d, k)`` -> ``(B, h, T, k)``."""
+    out = x @ W  # (B, h, T, k)
+    return out if b is None else out + b[:, None, :]  # (B, h, T, k)
 
 
 class HopfieldLayer(nn.Module):
@@ -90,27 +188,39 @@ class HopfieldLayer(nn.Module):
     .. math::
 
         \mathbf Z = \operatorname{softmax}\big(\beta\,\mathbf R\mathbf W_Q
-                    (\mathbf Y\mathbf W_K)^\top\big)\,\mathbf Y\mathbf W_K\mathbf W_V
+                    (\mathbf Y\mathbf W_K)^\top\big)\,\mathbf P\mathbf W_K\mathbf W_V,
+        \qquad \mathbf P = \mathbf Y \text{ by default}
+
+    for every head, the heads' outputs concatenated (and projected by
+    :math:`\mathbf W_O` if ``config.output_size`` is set). ``hflayers`` calls this
+    module ``Hopfield``. See :class:`HopfieldConfig` for the options (heads, layer
+    norms, updates to convergence, dropout, biases, output projection, untied values).
 
     Args:
         state_size: :math:`d_r`, the features of a state pattern (a row of R).
         stored_size: :math:`d_y`, the features of a stored pattern (a row of Y).
-        hidden_size: :math:`d_k`, the dimension of the associative space.
-        value_size: :math:`d_v`, the output features (default ``hidden_size``).
-        beta: inverse temperature (default :math:`1/\sqrt{d_k}`: attention).
-        steps: Hopfield updates before the output projection (1: attention).
+        hidden_size: :math:`d_k`, the associative space of one head.
+        value_size: :math:`d_v`, the values of one head (default ``hidden_size``).
+        config: the options (default :class:`HopfieldConfig`\ ``()``).
+        pattern_projection_size: :math:`d_p`, the features of P when the values are
+            not tied to the keys (default ``stored_size``).
 
     Shapes:
         R: ``(B, S, d_r)``.
         Y: ``(B, N, d_y)``.
-        mask: ``(B, N)`` or ``(B, S, N)``, True where a stored pattern is present.
-        returns: Z ``(B, S, d_v)`` (and the weights ``(B, S, N)``).
+        P: ``(B, N, d_p)`` (``d_y`` with tied values).
+        mask: ``(B, N)`` or ``(B, S, N)``, True where a stored pattern may be attended.
+        returns: Z ``(B, S, h d_v)`` or ``(B, S, output_size)``, and with
+        ``return_weights`` the association matrix ``(B, h, S, N)``.
 
     Example:
         >>> layer = HopfieldLayer(state_size=6, stored_size=5, hidden_size=4)
         >>> Z, A = layer(torch.randn(2, 3, 6), torch.randn(2, 7, 5), return_weights=True)
         >>> tuple(Z.shape), tuple(A.shape)
-        ((2, 3, 4), (2, 3, 7))
+        ((2, 3, 4), (2, 1, 3, 7))
+        >>> two_heads = HopfieldLayer(6, 5, 4, config=HopfieldConfig(num_heads=2, output_size=6))
+        >>> tuple(two_heads(torch.randn(2, 3, 6), torch.randn(2, 7, 5)).shape)
+        (2, 3, 6)
     """
 
     def __init__(
@@ -119,75 +229,194 @@ class HopfieldLayer(nn.Module):
         stored_size: int,
         hidden_size: int,
         value_size: int | None = None,
-        beta: float | None = None,
-        steps: int = 1,
+        config: HopfieldConfig | None = None,
+        pattern_projection_size: int | None = None,
     ) -> None:
         super().__init__()
+        if config is not None and not isinstance(config, HopfieldConfig):
+            raise TypeError(f"config must be a HopfieldConfig, got {type(config).__name__}")
+        self.config = c = HopfieldConfig() if config is None else config
         self.state_size = check_positive_int("state_size", state_size)
         self.stored_size = check_positive_int("stored_size", stored_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.value_size = hidden_size if value_size is None else check_positive_int("value_size", value_size)
-        self.beta = _check_beta(beta, self.hidden_size)
-        self.steps = check_positive_int("steps", steps)
-        self.W_Q = _projection(self.state_size, self.hidden_size)  # (d_r, d_k)
-        self.W_K = _projection(self.stored_size, self.hidden_size)  # (d_y, d_k)
-        self.W_V = _projection(self.hidden_size, self.value_size)  # (d_k, d_v)
+        self.hidden_size = d_k = check_positive_int("hidden_size", hidden_size)
+        self.value_size = d_v = d_k if value_size is None else check_positive_int("value_size", value_size)
+        d_p = stored_size if pattern_projection_size is None else check_positive_int(
+            "pattern_projection_size", pattern_projection_size)
+        if c.pattern_projection_as_connected and d_p != stored_size:
+            raise ValueError(
+                f"pattern_projection_size must equal stored_size = {stored_size} when the values are "
+                f"tied to the keys (pattern_projection_as_connected=True), got {d_p}"
+            )
+        if c.state_pattern_as_static and state_size != d_k:
+            raise ValueError(
+                f"state_size must equal hidden_size = {d_k} for static state patterns "
+                f"(state_pattern_as_static=True: Q = R), got {state_size}"
+            )
+        self.pattern_projection_size = d_p
+        self.beta = 1.0 / math.sqrt(d_k) if c.beta is None else c.beta
+        h = c.num_heads
+        self.W_Q = None if c.state_pattern_as_static else _projection(h, state_size, d_k)  # (h, d_r, d_k)
+        self.W_K = _projection(h, stored_size, d_k)  # (h, d_y, d_k)
+        self.W_V = _projection(h, d_k if c.pattern_projection_as_connected else d_p, d_v)  # (h, ., d_v)
+        self.b_Q = _bias(h, d_k, c.input_bias and not c.state_pattern_as_static)
+        self.b_K = _bias(h, d_k, c.input_bias)
+        self.b_V = _bias(h, d_v, c.input_bias)
+        self.W_O = self.b_O = None
+        if c.output_size is not None:
+            W_O = torch.empty(h * d_v, c.output_size)
+            nn.init.xavier_uniform_(W_O)
+            self.W_O = nn.Parameter(W_O)  # (h d_v, output_size)
+            self.b_O = nn.Parameter(torch.zeros(c.output_size)) if c.input_bias else None
+        self.norm_state = _layer_norm(state_size, c.normalize_state_pattern, c.normalize_state_pattern_affine)
+        self.norm_stored = _layer_norm(stored_size, c.normalize_stored_pattern, c.normalize_stored_pattern_affine)
+        self.norm_projection = _layer_norm(
+            d_p, c.normalize_pattern_projection, c.normalize_pattern_projection_affine)
+        self.norm_hopfield = _layer_norm(d_k, c.normalize_hopfield_space, c.normalize_hopfield_space_affine)
+
+    @property
+    def output_size(self) -> int:
+        """The number of output features, ``config.output_size`` or else ``num_heads * value_size``."""
+        c = self.config
+        return c.num_heads * self.value_size if c.output_size is None else c.output_size
+
+    @classmethod
+    def from_torch(cls, module: nn.MultiheadAttention) -> "HopfieldLayer":
+        """A Hopfield layer computing what an ``nn.MultiheadAttention`` computes.
+
+        Multi-head attention is the Hopfield layer with one update
+        (``update_steps_max=0``), :math:`\\beta = 1/\\sqrt{d_k}`, untied values, biases
+        and an output projection. Only ``kdim == vdim == embed_dim``, without
+        ``add_bias_kv`` or ``add_zero_attn``, is supported. Compare with
+        ``batch_first=True`` (or transpose) and remember the masks' polarity.
+
+        Example:
+            >>> mha = nn.MultiheadAttention(8, 2, batch_first=True)
+            >>> layer = HopfieldLayer.from_torch(mha)
+            >>> x = torch.randn(2, 5, 8)
+            >>> torch.allclose(layer(x, x, x), mha(x, x, x)[0], atol=1e-6)
+            True
+        """
+        if not isinstance(module, nn.MultiheadAttention):
+            raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
+        if not module._qkv_same_embed_dim:
+            raise ValueError("module must have kdim == vdim == embed_dim")
+        if module.bias_k is not None or module.add_zero_attn:
+            raise ValueError("module must not use add_bias_kv or add_zero_attn")
+        E, h = module.embed_dim, module.num_heads
+        d = E // h
+        bias = module.in_proj_bias is not None
+        config = HopfieldConfig(num_heads=h, pattern_projection_as_connected=False, input_bias=bias,
+                                dropout=module.dropout, output_size=E)
+        layer = cls(E, E, d, d, config)
+        weight = module.in_proj_weight  # (3E, E): the rows of W_q, W_k, W_v
+        layer.to(device=weight.device, dtype=weight.dtype)
+        with torch.no_grad():
+            for i, (W, b) in enumerate(((layer.W_Q, layer.b_Q), (layer.W_K, layer.b_K), (layer.W_V, layer.b_V))):
+                W.copy_(weight[i * E : (i + 1) * E].view(h, d, E).transpose(1, 2))  # (h, E, d)
+                if bias:
+                    b.copy_(module.in_proj_bias[i * E : (i + 1) * E].view(h, d))  # (h, d)
+            layer.W_O.copy_(module.out_proj.weight.T)  # (h d, E)
+            if bias:
+                layer.b_O.copy_(module.out_proj.bias)
+        return layer
+
+    def _check_inputs(
+        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor | None, mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        dtype = self.W_K.dtype
+        for name, x, size, what in (("R", R, self.state_size, "state_size"),
+                                    ("Y", Y, self.stored_size, "stored_size"),
+                                    ("P", Y if P is None else P, self.pattern_projection_size,
+                                     "pattern_projection_size")):
+            check_tensor(name, x, ndim=3, floating=True)
+            if x.shape[-1] != size:
+                raise ValueError(f"{name} must have last dimension {what} = {size}, got shape {tuple(x.shape)}")
+            check_same_dtype(name, x, dtype, of="the layer's parameters")
+        P = Y if P is None else P
+        B, S, N = R.shape[0], R.shape[1], Y.shape[1]
+        if Y.shape[0] != B or P.shape[0] != B:
+            raise ValueError(f"R, Y and P must have the same batch size, got {B}, {Y.shape[0]} and {P.shape[0]}")
+        if N == 0:
+            raise ValueError("Y must hold at least one stored pattern, got N = 0")
+        if P.shape[1] != N:
+            raise ValueError(f"P must have one row per stored pattern (N = {N}), got shape {tuple(P.shape)}")
+        if mask is not None:
+            check_tensor("mask", mask)
+            if mask.dtype != torch.bool:
+                raise TypeError(f"mask must be a bool tensor (True = stored pattern present), got {mask.dtype}")
+            if mask.shape == (B, N):
+                mask = mask[:, None, None, :]  # (B, 1, 1, N)
+            elif mask.shape == (B, S, N):
+                mask = mask[:, None]  # (B, 1, S, N)
+            else:
+                raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), got {tuple(mask.shape)}")
+            if not mask.any(-1).all():
+                raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
+        return R, Y, P, mask
 
     def forward(
         self,
         R: torch.Tensor,
         Y: torch.Tensor,
+        P: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         return_weights: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        check_tensor("R", R, ndim=3, floating=True)
-        check_tensor("Y", Y, ndim=3, floating=True)
-        if R.shape[-1] != self.state_size:
-            raise ValueError(f"R must have last dimension state_size = {self.state_size}, got shape {tuple(R.shape)}")
-        if Y.shape[-1] != self.stored_size:
-            raise ValueError(f"Y must have last dimension stored_size = {self.stored_size}, got shape {tuple(Y.shape)}")
-        if R.shape[0] != Y.shape[0]:
-            raise ValueError(f"R and Y must have the same batch size, got {R.shape[0]} and {Y.shape[0]}")
-        if Y.shape[1] == 0:
-            raise ValueError("Y must hold at least one stored pattern, got N = 0")
-        mask = _check_mask(mask, R.shape[0], R.shape[1], Y.shape[1])
-        Q = R @ self.W_Q  # (eq-hopfield-q)  (B, S, d_k)
-        K = Y @ self.W_K  # (eq-hopfield-k)  (B, N, d_k)
-        Q_new, A = hopfield_attention(Q, K, self.beta, self.steps, mask)
-        Z = Q_new @ self.W_V  # (eq-hopfield-layer)  (B, S, d_v)
+        """Return Z (and the association matrix A); shapes in the class docstring."""
+        R, Y, P, mask = self._check_inputs(R, Y, P, mask)
+        c, B, S = self.config, R.shape[0], R.shape[1]
+        R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
+        R, Y, P = R[:, None], Y[:, None], P[:, None]  # (B, 1, ., .): shared by the heads
+        Q = R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)  # (eq-hopfield-q)  (B, h, S, d_k)
+        K = _project(Y, self.W_K, self.b_K)  # (eq-hopfield-k)  (B, h, N, d_k)
+        if c.pattern_projection_as_connected:
+            P = _project(P, self.W_K, self.b_K)  # (B, h, N, d_k)
+        V = _project(P, self.W_V, self.b_V)  # (eq-hopfield-v)  (B, h, N, d_v)
+        Q, K = self.norm_hopfield(Q), self.norm_hopfield(K)
+        A = hopfield_association(Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask)
+        Z = F.dropout(A, c.dropout, self.training) @ V  # (eq-hopfield-layer)  (B, h, S, d_v)
+        Z = Z.transpose(1, 2).reshape(B, S, -1)  # (B, S, h d_v)
+        if self.W_O is not None:
+            Z = Z @ self.W_O if self.b_O is None else Z @ self.W_O + self.b_O  # (B, S, output_size)
         return (Z, A) if return_weights else Z
 
     def extra_repr(self) -> str:
         return (
             f"state_size={self.state_size}, stored_size={self.stored_size}, hidden_size={self.hidden_size}, "
-            f"value_size={self.value_size}, beta={self.beta:.4g}, steps={self.steps}"
+            f"value_size={self.value_size}, beta={self.beta:.4g}, {self.config}"
         )
 
 
 class HopfieldPooling(nn.Module):
-    r"""Pool a set of instances with a learned prototype query (a static state pattern).
+    r"""Pool a set of instances with learned prototype queries (static state patterns).
 
     .. math::
 
         \mathbf z = \operatorname{softmax}\big(\beta\,\mathbf q\,(\mathbf Y\mathbf W_K)^\top\big)
                     \,\mathbf Y\mathbf W_K\mathbf W_V
 
-    The query :math:`\mathbf q` is a parameter, the same for every input: the layer
-    learns *what to look for* and returns a weighted average of the instances that
-    match it. With :math:`\mathbf q = \mathbf 0` all weights are :math:`1/N` and the
-    layer is mean pooling. The output does not depend on the order of the instances.
+    The query :math:`\mathbf q` is a parameter in the associative space, the same for
+    every input: the layer learns *what to look for* and returns a weighted average of
+    the instances that match it. With :math:`\mathbf q = \mathbf 0` all weights are
+    :math:`1/N` and the layer is mean pooling. The output does not depend on the order
+    of the instances. It is a :class:`HopfieldLayer` (``self.hopfield``) with static
+    state patterns, like ``hflayers``' ``HopfieldPooling`` with
+    ``state_pattern_as_static=True``.
 
     Args:
         input_size: :math:`d_y`, the features of one instance.
         hidden_size: :math:`d_k`, the dimension of the associative space.
         value_size: :math:`d_v` (default ``hidden_size``).
-        num_queries: number of prototypes; their outputs are concatenated.
-        beta: inverse temperature (default :math:`1/\sqrt{d_k}`).
+        num_queries: number of prototypes; their outputs are concatenated
+            (``hflayers``: ``quantity``).
+        config: options of the layer (:class:`HopfieldConfig`); its
+            ``state_pattern_as_static`` is always True here.
 
     Shapes:
         Y: ``(B, N, d_y)``.
         mask: ``(B, N)``, True at real instances.
-        returns: ``(B, num_queries * d_v)`` (and the weights ``(B, num_queries, N)``).
+        returns: ``(B, num_queries * output)`` (and the weights
+        ``(B, h, num_queries, N)``), with ``output`` the layer's output size.
 
     Example:
         >>> pool = HopfieldPooling(input_size=5, hidden_size=8)
@@ -204,36 +433,37 @@ class HopfieldPooling(nn.Module):
         hidden_size: int,
         value_size: int | None = None,
         num_queries: int = 1,
-        beta: float | None = None,
+        config: HopfieldConfig | None = None,
     ) -> None:
         super().__init__()
+        if config is not None and not isinstance(config, HopfieldConfig):
+            raise TypeError(f"config must be a HopfieldConfig, got {type(config).__name__}")
         self.input_size = check_positive_int("input_size", input_size)
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.value_size = hidden_size if value_size is None else check_positive_int("value_size", value_size)
         self.num_queries = check_positive_int("num_queries", num_queries)
-        self.beta = _check_beta(beta, self.hidden_size)
         self.query = nn.Parameter(0.1 * torch.randn(self.num_queries, self.hidden_size))  # (S, d_k)
-        self.W_K = _projection(self.input_size, self.hidden_size)  # (d_y, d_k)
-        self.W_V = _projection(self.hidden_size, self.value_size)  # (d_k, d_v)
+        config = replace(HopfieldConfig() if config is None else config, state_pattern_as_static=True)
+        self.hopfield = HopfieldLayer(hidden_size, input_size, hidden_size, value_size, config)
+
+    @property
+    def beta(self) -> float:
+        """The inverse temperature of the pooling's softmax."""
+        return self.hopfield.beta
 
     def forward(
         self, Y: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Return the pooled vectors (and the weights); shapes in the class docstring."""
         check_tensor("Y", Y, ndim=3, floating=True)
         if Y.shape[-1] != self.input_size:
             raise ValueError(f"Y must have last dimension input_size = {self.input_size}, got shape {tuple(Y.shape)}")
         if Y.shape[1] == 0:
             raise ValueError("Y must hold at least one instance, got N = 0")
         B = Y.shape[0]
-        mask = _check_mask(mask, B, self.num_queries, Y.shape[1])
-        K = Y @ self.W_K  # (B, N, d_k)
-        Q = self.query.unsqueeze(0).expand(B, -1, -1)  # (B, S, d_k)
-        Q_new, A = hopfield_attention(Q, K, self.beta, 1, mask)
-        Z = (Q_new @ self.W_V).reshape(B, -1)  # (B, S * d_v)
+        R = self.query.expand(B, -1, -1)  # (B, S, d_k) the same prototypes for every bag
+        Z, A = self.hopfield(R, Y, mask=mask, return_weights=True)  # (B, S, d_out)
+        Z = Z.reshape(B, -1)  # (B, S d_out)
         return (Z, A) if return_weights else Z
 
     def extra_repr(self) -> str:
-        return (
-            f"input_size={self.input_size}, hidden_size={self.hidden_size}, value_size={self.value_size}, "
-            f"num_queries={self.num_queries}, beta={self.beta:.4g}"
-        )
+        return f"input_size={self.input_size}, hidden_size={self.hidden_size}, num_queries={self.num_queries}"

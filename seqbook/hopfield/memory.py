@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from seqbook.hopfield._validate import check_state
+from seqbook._checks import check_state
 
 __all__ = ["PatternMemory", "Retrieval"]
 
@@ -30,6 +30,16 @@ class Retrieval:
     states: torch.Tensor  # (S + 1, ..., d)
     energies: torch.Tensor  # (S + 1, ...)
     converged: torch.Tensor  # (...,) bool
+
+    def __post_init__(self) -> None:
+        expected = tuple(self.states.shape[:-1])
+        if tuple(self.energies.shape) != expected:
+            raise ValueError(
+                f"energies must have shape {expected} (one per state of the trajectory), "
+                f"got {tuple(self.energies.shape)}"
+            )
+        if tuple(self.converged.shape) != expected[1:]:
+            raise ValueError(f"converged must have shape {expected[1:]}, got {tuple(self.converged.shape)}")
 
     @property
     def final(self) -> torch.Tensor:

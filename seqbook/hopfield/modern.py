@@ -1,4 +1,4 @@
-r"""The continuous modern Hopfield network (Ramsauer et al., 2020).
+r"""The continuous modern Hopfield network (Ramsauer et al., 2021).
 
 Shapes: ``N`` stored patterns of dimension ``d`` (the rows of ``X``, the book's
 columns of :math:`\mathbf X`), ``B`` queries (states) updated together (any leading
@@ -23,11 +23,26 @@ from __future__ import annotations
 import math
 import torch
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
-from seqbook.hopfield._validate import check_patterns
+from seqbook._checks import (
+    check_beta,
+    check_patterns,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_state,
+    check_tensor,
+)
 from seqbook.hopfield.memory import PatternMemory, Retrieval
 
-__all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update"]
+__all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update", "separation"]
+
+
+def _check_query(
+    xi: torch.Tensor, patterns: torch.Tensor, beta: float, ndim: int | tuple[int, ...] = 2
+) -> tuple[torch.Tensor, torch.Tensor, float]:
+    patterns = check_patterns("patterns", patterns, binary=False, ndim=ndim)
+    xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
+    return xi, patterns, check_beta("beta", beta)
 
 
 def lse(beta: float, z: torch.Tensor) -> torch.Tensor:
@@ -43,19 +58,25 @@ def lse(beta: float, z: torch.Tensor) -> torch.Tensor:
         >>> round(lse(100.0, torch.tensor([1.0, 3.0, 2.0])).item(), 4)
         3.0
     """
-    beta = check_real("beta", beta, min_value=0.0, strict_min=True)
+    beta = check_beta("beta", beta)
     z = check_tensor("z", z, floating=True)
     return torch.logsumexp(beta * z, dim=-1) / beta
 
 
 def modern_energy(xi: torch.Tensor, patterns: torch.Tensor, beta: float) -> torch.Tensor:
-    r"""The energy of eq. (eq-hopfield-mhn-energy) (no argument checks; see :class:`ModernHopfield`).
+    r"""The energy :math:`-\operatorname{lse}(\beta, \mathbf X^\top\boldsymbol\xi) + \tfrac12\boldsymbol\xi^\top\boldsymbol\xi + \beta^{-1}\log N + \tfrac12 M^2`.
 
     Shapes:
         xi: ``(..., d)``.
         patterns: ``(N, d)``.
         returns: ``(...)``.
+
+    Example:
+        >>> X = torch.tensor([[1., 0.], [0., 1.]])
+        >>> round(modern_energy(torch.tensor([1., 0.]), X, beta=50.0).item(), 4)
+        0.0139
     """
+    xi, patterns, beta = _check_query(xi, patterns, beta)
     N = patterns.shape[0]
     M = patterns.norm(dim=-1).max()  # the largest pattern norm
     scores = xi @ patterns.transpose(-1, -2)  # (..., N)  X^T xi
@@ -70,19 +91,60 @@ def modern_energy(xi: torch.Tensor, patterns: torch.Tensor, beta: float) -> torc
 def modern_update(
     xi: torch.Tensor, patterns: torch.Tensor, beta: float, values: torch.Tensor | None = None
 ) -> torch.Tensor:
-    r"""One update :math:`\mathbf X\operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)` (no checks).
+    r"""One update :math:`\mathbf X\operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)`.
 
     With ``values`` the softmax weights average the values instead of the patterns:
     the memory then *associates* each stored pattern with its value.
 
     Shapes:
-        xi: ``(..., d)``.
-        patterns: ``(N, d)``.
+        xi: ``(..., d)``, or ``(T, B, d)`` for ``T`` memories at once.
+        patterns: ``(N, d)``, or ``(T, N, d)``.
         values: ``(N, d_v)``.
         returns: ``(..., d)``, or ``(..., d_v)`` with values.
+
+    Example:
+        >>> X = torch.tensor([[1., 0.], [0., 1.]])
+        >>> modern_update(torch.tensor([0.9, 0.2]), X, beta=8.0).round(decimals=3)
+        tensor([0.9960, 0.0040])
     """
+    xi, patterns, beta = _check_query(xi, patterns, beta, ndim=(2, 3))
+    values = None if values is None else _check_values(values, patterns)
     p = torch.softmax(beta * (xi @ patterns.transpose(-1, -2)), dim=-1)  # (..., N)
     return p @ (patterns if values is None else values)  # (eq-hopfield-mhn-update)  (..., d)
+
+
+def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
+    check_tensor("values", values, ndim=2, floating=True)
+    if patterns.dim() != 2:
+        raise ValueError(f"values need the patterns of one memory, shape (N, d), got {tuple(patterns.shape)}")
+    if values.shape[0] != patterns.shape[0]:
+        raise ValueError(
+            f"values must have one row per stored pattern ({patterns.shape[0]}), got shape {tuple(values.shape)}"
+        )
+    return check_same_dtype("values", values, patterns.dtype, of="the stored patterns")
+
+
+def separation(patterns: torch.Tensor) -> torch.Tensor:
+    r"""The separation :math:`\Delta_i = \mathbf x_i^\top\mathbf x_i - \max_{j \ne i}\mathbf x_i^\top\mathbf x_j` of every pattern.
+
+    Ramsauer et al.'s retrieval theorems need it large: a pattern with
+    :math:`\Delta_i \le 0` overlaps another pattern at least as much as itself, and no
+    :math:`\beta` makes it a fixed point next to itself.
+
+    Shapes:
+        patterns: ``(N, d)`` with ``N >= 2``.
+        returns: ``(N,)``.
+
+    Example:
+        >>> separation(torch.tensor([[2., 0.], [1., 1.], [0., 3.]]))
+        tensor([ 2., -1.,  6.])
+    """
+    patterns = check_patterns("patterns", patterns, binary=False)
+    if patterns.shape[0] < 2:
+        raise ValueError(f"patterns must hold at least two patterns to be separated, got shape {tuple(patterns.shape)}")
+    G = patterns @ patterns.T  # (N, N) all overlaps
+    others = G.masked_fill(torch.eye(len(G), dtype=torch.bool, device=G.device), -math.inf)  # (N, N)
+    return G.diagonal() - others.amax(-1)
 
 
 class ModernHopfield(PatternMemory):
@@ -110,7 +172,7 @@ class ModernHopfield(PatternMemory):
 
     def __init__(self, patterns: torch.Tensor, beta: float) -> None:
         self.patterns = check_patterns("patterns", patterns, binary=False)  # (N, d)
-        self.beta = check_real("beta", beta, min_value=0.0, strict_min=True)
+        self.beta = check_beta("beta", beta)
 
     @property
     def M(self) -> float:
@@ -150,12 +212,7 @@ class ModernHopfield(PatternMemory):
         xi = self._state(xi)
         steps = check_positive_int("steps", steps)
         if values is not None:
-            values = check_tensor("values", values, ndim=2, floating=True)
-            if values.shape[0] != self.num_patterns:
-                raise ValueError(
-                    f"values must have one row per stored pattern ({self.num_patterns}), "
-                    f"got shape {tuple(values.shape)}"
-                )
+            values = _check_values(values, self.patterns)
             if steps != 1:
                 raise ValueError(f"steps must be 1 when values are given, got {steps}")
             return modern_update(xi, self.patterns, self.beta, values)

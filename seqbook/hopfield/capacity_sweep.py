@@ -1,0 +1,371 @@
+r"""The classical network's capacity at large d: the offline sweep of the chapter.
+
+The chapter "Hopfield networks" measures where the asynchronous dynamics started at a
+stored pattern stops returning it, for networks of up to 1,600 spins; that takes longer
+than a chapter may run, so the counts are computed here and committed as a small table,
+``capacity_sweep.json`` beside this file, which the chapter loads (with a short live run
+at small ``d`` that must agree with it). The table was made with::
+
+    nice -n 10 python -m seqbook.hopfield.capacity_sweep --threads 1
+
+``--dims 100 200`` runs some dimensions only (their entries replace those in the table),
+``--smoke`` a tiny sweep (a test that the script runs), ``--help`` lists the options.
+
+The measurement, for one dimension ``d``: draw ``num_networks`` networks of random
+unbiased patterns; in each, store the patterns one load after the other (the ``N``
+patterns of a load are the first ``N`` of one long list, so a network's weights grow
+by Hebbian increments), start the asynchronous dynamics (:func:`~seqbook.hopfield.async_relax`) at each of
+the first ``Q`` patterns and count, for every tolerance, the patterns whose fixed point
+differs from them in at most that fraction of spins.
+
+The analysis helpers (:func:`logistic_crossing`, :func:`bootstrap_crossings`,
+:func:`fit_finite_size`) turn the counts into crossing loads with bootstrap intervals
+over networks, and into a finite-size extrapolation with a fitted exponent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seqbook._checks import check_positive_int, check_real
+from seqbook.hopfield.capacity import bit_errors, random_patterns
+from seqbook.hopfield.classical import async_relax
+
+__all__ = [
+    "SWEEP",
+    "TOLERANCES",
+    "CapacitySweep",
+    "bootstrap_crossings",
+    "fit_finite_size",
+    "load_sweep",
+    "logistic_crossing",
+    "main",
+    "nested_retrieval_errors",
+    "write_sweep",
+    "sweep_crossing",
+]
+
+SWEEP = Path(__file__).with_name("capacity_sweep.json")
+TOLERANCES = (0.025, 0.05, 0.10)  # largest fraction of wrong spins that counts as retrieved
+
+# The committed sweep: networks per dimension and the loads N / d tried.
+NETWORKS = {100: 400, 200: 200, 400: 100, 800: 24, 1600: 6}
+WIDE_LOADS = [round(0.10 + 0.01 * k, 3) for k in range(17)]  # 0.10 ... 0.26
+NARROW_LOADS = [round(0.13 + 0.005 * k, 3) for k in range(11)]  # 0.13 ... 0.18
+
+
+def plan_loads(dim: int) -> list[float]:
+    """The loads of the committed sweep: wide for small ``d``, narrow where the transition is sharp."""
+    return WIDE_LOADS if dim <= 800 else NARROW_LOADS
+
+
+def nested_retrieval_errors(
+    dim: int,
+    num_patterns: Sequence[int],
+    num_networks: int,
+    num_queries: int,
+    generator: torch.Generator | None = None,
+    batch: int = 1,
+) -> torch.Tensor:
+    r"""Final bit errors of the first ``Q`` patterns, started at themselves, at every load.
+
+    Each network stores the first ``N`` patterns of one list of ``max(num_patterns)``
+    random patterns, for every ``N`` in ``num_patterns`` (increasing): the weights
+    grow by Hebbian increments, and the same ``Q`` patterns are queried at every load.
+    ``batch`` networks run side by side.
+
+    Shapes:
+        returns: ``(num_networks, L, Q)`` with ``L = len(num_patterns)``.
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> errors = nested_retrieval_errors(100, [5, 40], 3, 5, g)
+        >>> tuple(errors.shape), bool((errors[:, 0] == 0).all())
+        ((3, 2, 5), True)
+    """
+    d = check_positive_int("dim", dim)
+    sizes = [check_positive_int("num_patterns", n) for n in num_patterns]
+    if not sizes or sizes != sorted(set(sizes)):
+        raise ValueError(f"num_patterns must be a non-empty increasing list, got {list(num_patterns)}")
+    T, Q = check_positive_int("num_networks", num_networks), check_positive_int("num_queries", num_queries)
+    if Q > sizes[0]:
+        raise ValueError(f"num_queries must be at most the smallest number of patterns ({sizes[0]}), got {Q}")
+    batch = check_positive_int("batch", batch)
+    out = torch.empty(T, len(sizes), Q)
+    for first in range(0, T, batch):
+        b = min(batch, T - first)
+        X = random_patterns(sizes[-1], d, num_trials=b, generator=generator)  # (b, N_max, d)
+        W = torch.zeros(b, d, d)
+        stored = 0
+        for k, N in enumerate(sizes):
+            W += X[:, stored:N].transpose(1, 2) @ X[:, stored:N]  # Hebbian increments  (b, d, d)
+            stored = N
+            W_N = W.clone()
+            W_N.diagonal(dim1=1, dim2=2).zero_()  # (eq-hopfield-hebb): no self-coupling
+            final, _ = async_relax(X[:, :Q], W_N, torch.zeros(b, d), generator)  # (b, Q, d)
+            out[first : first + b, k] = bit_errors(final, X[:, :Q])
+    return out
+
+
+@dataclass
+class CapacitySweep:
+    """The counts of a sweep: for every dimension, load and network, the patterns retrieved.
+
+    For a dimension ``d`` with ``L`` loads: ``loads[d]`` ``(L,)`` the loads ``N / d``;
+    ``queries[d]`` the patterns queried per network (the same at every load);
+    ``retrieved[d]`` ``(networks, L)`` the patterns retrieved (at most 5% of their spins
+    wrong) per network; ``by_tolerance[d]`` ``(len(TOLERANCES), L)`` the totals over
+    the networks for every tolerance; ``between[d]`` ``(L,)`` the totals of patterns
+    that ended with between 5% and 15% of their spins wrong; ``seconds[d]`` the CPU
+    seconds the dimension took.
+    """
+
+    loads: dict[int, np.ndarray]
+    queries: dict[int, int]
+    retrieved: dict[int, np.ndarray]
+    by_tolerance: dict[int, np.ndarray]
+    between: dict[int, np.ndarray]
+    seconds: dict[int, float]
+
+    @property
+    def dims(self) -> list[int]:
+        """The dimensions measured, increasing."""
+        return sorted(self.loads)
+
+    def networks(self, dim: int) -> int:
+        """The number of networks of one dimension."""
+        return self.retrieved[dim].shape[0]
+
+    def fraction(self, dim: int, tolerance: float = 0.05) -> np.ndarray:
+        """Fraction retrieved at every load, pooled over networks, shape ``(L,)``."""
+        totals = self.by_tolerance[dim][TOLERANCES.index(tolerance)]
+        return totals / (self.networks(dim) * self.queries[dim])
+
+
+def _entry(loads: Sequence[float], errors: torch.Tensor, seconds: float) -> dict:
+    """The table's entry for one dimension, from the final bit errors ``(networks, L, Q)``."""
+    return {
+        "loads": [float(a) for a in loads],
+        "queries": int(errors.shape[-1]),
+        "cpu_seconds": round(seconds, 1),
+        "retrieved": (errors <= 0.05).sum(-1).tolist(),  # (networks, L) per network
+        "by_tolerance": {f"{t:g}": (errors <= t).sum((0, 2)).tolist() for t in TOLERANCES},
+        "between_5_15": ((errors > 0.05) & (errors < 0.15)).sum((0, 2)).tolist(),
+    }
+
+
+def load_sweep(path: Path | str = SWEEP) -> CapacitySweep:
+    """Read a sweep table (by default the committed one) into a :class:`CapacitySweep`.
+
+    Example:
+        >>> sweep = load_sweep()
+        >>> sweep.dims[0], bool(sweep.fraction(100)[0] > 0.9)
+        (100, True)
+    """
+    table = json.loads(Path(path).read_text())
+    if not table.get("dims"):
+        raise ValueError(f"path must name a sweep table with at least one dimension, got {path}")
+    loads, queries, retrieved, by_tolerance, between, seconds = {}, {}, {}, {}, {}, {}
+    for key, entry in table["dims"].items():
+        d = int(key)
+        loads[d] = np.array(entry["loads"])
+        queries[d] = int(entry["queries"])
+        retrieved[d] = np.array(entry["retrieved"], dtype=np.int64)
+        by_tolerance[d] = np.array([entry["by_tolerance"][f"{t:g}"] for t in TOLERANCES], dtype=np.int64)
+        between[d] = np.array(entry["between_5_15"], dtype=np.int64)
+        seconds[d] = float(entry["cpu_seconds"])
+    return CapacitySweep(loads, queries, retrieved, by_tolerance, between, seconds)
+
+
+def logistic_crossing(
+    loads: np.ndarray, retrieved: np.ndarray, queries: np.ndarray | int, level: float = 0.5
+) -> float:
+    r"""The load where a logistic fit of the fraction retrieved crosses ``level``.
+
+    Fits :math:`\operatorname{logit} f(\alpha) = a + b\,\alpha` by binomial maximum
+    likelihood (iteratively reweighted least squares) to ``retrieved`` successes out of
+    ``queries`` at each load, and solves :math:`f(\alpha) = \text{level}`.
+
+    Shapes:
+        loads, retrieved: ``(L,)``; queries: ``(L,)`` or a number.
+
+    Example:
+        >>> loads = np.array([0.1, 0.2, 0.3])
+        >>> round(logistic_crossing(loads, np.array([90, 50, 10]), 100), 3)
+        0.2
+    """
+    level = check_real("level", level, min_value=0.0, max_value=1.0, strict_min=True)
+    x = np.asarray(loads, dtype=float)
+    k = np.asarray(retrieved, dtype=float)
+    n = np.broadcast_to(np.asarray(queries, dtype=float), x.shape)
+    if x.ndim != 1 or k.shape != x.shape or len(x) < 2:
+        raise ValueError(f"loads and retrieved must be 1-D of the same length >= 2, got {x.shape} and {k.shape}")
+    if np.any(k < 0) or np.any(k > n):
+        raise ValueError("retrieved must lie between 0 and queries at every load")
+    center = x.mean()
+    A = np.stack([np.ones_like(x), x - center], 1)  # (L, 2)
+    theta = np.zeros(2)
+    for _ in range(100):  # Newton steps on the binomial log-likelihood
+        f = 1.0 / (1.0 + np.exp(-(A @ theta)))
+        gradient = A.T @ (k - n * f)
+        hessian = (A * (n * f * (1 - f))[:, None]).T @ A + 1e-9 * np.eye(2)
+        step = np.linalg.solve(hessian, gradient)
+        theta = theta + step
+        if np.abs(step).max() < 1e-12:
+            break
+    a, b = theta
+    if b >= 0:
+        raise ValueError("the fraction retrieved does not fall with the load: no crossing to fit")
+    return float(center + (math.log(level / (1 - level)) - a) / b)
+
+
+def _window(fraction: np.ndarray, low: float = 0.05, high: float = 0.95) -> slice:
+    """The loads around the transition: fraction within [low, high], one more on each side."""
+    inside = np.nonzero((fraction >= low) & (fraction <= high))[0]
+    if len(inside) == 0:
+        inside = np.array([int(np.argmin(np.abs(fraction - 0.5)))])
+    return slice(max(inside[0] - 1, 0), min(inside[-1] + 2, len(fraction)))
+
+
+def sweep_crossing(
+    sweep: CapacitySweep, dim: int, tolerance: float = 0.05, networks: np.ndarray | None = None
+) -> float:
+    """The crossing load of one dimension, from the loads around its transition.
+
+    ``networks`` (indices, with repetitions) resamples the networks; it needs the 5%
+    tolerance, the only one whose counts the table keeps per network.
+    """
+    window = _window(sweep.fraction(dim, tolerance))
+    if networks is None:
+        totals = sweep.by_tolerance[dim][TOLERANCES.index(tolerance)]
+        n = sweep.networks(dim) * sweep.queries[dim]
+    elif tolerance != 0.05:
+        raise ValueError(f"tolerance must be 0.05 to resample networks, got {tolerance}")
+    else:
+        totals = sweep.retrieved[dim][networks].sum(0)
+        n = len(networks) * sweep.queries[dim]
+    return logistic_crossing(sweep.loads[dim][window], totals[window], n)
+
+
+def bootstrap_crossings(sweep: CapacitySweep, dim: int, num_resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """Crossing loads of ``num_resamples`` resamples of the networks (with replacement).
+
+    Shapes:
+        returns: ``(num_resamples,)``.
+    """
+    num_resamples = check_positive_int("num_resamples", num_resamples)
+    rng = np.random.default_rng(seed)
+    T = sweep.networks(dim)
+    return np.array([sweep_crossing(sweep, dim, networks=rng.integers(0, T, T)) for _ in range(num_resamples)])
+
+
+def fit_finite_size(
+    dims: np.ndarray, crossings: np.ndarray, sigma: np.ndarray | None = None, exponent: float | None = None
+) -> tuple[float, float, float, float]:
+    r"""Fit :math:`\alpha(d) = \alpha_\infty + c\,d^{-\nu}` to crossing loads.
+
+    With ``exponent`` the law is fixed (:math:`\nu` = ``exponent``) and the fit is a
+    weighted linear least squares for :math:`\alpha_\infty, c`; without, :math:`\nu` is
+    fitted too, by profiling the weighted squared error over :math:`\nu \in [0.05, 2]`.
+    ``sigma`` are the crossings' standard errors (weights :math:`1/\sigma^2`).
+
+    Returns:
+        ``(alpha_inf, c, nu, chi2)``, ``chi2`` the weighted sum of squared residuals.
+
+    Example:
+        >>> d = np.array([100.0, 400, 1600, 6400])
+        >>> [round(v, 4) for v in fit_finite_size(d, 0.14 + 0.5 / d**0.5)[:3]]
+        [0.14, 0.5, 0.5]
+    """
+    d = np.asarray(dims, dtype=float)
+    y = np.asarray(crossings, dtype=float)
+    w = np.ones_like(y) if sigma is None else 1.0 / np.asarray(sigma, dtype=float) ** 2
+    if d.ndim != 1 or y.shape != d.shape or len(d) < 3:
+        raise ValueError(f"dims and crossings must be 1-D of the same length >= 3, got {d.shape} and {y.shape}")
+
+    def linear(nu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Weighted least squares for alpha, c at every exponent of ``nu`` at once."""
+        u = d[None, :] ** -nu[:, None]  # (G, n)
+        S, Su, Suu = w.sum(), (w * u).sum(1), (w * u * u).sum(1)
+        Sy, Suy = (w * y).sum(), (w * u * y).sum(1)
+        c = (S * Suy - Su * Sy) / (S * Suu - Su**2)
+        alpha = (Sy - c * Su) / S
+        chi2 = (w * (y - alpha[:, None] - c[:, None] * u) ** 2).sum(1)
+        return alpha, c, chi2
+
+    if exponent is not None:
+        nu = np.array([check_real("exponent", exponent, min_value=0.0, strict_min=True)])
+    else:
+        nu = np.arange(0.05, 2.0001, 0.005)
+    alpha, c, chi2 = linear(nu)
+    best = int(np.argmin(chi2))
+    return float(alpha[best]), float(c[best]), float(nu[best]), float(chi2[best])
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line's options (see ``python -m seqbook.hopfield.capacity_sweep --help``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m seqbook.hopfield.capacity_sweep",
+        description="Measure the classical Hopfield network's retrieval at many loads and dimensions.",
+    )
+    parser.add_argument("--dims", type=int, nargs="+", default=sorted(NETWORKS), help="dimensions d")
+    parser.add_argument("--queries", type=int, default=100, help="patterns queried per network (at most)")
+    parser.add_argument("--seed", type=int, default=0, help="the generator of dimension d is seeded seed + d")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument("--out", type=Path, default=SWEEP, help="the table (rows of other dims are kept)")
+    parser.add_argument("--smoke", action="store_true", help="a fast test: d = 50 and 100, 4 networks")
+    return parser.parse_args(argv)
+
+
+def write_sweep(entries: dict[int, dict], path: Path | str) -> Path:
+    """Write the table (entries by dimension) as JSON, keeping the entries of other dimensions."""
+    path = Path(path)
+    table = json.loads(path.read_text()) if path.exists() else {}
+    dims = {int(k): v for k, v in table.get("dims", {}).items()}
+    dims.update(entries)
+    table = {
+        "made_by": "nice -n 10 python -m seqbook.hopfield.capacity_sweep --threads 1",
+        "torch": torch.__version__,
+        "dims": {str(d): dims[d] for d in sorted(dims)},
+    }
+    text = json.dumps(table, indent=1)
+    # one line per list of numbers: a small file that diffs well
+    text = re.sub(r"\[\s+([-\d.eE,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+    path.write_text(text + "\n")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    """Run the sweep for the chosen dimensions and write (or update) the table."""
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dims = [50, 100] if args.smoke else args.dims
+    entries = {}
+    for d in dims:
+        sizes = sorted({round(a * d) for a in (WIDE_LOADS if args.smoke else plan_loads(d))})
+        loads = [round(N / d, 6) for N in sizes]
+        networks = 4 if args.smoke else NETWORKS.get(d, 10)
+        Q = min(args.queries, sizes[0])
+        generator = torch.Generator().manual_seed(args.seed + d)
+        start = time.process_time()
+        errors = nested_retrieval_errors(d, sizes, networks, Q, generator, batch=max(1, 4_000_000 // d**2))
+        seconds = time.process_time() - start
+        entries[d] = _entry(loads, errors, seconds)
+        write_sweep({d: entries[d]}, args.out)  # after every dimension: a long run keeps its work
+        print(f"d = {d}: {networks} networks x {len(loads)} loads x {Q} queries, {seconds:.0f} CPU s", flush=True)
+    return args.out
+
+
+if __name__ == "__main__":
+    main()
