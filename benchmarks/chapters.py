@@ -1,4 +1,6 @@
-"""Each chapter's execution time and peak memory, against the book's budgets (90 s and 2 GB a chapter).
+"""Each chapter's execution time and peak memory, against the book's budgets.
+
+The budgets are 90 s and 2 GB a chapter.
 
 Every notebook of notebooks/ is executed in a fresh kernel, from the book's folder as
 the book build does. Time is the wall-clock time of executing all cells; peak memory

@@ -42,7 +42,8 @@ def test_index_leads_to_the_preface():
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
 def test_every_colab_link_opens_an_existing_notebook_twin(chapter):
     soup = page(chapter.stem)
-    links = [a["href"] for a in soup.find_all("a", href=True) if "colab.research.google.com" in a["href"]]
+    links = [a["href"] for a in soup.find_all("a", href=True)
+             if "colab.research.google.com" in a["href"]]
     assert len(links) >= 2, "expected the header launch button and the link under the title"
     for url in links:
         target = notebook_of_colab_url(url)
