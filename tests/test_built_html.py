@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from urllib.parse import urlparse
@@ -20,6 +21,12 @@ CHAPTERS = chapters()
 def page(name: str) -> BeautifulSoup:
     path = HTML / "book" / f"{name}.html"
     assert path.exists(), f"{path} is missing: build the book first (make book)"
+    return _parsed(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path, mtime_ns: int) -> BeautifulSoup:
+    # parsed once for all the tests, which only read it
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
