@@ -79,14 +79,15 @@ notebooks: $(STAMP)
 	$(PY) tests/notebook_twins.py --write
 
 # --- make test: everything CI runs (.ci/run calls this) ------------------------------
-# The checks run side by side, each with its output in _build/logs/<check>.log. The
-# strict build and then the browser checks are the longest chain, so they run at
-# normal priority and the others (nice) take the CPU time they leave.
+# The checks run side by side (all of them, even after one fails), each with its output
+# in _build/logs/<check>.log. The strict build and then the browser checks are the
+# longest chain, so they run at normal priority and the others (nice) take the CPU
+# time they leave.
 NICE   := nice -n 10
 
 test: plan
 	@mkdir -p $(LOGS)
-	@start=$$SECONDS; $(MAKE) --no-print-directory -j 8 $(addprefix check-,$(CHECKS)); \
+	@start=$$SECONDS; $(MAKE) --no-print-directory -k -j 8 $(addprefix check-,$(CHECKS)); \
 	  status=$$?; echo "== make test: $$( ((status)) && echo FAILED || echo passed) in $$((SECONDS - start)) s"; \
 	  exit $$status
 
