@@ -325,6 +325,9 @@ def test_screenshots_of_code_under_its_equations(slot, device, browser, base_url
                     code: snippet.querySelector('div.highlight pre').innerText.length};
         }""")
         path = SCREENSHOTS / f"{chapter.stem}-code-{device}.png"
+        # the sticky header (and a focused "skip to content" link) stay at the top of
+        # the page, out of the region
+        page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
         page.screenshot(path=str(path), full_page=True,
                         clip={"x": 0, "y": region["start"], "width": region["width"],
                               "height": region["end"] - region["start"]})
