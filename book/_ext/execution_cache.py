@@ -46,6 +46,7 @@ PACKAGE = "seqbook"
 KEY_FIELD = "seqbook_dependency_key"  # in the cached notebook's record and in the env
 WORKERS_VARIABLE = "SEQBOOK_EXECUTION_WORKERS"
 ENVIRONMENT_FILES = ("requirements.txt",)
+VERSIONS_KEPT = 3  # cached notebooks per chapter (its latest code versions)
 
 
 # --- what a chapter depends on (no Sphinx needed) --------------------------------------
@@ -375,10 +376,12 @@ def execute_outdated(app: Any, env: Any, docnames: list[str]) -> None:
             logger.info(f"[execution_cache] {chapter.docname}: executed in {seconds:.1f} s")
             notebook = nbformat.reads(executed, as_version=4)
             uri = str(chapter.path)
-            for old in cache.list_cache_records():  # older versions of this chapter
-                if old.uri == uri:
-                    with suppress(KeyError):
-                        cache.remove_cache(old.pk)
+            # keep the last few versions of the chapter (an edit undone executes
+            # nothing), not all of them
+            older = sorted((r.pk for r in cache.list_cache_records() if r.uri == uri))
+            for pk in older[: max(0, len(older) - (VERSIONS_KEPT - 1))]:
+                with suppress(KeyError):
+                    cache.remove_cache(pk)
             cache.cache_notebook_bundle(
                 CacheBundleIn(notebook, uri,
                               data={"execution_seconds": seconds, KEY_FIELD: chapter.key}),
