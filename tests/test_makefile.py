@@ -39,7 +39,7 @@ def make(*args: str, cwd: Path = ROOT, makefile: Path | None = None) -> str:
     if makefile is not None:
         command += ["-f", str(makefile)]
     result = subprocess.run([*command, *args], cwd=cwd, env=env, capture_output=True,
-                            text=True, timeout=120)
+                            text=True, timeout=900)
     return result.stdout + result.stderr
 
 
