@@ -3,6 +3,9 @@
     python -m benchmarks              # both tables
     python -m benchmarks --rows       # only seqbook against its references
     python -m benchmarks --chapters   # only the chapters' time and memory
+    python -m benchmarks --build      # only `make book` on a scratch clone (make bench-build)
+
+Sections that a run does not measure are kept from the previous results.md.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", action="store_true", help="only the comparison rows")
     parser.add_argument("--chapters", action="store_true", help="only the chapters")
+    parser.add_argument("--build", action="store_true",
+                        help="only `make book` on a scratch clone, from scratch and after edits")
     args = parser.parse_args()
-    do_rows = args.rows or not args.chapters
-    do_chapters = args.chapters or not args.rows
+    do_rows = args.rows or not (args.chapters or args.build)
+    do_chapters = args.chapters or not (args.rows or args.build)
     started = time.perf_counter()
     sections = [
         "# Benchmark results",
@@ -66,12 +71,39 @@ def main() -> None:
             lines.append(run.markdown_row())
             print(lines[-1], flush=True)
         total = sum(run.seconds for run in runs)
-        lines.append(f"| **whole book** | {total:.1f} | | "
-                     f"{'within' if total <= 600 else '**over**'} 10 min |")
+        cpu = sum(run.budget_seconds for run in runs)
+        lines.append(f"| **whole book** | {total:.1f} | {cpu:.1f} | | "
+                     f"{'within' if cpu <= 600 else '**over**'} 10 min |")
         print(lines[-1], flush=True)
         sections += ["", "## Chapters: execution time and peak memory", "", *lines]
+    if args.build:
+        from benchmarks import build
+
+        cases = build.run()
+        sections += ["", f"## {build.SECTION}", "", build.INTRODUCTION, "",
+                     *build.markdown(cases)]
+    sections += kept_sections(sections)
     sections += ["", f"Total time of this benchmark run: {time.perf_counter() - started:.0f} s."]
     RESULTS.write_text("\n".join(sections) + "\n", encoding="utf-8")
+
+
+def kept_sections(sections: list[str]) -> list[str]:
+    """The previous results.md's "## " sections that this run did not write."""
+    if not RESULTS.exists():
+        return []
+    written = {line for line in sections if line.startswith("## ")}
+    kept: list[str] = []
+    keeping = False
+    for line in RESULTS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            keeping = line not in written
+        elif line.startswith("Total time of this benchmark run"):
+            keeping = False
+        if keeping:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return ["", *kept] if kept else []
 
 
 if __name__ == "__main__":

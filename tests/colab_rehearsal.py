@@ -6,6 +6,7 @@ that Colab's torch stays) and the chapter must then run to its end. `make colab-
 creates such an environment (_build/colab-venv) and runs this script with its interpreter:
 
     _build/colab-venv/bin/python tests/colab_rehearsal.py [chapter ...]
+    _build/colab-venv/bin/python tests/colab_rehearsal.py --first   # what make test runs
 
 For each notebook it removes seqbook from the environment, executes the notebook in an
 empty working directory (as Colab's /content, so the checkout's `seqbook/` folder
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REPORT = ROOT / "_build" / "colab-report.json"
 KERNEL = "seqbook-colab-rehearsal"
+
+
+def toc_chapters() -> list[str]:
+    """The book's pages in _toc.yml's order (read without yaml, which Colab's set lacks)."""
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    return re.findall(r"^\s*-?\s*(?:file|root):\s*book/([\w-]+)", toc, re.M)
 
 
 def installed_version(package: str) -> str | None:
@@ -75,9 +83,15 @@ def rehearse(notebook_path: Path, timeout: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*", help="chapter names (default: all notebooks)")
+    parser.add_argument("--first", action="store_true",
+                        help="only the book's first chapter (in _toc.yml) that has a notebook")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = parser.parse_args()
     names = args.chapters or sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+    if args.first:
+        names = [name for name in toc_chapters() if (NOTEBOOKS / f"{name}.ipynb").exists()][:1]
+        if not names:
+            parser.error(f"no chapter of {ROOT / '_toc.yml'} has a notebook in {NOTEBOOKS}")
     missing = [n for n in names if not (NOTEBOOKS / f"{n}.ipynb").exists()]
     if missing:
         parser.error(f"no notebook for {missing} in {NOTEBOOKS}")

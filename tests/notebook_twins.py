@@ -26,7 +26,8 @@ NOTEBOOKS = ROOT / "notebooks"
 def chapters() -> list[Path]:
     """The book's executable pages: MyST Markdown files with a Jupyter kernelspec."""
     return sorted(
-        path for path in BOOK.glob("*.md") if "kernelspec:" in path.read_text(encoding="utf-8")[:1000]
+        path for path in BOOK.glob("*.md")
+        if "kernelspec:" in path.read_text(encoding="utf-8")[:1000]
     )
 
 
@@ -56,7 +57,8 @@ def stale_twins() -> list[str]:
         if not twin.exists():
             problems.append(f"missing twin {twin.relative_to(ROOT)} of {chapter.relative_to(ROOT)}")
         elif twin.read_text(encoding="utf-8") != twin_text(chapter):
-            problems.append(f"{twin.relative_to(ROOT)} is out of date with {chapter.relative_to(ROOT)}")
+            problems.append(
+                f"{twin.relative_to(ROOT)} is out of date with {chapter.relative_to(ROOT)}")
     expected = {twin_path(chapter) for chapter in chapters()}
     for notebook in sorted(NOTEBOOKS.glob("*.ipynb")):
         if notebook not in expected:

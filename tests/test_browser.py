@@ -23,8 +23,9 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 from bs4 import BeautifulSoup
+from PIL import Image
 
-from book_files import ROOT, chapters
+from book_files import ROOT, chapters, toc_files
 
 pytestmark = pytest.mark.built_html
 
@@ -32,6 +33,12 @@ HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 REPORT = ROOT / "_build" / "browser-report.json"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# A desktop window, and a phone (an iPhone 12/13/14's CSS size).
+DEVICES = {
+    "desktop": {"viewport": {"width": 1300, "height": 900}},
+    "phone": {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2,
+              "is_mobile": True, "has_touch": True},
+}
 # The flags that keep Chromium from phoning home on a machine without internet.
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -54,6 +61,35 @@ def html_pages() -> list[Path]:
 PAGES = html_pages()
 PAGE_IDS = [p.relative_to(HTML).as_posix() for p in PAGES]
 CHAPTER_PAGES = [HTML / "book" / f"{c.stem}.html" for c in chapters()]
+# Screenshots of the package's code under the equations it implements, for people to
+# look at: the first chapters, in the book's order, whose pages show such code.
+SOURCE_SCREENSHOTS = 2
+
+
+def pages_showing_code_under_equations() -> list[Path]:
+    """Chapter pages, in the book's order, with a snippet of package code
+    (seqbook.notebook.show_source) that cites one of the page's equations."""
+    chapter_pages = {page.stem: page for page in CHAPTER_PAGES if page.exists()}
+    found = []
+    for name in toc_files():
+        page = chapter_pages.get(Path(name).name)
+        if page is None:
+            continue
+        soup = soup_of(page)
+        if any(s.select('a[href^="#equation-"]') for s in soup.select("div.seqbook-source")):
+            found.append(page)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def soup_of(path: Path) -> BeautifulSoup:
+    """A built page, parsed once for all the tests (they only read it)."""
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@functools.lru_cache(maxsize=None)
+def page_ids(path: Path) -> frozenset[str]:
+    return frozenset(tag["id"] for tag in soup_of(path).find_all(id=True))
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -61,7 +97,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def base_url():
     assert HTML.is_dir(), "no _build/html: build the book first (make book)"
     server = socketserver.ThreadingTCPServer(
@@ -73,9 +109,10 @@ def base_url():
     server.shutdown()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} not found: apt-get install chromium"
+    """One headless chromium for the whole session; each page gets a fresh context."""
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} not found: `make system-tools` installs it"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -96,9 +133,12 @@ def report():
 class PageVisit:
     """A page opened in the browser, with everything it logged."""
 
-    def __init__(self, browser, url: str, color_scheme: str = "light") -> None:
-        self.context = browser.new_context(viewport={"width": 1300, "height": 900},
-                                           color_scheme=color_scheme)
+    def __init__(self, browser, url: str, color_scheme: str = "light",
+                 device: str = "desktop") -> None:
+        self.context = browser.new_context(color_scheme=color_scheme, **DEVICES[device])
+        # generous: make test runs these beside other checks on a busy machine, and a
+        # page that never loads still fails
+        self.context.set_default_timeout(120_000)
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.page.on("console", self._console)
@@ -146,9 +186,10 @@ def test_page_renders_cleanly(path, browser, base_url, report):
             const found = [];
             while (walker.nextNode()) {
                 const node = walker.currentNode;
-                if (node.parentElement.closest('pre, code, .highlight, script, style, mjx-container'))
-                    continue;
-                if (/\$\$|\\\(|\\\[/.test(node.textContent)) found.push(node.textContent.slice(0, 60));
+                const skip = 'pre, code, .highlight, script, style, mjx-container';
+                if (node.parentElement.closest(skip)) continue;
+                const text = node.textContent;
+                if (/\$\$|\\\(|\\\[/.test(text)) found.push(text.slice(0, 60));
             }
             return found;
         }""")
@@ -162,25 +203,17 @@ def test_page_renders_cleanly(path, browser, base_url, report):
     report["images"] += len(images)
     report["per_page"][relative] = {"equations": math["typeset"], "images": len(images)}
     assert not visit.problems, "\n".join(visit.problems)
-    assert math["typeset"] == math["total"], f"{math['total'] - math['typeset']} equations not typeset"
+    untypeset = math["total"] - math["typeset"]
+    assert not untypeset, f"{untypeset} equations not typeset"
     assert not raw_latex, f"raw LaTeX left in the text: {raw_latex[:3]}"
     assert not broken_images, f"images that did not load: {broken_images}"
 
 
 def test_every_internal_link_and_anchor_resolves(report):
     assert PAGES, "no pages: build the book first"
-    ids_of: dict[Path, set[str]] = {}
-
-    def ids(target: Path) -> set[str]:
-        if target not in ids_of:
-            soup = BeautifulSoup(target.read_text(encoding="utf-8"), "html.parser")
-            ids_of[target] = {tag["id"] for tag in soup.find_all(id=True)}
-        return ids_of[target]
-
     broken, checked = [], 0
     for page in PAGES:
-        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-        for anchor in soup.find_all("a", href=True):
+        for anchor in soup_of(page).find_all("a", href=True):
             href = anchor["href"]
             parts = urlparse(href)
             if parts.scheme or href.startswith(("mailto:", "javascript:")):
@@ -191,7 +224,8 @@ def test_every_internal_link_and_anchor_resolves(report):
                 target = target / "index.html"
             if not target.exists():
                 broken.append(f"{page.relative_to(HTML)}: {href} (no such file)")
-            elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in ids(target):
+            elif (parts.fragment and target.suffix == ".html"
+                  and unquote(parts.fragment) not in page_ids(target)):
                 broken.append(f"{page.relative_to(HTML)}: {href} (no such anchor)")
     report["internal_links"] = checked
     assert checked > 0
@@ -200,8 +234,7 @@ def test_every_internal_link_and_anchor_resolves(report):
 
 def test_equation_references_point_at_numbered_equations():
     for page in CHAPTER_PAGES:
-        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-        for ref in soup.select('a.reference[href*="#equation-"]'):
+        for ref in soup_of(page).select('a.reference[href*="#equation-"]'):
             assert re.fullmatch(r"\(\d+(\.\d+)*\)", ref.get_text(strip=True)), (
                 f"{page.name}: equation reference shows {ref.get_text(strip=True)!r}"
             )
@@ -238,8 +271,6 @@ def test_search_finds_a_chapter_by_a_word_in_it(browser, base_url):
 
 
 def test_screenshots_light_and_dark_with_readable_figures(browser, base_url):
-    from PIL import Image
-
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     chapter = CHAPTER_PAGES[0]
     url = urljoin(base_url, chapter.relative_to(HTML).as_posix())
@@ -255,11 +286,56 @@ def test_screenshots_light_and_dark_with_readable_figures(browser, base_url):
             visit.close()
     # Figures stay readable in dark mode because they are drawn on an opaque white
     # background (matplotlib's default), not on a transparent one.
-    soup = BeautifulSoup(chapter.read_text(encoding="utf-8"), "html.parser")
-    figures = soup.select(".cell_output img")
+    figures = soup_of(chapter).select(".cell_output img")
     assert figures, "the chapter has no figures to check"
     for img in figures:
         with Image.open(io.BytesIO((chapter.parent / img["src"]).read_bytes())) as figure:
             rgba = figure.convert("RGBA")
-            corners = [rgba.getpixel((x, y)) for x in (0, rgba.width - 1) for y in (0, rgba.height - 1)]
+            corners = [rgba.getpixel((x, y))
+                       for x in (0, rgba.width - 1) for y in (0, rgba.height - 1)]
         assert all(pixel[3] == 255 and min(pixel[:3]) > 200 for pixel in corners), img["src"]
+
+
+@pytest.mark.parametrize("device", sorted(DEVICES))
+@pytest.mark.parametrize("slot", range(SOURCE_SCREENSHOTS))
+def test_screenshots_of_code_under_its_equations(slot, device, browser, base_url):
+    pages = pages_showing_code_under_equations()
+    if slot >= len(pages):
+        pytest.skip(f"only {len(pages)} chapter(s) show package code under their equations yet")
+    chapter = pages[slot]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    visit = PageVisit(browser, urljoin(base_url, chapter.relative_to(HTML).as_posix()),
+                      device=device)
+    page = visit.page
+    try:
+        snippet = page.locator("div.seqbook-source").filter(
+            has=page.locator('a[href^="#equation-"]')).first
+        snippet.scroll_into_view_if_needed()
+        # From the last displayed equation above the snippet to the snippet's end, in
+        # the page's coordinates (at most a screen and a half above it).
+        region = snippet.evaluate("""(snippet) => {
+            const top = (el) => el.getBoundingClientRect().top + window.scrollY;
+            const above = [...document.querySelectorAll('div.math')].filter(
+                (m) => m.compareDocumentPosition(snippet) & Node.DOCUMENT_POSITION_FOLLOWING);
+            const start = above.length ? top(above[above.length - 1]) : top(snippet);
+            const box = snippet.getBoundingClientRect();
+            return {start: Math.max(0, Math.max(start, top(snippet) - 1.5 * innerHeight) - 16),
+                    end: top(snippet) + box.height + 16, left: box.left, right: box.right,
+                    width: document.documentElement.clientWidth,
+                    code: snippet.querySelector('div.highlight pre').innerText.length};
+        }""")
+        path = SCREENSHOTS / f"{chapter.stem}-code-{device}.png"
+        # the sticky header (and a focused "skip to content" link) stay at the top of
+        # the page, out of the region
+        page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
+        page.screenshot(path=str(path), full_page=True,
+                        clip={"x": 0, "y": region["start"], "width": region["width"],
+                              "height": region["end"] - region["start"]})
+        assert region["code"] > 0, "the snippet shows no code"
+        # The code scrolls inside its box; the box itself stays within the screen.
+        assert region["left"] >= 0 and region["right"] <= region["width"] + 1, region
+        assert not visit.problems, "\n".join(visit.problems)
+    finally:
+        visit.close()
+    with Image.open(path) as shot:
+        assert shot.width >= region["width"] and shot.height > 50, shot.size

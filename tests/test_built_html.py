@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from urllib.parse import urlparse
@@ -20,6 +21,12 @@ CHAPTERS = chapters()
 def page(name: str) -> BeautifulSoup:
     path = HTML / "book" / f"{name}.html"
     assert path.exists(), f"{path} is missing: build the book first (make book)"
+    return _parsed(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path, mtime_ns: int) -> BeautifulSoup:
+    # parsed once for all the tests, which only read it
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
@@ -42,7 +49,8 @@ def test_index_leads_to_the_preface():
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
 def test_every_colab_link_opens_an_existing_notebook_twin(chapter):
     soup = page(chapter.stem)
-    links = [a["href"] for a in soup.find_all("a", href=True) if "colab.research.google.com" in a["href"]]
+    links = [a["href"] for a in soup.find_all("a", href=True)
+             if "colab.research.google.com" in a["href"]]
     assert len(links) >= 2, "expected the header launch button and the link under the title"
     for url in links:
         target = notebook_of_colab_url(url)
