@@ -93,7 +93,7 @@ def study_seed(seed: int, tasks: dict[str, TranslationTask], epochs_scale: float
 
     Args:
         seed: the training seed (initialisation, batch order); the data do not change.
-        tasks: :func:`chapter_tasks`.
+        tasks: ``chapter_tasks()``, the German and the French task.
         epochs_scale: multiply every model's epochs (rounded, at least 1); 1 for the
             chapters' settings, smaller only for a quick smoke test.
 
