@@ -9,7 +9,7 @@ which was made with::
 
     python -m seqbook.experiments.translation_study --threads 1
 
-(about ten minutes of CPU time per seed on a laptop core). Every model is trained
+(one to two minutes of CPU time per seed on one core). Every model is trained
 exactly as the chapters train it (same task, configuration and code), only with
 ``seed`` set to each of the seeds. ``--smoke`` runs a tiny version as a test that the
 script works; ``--help`` lists the options.
