@@ -93,7 +93,7 @@ def masked_softmax(
     # zeroes it. In a row with a real entry, exp(min - max) underflows to exactly 0.
     lowest = torch.finfo(scores.dtype).min
     filled = scores.masked_fill(~mask, lowest)
-    return torch.softmax(filled, dim=dim) * mask
+    return torch.softmax(filled, dim=dim) * mask  # (eq-attn-masked-softmax)
 
 
 def causal_mask(

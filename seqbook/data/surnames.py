@@ -1,8 +1,11 @@
-"""Surnames by language, from the name lists that ``faker`` ships for each locale.
+"""Surnames labelled by locale, from the name lists that ``faker`` ships for each one.
 
-The lists are real surnames collected by faker's contributors for each country. Names
-that occur in more than one of the chosen languages (``Adam`` is French and Slovak)
-are dropped, so every name has exactly one correct label.
+The lists are real surnames collected by faker's contributors for each country. A
+label (the field ``language``) names the locale's main language, but it says which
+country's list a surname comes from, not the surname's linguistic origin: faker's list
+for Estonia, for instance, joins an Estonian and a Russian list, so "Maslov" is labelled
+Estonian. Names that occur in more than one of the chosen lists (``Becker`` is in the
+French and the German one) are dropped, so that no name in the data carries two labels.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["Surname", "SURNAME_LOCALES", "surnames"]
 
-#: The languages of :func:`~seqbook.data.surnames` and the faker locale each one's names come from:
+#: The labels of :func:`~seqbook.data.surnames` and the faker locale whose surname list each stands for:
 #: Latin-script locales with about 200 or more distinct surnames. Scripts that give the
 #: language away at the first character (Greek, Cyrillic, CJK) would make the task trivial.
 SURNAME_LOCALES: dict[str, str] = {
@@ -63,7 +66,11 @@ def surnames(
     test_fraction: float = 0.1,
     seed: int = 0,
 ) -> Splits[Surname]:
-    """A balanced (surname, language) data set, split with the same balance in each split.
+    """A balanced (surname, locale label) data set, split with the same balance in each split.
+
+    Each label is the language of a faker locale (``"Estonian"`` for ``et_EE``) and
+    means "from that locale's list of surnames"; see the module's note on how far that
+    is from the name's language.
 
     Args:
         languages: names from :data:`~seqbook.data.surnames.SURNAME_LOCALES` (default: all 12 of them).

@@ -90,6 +90,7 @@ def exhaustive_search(
         V = log_probs.shape[-1]
         M = prefixes.shape[1]
         candidates += N * M * V
+        # log-probabilities of every extension (eq-dec-sequence-probability)
         total = log_prob.unsqueeze(-1) + log_probs.to(log_prob.device)  # (N, M, V)
         # sequences that end here: with <eos>, or any token at the last step
         ending = total if t == max_len else total[:, :, eos : eos + 1]  # (N, M, V or 1)

@@ -99,6 +99,7 @@ def bleu_d2l(pred_tokens: Tokens, label_tokens: Tokens, k: int) -> float:
     for n in range(1, min(k, len(pred)) + 1):
         label_counts = _ngrams(label, n)
         pred_counts = _ngrams(pred, n)
+        # each predicted n-gram counts at most as often as in the label (eq-bleu-clipped)
         matches = sum(min(c, label_counts[g]) for g, c in pred_counts.items() if g in label_counts)
         score *= (matches / (len(pred) - n + 1)) ** (0.5**n)  # (eq-bleu-d2l)
     return score

@@ -121,7 +121,7 @@ def relative_position_map(
     blocks = torch.stack(
         [torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)], -2
     )  # (D/2, 2, 2)
-    return torch.block_diag(*blocks).float()  # (D, D)
+    return torch.block_diag(*blocks).float()  # (D, D)  (eq-tf-pe-rotation)
 
 
 class PositionalEncoding(nn.Module):

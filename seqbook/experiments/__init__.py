@@ -1,0 +1,1 @@
+"""Experiment harnesses of the chapters: measurements that more than one chapter runs."""

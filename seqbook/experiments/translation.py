@@ -1,0 +1,291 @@
+r"""Measurements on the number-translation task shared by the attention chapters.
+
+Where does the first German word of a number come from? German says the unit of a
+tens-unit pair before the tens ("vierunddreißig", *four-and-thirty*), so the first
+German number word does not always translate the first English word.
+:func:`first_word_source_index` finds the English word it translates, which the
+chapters on sequences and on sequence-to-sequence models use to measure how far a
+translator must read ahead before it can write.
+
+The other functions measure trained translators, the same way in the chapters on
+sequence-to-sequence models, decoding and transformers and in the several-seed study
+of :mod:`seqbook.experiments.translation_study`: accuracy by source length
+(:func:`accuracy_by_length`), where attention looks across the German unit-tens
+inversion (:func:`own_translation_attention`, :func:`tens_unit_alignment`) and the
+French "dix-sept" (:func:`french_dix_alignment`), and how confident a model is
+(:func:`token_statistics`).
+
+Shape letters: ``B`` pairs, ``h`` heads, ``T_y`` target and ``T_x`` source positions,
+``N`` real target tokens, ``V`` the target vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+
+import torch
+
+from seqbook._checks import check_int
+from seqbook.data import NumberPair, spell_number, tokenize
+from seqbook.seq2seq import TranslationTask
+
+__all__ = [
+    "LENGTH_BINS",
+    "accuracy_by_length",
+    "first_word_source_index",
+    "french_dix_alignment",
+    "german_number_words",
+    "own_translation_attention",
+    "tens_unit_alignment",
+    "token_statistics",
+]
+
+
+@lru_cache(maxsize=1)
+def german_number_words() -> dict[str, str]:
+    """English number words and the German words that start their translations.
+
+    The atoms of English number names (``zero`` to ``nineteen``, the tens, ``hundred``
+    and ``thousand``) mapped to German as ``num2words`` writes them, except that
+    ``one`` maps to ``ein``: the form that begins "einhundert", "eintausend" and
+    "einundzwanzig" (and "eins").
+
+    Example:
+        >>> words = german_number_words()
+        >>> words["four"], words["thirty"], words["one"], words["thousand"]
+        ('vier', 'dreißig', 'ein', 'tausend')
+    """
+    atoms = [*range(20), *range(20, 100, 10)]
+    words = {spell_number(n, "en"): spell_number(n, "de") for n in atoms}
+    words["one"] = "ein"
+    words["hundred"], words["thousand"] = "hundert", "tausend"
+    return words
+
+
+def first_word_source_index(number: int) -> int:
+    r"""The index of the English word that the German number's first word translates.
+
+    English is cut into word tokens as by :func:`seqbook.data.tokenize` (hyphens and
+    commas are tokens of their own). Among the English number words whose German
+    translation (:func:`german_number_words`) begins the German number, the longest
+    translation wins ("vierzehn" for *fourteen* over "vier" for *four*), then the
+    earliest word.
+
+    Args:
+        number: an integer in ``[0, 999_999]``, the range of the book's translation
+            task.
+
+    Returns:
+        A 0-based index into ``tokenize(spell_number(number, "en"), "word")``.
+
+    Example:
+        >>> first_word_source_index(345)       # three hundred and forty - five
+        0
+        >>> first_word_source_index(34)        # thirty - four: "vier..." is word 2
+        2
+        >>> first_word_source_index(45_678)    # forty - five thousand, ...
+        2
+    """
+    number = check_int("number", number, min_value=0)
+    if number > 999_999:
+        raise ValueError(f"number must be <= 999999, got {number}")
+    english = tokenize(spell_number(number, "en"), "word")
+    german = spell_number(number, "de")
+    words = german_number_words()
+    matches = [
+        (len(words[token]), -index)
+        for index, token in enumerate(english)
+        if token in words and german.startswith(words[token])
+    ]
+    if not matches:  # pragma: no cover - every number in range has one (tested)
+        raise ValueError(f"no English word of {number} begins its German translation")
+    _, negative_index = max(matches)
+    return -negative_index
+
+
+# --------------------------------------------------------------------------------------
+# Measuring trained translators (shared by the seq2seq, decoding and transformer pages)
+# --------------------------------------------------------------------------------------
+
+#: English source lengths (in word tokens) by which the chapters break accuracy down.
+LENGTH_BINS: tuple[tuple[int, int], ...] = ((1, 4), (5, 7), (8, 9), (10, 11), (12, 14))
+
+
+def accuracy_by_length(
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
+    correct: Sequence[bool],
+    bins: Sequence[tuple[int, int]] = LENGTH_BINS,
+) -> list[float]:
+    """The share of correct translations among the sources of each length bin.
+
+    Args:
+        task: the translation task (its source tokenizer measures the length).
+        pairs: the translated pairs.
+        correct: one bool per pair.
+        bins: inclusive ``(shortest, longest)`` source lengths, in word tokens.
+
+    Returns:
+        One share per bin (NaN for a bin without sources).
+
+    Example:
+        >>> from seqbook.seq2seq import number_translation_task
+        >>> task = number_translation_task("de", max_number=99, num_valid=5, num_test=5)
+        >>> pairs = [p for p in task.splits.test]
+        >>> accuracy_by_length(task, pairs, [True] * len(pairs), bins=[(1, 3)])
+        [1.0]
+    """
+    if len(pairs) != len(correct):
+        raise ValueError(
+            f"correct must have one entry per pair ({len(pairs)}), got {len(correct)}"
+        )
+    lengths = [len(task.source_tokens(p.source)) for p in pairs]
+    shares = []
+    for lo, hi in bins:
+        inside = [c for c, n in zip(correct, lengths) if lo <= n <= hi]
+        shares.append(sum(inside) / len(inside) if inside else math.nan)
+    return shares
+
+
+def _peaks(weights: torch.Tensor, row: int) -> torch.Tensor:
+    """The key each head attends most to from ``row``: shape ``(h,)`` or ``(1,)``."""
+    w = weights if weights.dim() == 3 else weights.unsqueeze(0)  # (h, T_y, T_x)
+    return w[:, row].argmax(-1)
+
+
+def tens_unit_alignment(
+    weights: torch.Tensor,
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
+) -> tuple[float, float, int]:
+    """How often a German translator's attention follows the unit-tens inversion.
+
+    For every pair whose number ends in a tens-unit pair (``34``: "... thirty - four",
+    "...vierunddreißig") and whose translation is right, look at the attention from the
+    German unit piece ("vier") and from the tens piece ("dreißig"): does it peak on the
+    English unit word ("four") and tens word ("thirty")? With several heads, one head
+    peaking there is enough.
+
+    Args:
+        weights: teacher-forced attention of the model's own translations,
+            ``(B, T_y, T_x)`` (one attention) or ``(B, h, T_y, T_x)`` (heads); row
+            ``i`` is the attention while predicting target piece ``i``.
+        task: a German :class:`~seqbook.seq2seq.TranslationTask` with pieces.
+        pairs, hypotheses: the ``B`` pairs and the model's translations (pieces).
+
+    Returns:
+        ``(unit share, tens share, number of pairs checked)``.
+    """
+    if weights.dim() not in (3, 4) or weights.shape[0] != len(pairs):
+        raise ValueError(
+            f"weights must be (B, T_y, T_x) or (B, h, T_y, T_x) with B={len(pairs)}, "
+            f"got shape {tuple(weights.shape)}"
+        )
+    if len(hypotheses) != len(pairs):
+        raise ValueError(
+            f"hypotheses must have one entry per pair ({len(pairs)}), got {len(hypotheses)}"
+        )
+    unit_ok = tens_ok = checked = 0
+    for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
+        if not (pair.number % 100 > 20 and pair.number % 10):
+            continue  # only numbers ending in a tens-unit pair, e.g. 34
+        if task.join_target(hypothesis) != pair.target:
+            continue  # and only right translations
+        words = task.source_tokens(pair.source)  # ..., thirty, -, four
+        unit_row = len(hypothesis) - 3  # ..., vier, und, dreißig
+        checked += 1
+        unit_ok += bool((_peaks(weights[b], unit_row) == len(words) - 1).any())
+        tens_ok += bool((_peaks(weights[b], unit_row + 2) == len(words) - 3).any())
+    if checked == 0:
+        return math.nan, math.nan, 0
+    return unit_ok / checked, tens_ok / checked, checked
+
+
+def french_dix_alignment(
+    weights: torch.Tensor,
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
+) -> tuple[float, int]:
+    """How often a French translator's "dix" attends to the English unit word.
+
+    French says 77 as "soixante-dix-sept" and 97 as "quatre-vingt-dix-sept": sixty
+    (or four-twenty) plus *dix-sept*, seventeen. For every right translation of a
+    number ending in 77-79 or 97-99 (the endings written with "dix-"), does the
+    attention from the word "dix" peak on the English unit word ("seven" of
+    "seventy - seven"), not on the tens word?
+
+    Args:
+        weights: ``(B, T_y, T_x)`` teacher-forced attention of the model's own
+            translations (word tokens, the hyphen a token of its own).
+        task: an English-to-French :class:`~seqbook.seq2seq.TranslationTask`.
+        pairs, hypotheses: the ``B`` pairs and the model's translations.
+
+    Returns:
+        ``(share, number of pairs checked)``.
+    """
+    if weights.dim() != 3 or weights.shape[0] != len(pairs):
+        raise ValueError(
+            f"weights must be (B, T_y, T_x) with B={len(pairs)}, got {tuple(weights.shape)}"
+        )
+    ok = checked = 0
+    for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
+        if pair.number % 100 not in (77, 78, 79, 97, 98, 99):
+            continue
+        if task.join_target(hypothesis) != pair.target:
+            continue
+        dix_row = len(hypothesis) - 3  # ..., dix, -, sept
+        checked += 1
+        ok += int(weights[b, dix_row].argmax()) == len(task.source_tokens(pair.source)) - 1
+    return (ok / checked if checked else math.nan), checked
+
+
+def own_translation_attention(
+    model: torch.nn.Module,
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
+) -> torch.Tensor:
+    """Teacher-forced attention of a translator fed its own translations.
+
+    Feeding a model its own greedy output reproduces the weights it used while
+    decoding. Recurrent :class:`~seqbook.seq2seq.EncoderDecoder` models return
+    ``(B, T_y, T_x)``; a :class:`~seqbook.transformer.Transformer` returns the
+    cross-attention of its first decoder block, ``(B, h, T_y, T_x)``.
+    """
+    from seqbook.transformer import Transformer
+
+    batch = task.batch([p._replace(target=task.join_target(h)) for p, h in zip(pairs, hypotheses)])
+    with torch.no_grad():
+        output = model(batch.src, batch.src_lengths, batch.tgt_in)
+    if isinstance(model, Transformer):
+        return model.attention_maps()["cross"][0]  # (B, h, T_y, T_x)
+    return output[1]  # (B, T_y, T_x)
+
+
+def token_statistics(
+    model: torch.nn.Module, task: TranslationTask, pairs: Sequence[NumberPair]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Confidence, correctness and logit gap of every real target token.
+
+    For the teacher-forced logits :math:`\\mathbf{z}` of every real target position:
+    the probability of the top token (the model's confidence), whether the top token
+    is the right one, and the gap between the top logit and the mean of the others.
+
+    Returns:
+        Three tensors of shape ``(N,)``, ``N`` the number of real target tokens.
+    """
+    batch = task.batch(pairs)
+    with torch.no_grad():
+        logits = model(batch.src, batch.src_lengths, batch.tgt_in)
+    if isinstance(logits, tuple):  # a recurrent translator: (logits, weights)
+        logits = logits[0]
+    z = logits[batch.tgt_mask]  # (N, V)
+    y = batch.tgt_out[batch.tgt_mask]  # (N,)
+    confidence = torch.softmax(z, -1).max(-1).values
+    top = z.max(-1).values
+    rest = (z.sum(-1) - top) / (z.shape[-1] - 1)
+    return confidence, z.argmax(-1) == y, top - rest

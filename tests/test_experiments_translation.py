@@ -1,0 +1,185 @@
+"""seqbook.experiments.translation: where the first German number word comes from."""
+
+import pytest
+
+from seqbook.data import spell_number, tokenize
+from seqbook.experiments.translation import first_word_source_index, german_number_words
+
+
+@pytest.mark.parametrize(
+    "number, index",
+    [
+        (0, 0),          # zero -> null
+        (1, 0),          # one -> eins
+        (14, 0),         # fourteen -> vierzehn (not "vier" of four)
+        (17, 0),         # seventeen -> siebzehn
+        (21, 2),         # twenty - one -> einundzwanzig
+        (34, 2),         # thirty - four -> vierunddreißig
+        (60, 0),         # sixty -> sechzig
+        (100, 0),        # one hundred -> einhundert
+        (1021, 0),       # one thousand and twenty - one -> eintausend...
+        (21_000, 2),     # twenty - one thousand -> einundzwanzigtausend
+        (45_678, 2),     # forty - five thousand, ... -> fünfundvierzigtausend...
+        (345_678, 0),    # three hundred ... -> dreihundert...
+        (999_999, 0),
+    ],
+)
+def test_known_numbers(number, index):
+    assert first_word_source_index(number) == index
+
+
+def test_the_found_word_translates_the_start_of_the_german_number():
+    words = german_number_words()
+    for number in range(0, 10_000, 7):
+        english = tokenize(spell_number(number, "en"), "word")
+        index = first_word_source_index(number)
+        assert spell_number(number, "de").startswith(words[english[index]])
+
+
+def test_reading_ahead_happens_below_one_hundred_and_in_five_digit_numbers_only():
+    # the first German word translates a later English word only for a leading
+    # tens-unit pair: 21..99 (the last word) or the thousands of 21,000..99,999
+    for number in [*range(0, 1100), *range(20_000, 100_000, 97), *range(100_000, 999_999, 4999)]:
+        index = first_word_source_index(number)
+        leading = number // 1000 if number >= 1000 else number
+        inverted = 20 < leading < 100 and leading % 10 != 0
+        assert (index > 0) == inverted, number
+
+
+@pytest.mark.parametrize("bad", [-1, 1_000_000])
+def test_out_of_range_numbers_are_refused(bad):
+    with pytest.raises(ValueError, match="number must be"):
+        first_word_source_index(bad)
+
+
+@pytest.mark.parametrize("bad", [3.0, "34", True, None])
+def test_non_integers_are_refused(bad):
+    with pytest.raises(TypeError, match="number must be an int"):
+        first_word_source_index(bad)
+
+
+# --- measuring translators ----------------------------------------------------------
+
+import math  # noqa: E402
+
+import torch  # noqa: E402
+
+from seqbook.data import NumberPair  # noqa: E402
+from seqbook.experiments.translation import (  # noqa: E402
+    accuracy_by_length,
+    french_dix_alignment,
+    own_translation_attention,
+    tens_unit_alignment,
+    token_statistics,
+)
+from seqbook.seq2seq import (  # noqa: E402
+    TranslatorConfig,
+    build_translator,
+    number_translation_task,
+)
+
+
+@pytest.fixture(scope="module")
+def de_task():
+    return number_translation_task("de", max_number=999, num_valid=20, num_test=40)
+
+
+@pytest.fixture(scope="module")
+def fr_task():
+    return number_translation_task("fr", max_number=999, num_valid=20, num_test=40)
+
+
+def test_accuracy_by_length_counts_each_bin(de_task):
+    pairs = list(de_task.splits.test)
+    lengths = [len(de_task.source_tokens(p.source)) for p in pairs]
+    correct = [n <= 2 for n in lengths]              # right exactly on short ones
+    shares = accuracy_by_length(de_task, pairs, correct, bins=[(1, 2), (3, 20), (50, 60)])
+    assert shares[0] == 1.0 and shares[1] == 0.0 and math.isnan(shares[2])
+
+
+def test_accuracy_by_length_refuses_mismatched_input(de_task):
+    with pytest.raises(ValueError, match="correct must have one entry per pair"):
+        accuracy_by_length(de_task, list(de_task.splits.test), [True])
+
+
+def _perfect_alignment(task, pairs, heads=None):
+    """Hand-made attention that looks exactly where tens_unit_alignment checks."""
+    hypotheses = [task.target_tokens_of(p.target) for p in pairs]
+    T_y = max(map(len, hypotheses)) + 1
+    T_x = max(len(task.source_tokens(p.source)) for p in pairs) + 1
+    weights = torch.zeros(len(pairs), T_y, T_x)
+    for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
+        words = task.source_tokens(pair.source)
+        weights[b, :, 0] = 1.0
+        if pair.number % 100 > 20 and pair.number % 10:
+            weights[b, len(hypothesis) - 3] = 0.0
+            weights[b, len(hypothesis) - 3, len(words) - 1] = 1.0   # unit -> unit
+            weights[b, len(hypothesis) - 1] = 0.0
+            weights[b, len(hypothesis) - 1, len(words) - 3] = 1.0   # tens -> tens
+    if heads is not None:   # head 0 looks nowhere useful, the last head aligns
+        weights = torch.stack([torch.full_like(weights, 0.0)] * (heads - 1) + [weights], 1)
+    return weights, hypotheses
+
+
+def test_tens_unit_alignment_finds_a_perfect_alignment(de_task):
+    pairs = [p for p in de_task.splits.train if p.number % 100 > 20 and p.number % 10][:15]
+    weights, hypotheses = _perfect_alignment(de_task, pairs)
+    assert tens_unit_alignment(weights, de_task, pairs, hypotheses) == (1.0, 1.0, 15)
+    # swapping the rows of unit and tens breaks both
+    swapped = weights.clone()
+    for b, h in enumerate(hypotheses):
+        swapped[b, [len(h) - 3, len(h) - 1]] = weights[b, [len(h) - 1, len(h) - 3]]
+    assert tens_unit_alignment(swapped, de_task, pairs, hypotheses)[:2] == (0.0, 0.0)
+
+
+def test_tens_unit_alignment_needs_one_head_only(de_task):
+    pairs = [p for p in de_task.splits.train if p.number % 100 > 20 and p.number % 10][:5]
+    weights, hypotheses = _perfect_alignment(de_task, pairs, heads=3)
+    assert tens_unit_alignment(weights, de_task, pairs, hypotheses) == (1.0, 1.0, 5)
+    assert tens_unit_alignment(weights[:, 0], de_task, pairs, hypotheses)[:2] == (0.0, 0.0)
+
+
+def test_tens_unit_alignment_skips_wrong_translations_and_other_numbers(de_task):
+    pairs = [p for p in de_task.splits.train if p.number % 100 > 20 and p.number % 10][:3]
+    pairs.append(next(p for p in de_task.splits.train if p.number % 100 < 20))
+    weights, hypotheses = _perfect_alignment(de_task, pairs)
+    hypotheses[0] = ["null"]                          # a wrong translation
+    assert tens_unit_alignment(weights, de_task, pairs, hypotheses)[2] == 2
+
+
+def test_tens_unit_alignment_refuses_bad_shapes(de_task):
+    pairs = list(de_task.splits.test)[:2]
+    with pytest.raises(ValueError, match="weights must be"):
+        tens_unit_alignment(torch.zeros(3, 4, 5), de_task, pairs, [[], []])
+    with pytest.raises(ValueError, match="hypotheses must have one entry per pair"):
+        tens_unit_alignment(torch.zeros(2, 4, 5), de_task, pairs, [[]])
+
+
+def test_french_dix_alignment(fr_task):
+    numbers = [97, 77, 95, 34]
+    pairs = [NumberPair(n, spell_number(n, "en"), spell_number(n, "fr")) for n in numbers]
+    hypotheses = [fr_task.target_tokens_of(p.target) for p in pairs]
+    T_y, T_x = max(map(len, hypotheses)), 8
+    weights = torch.zeros(len(pairs), T_y, T_x)
+    for b, (pair, h) in enumerate(zip(pairs, hypotheses)):
+        unit = len(fr_task.source_tokens(pair.source)) - 1
+        weights[b, len(h) - 3, unit if b == 0 else 0] = 1.0   # 97 right, 77 not
+    share, checked = french_dix_alignment(weights, fr_task, pairs, hypotheses)
+    assert checked == 2 and share == 0.5            # 95 and 34 have no "dix"
+    assert "dix" not in fr_task.target_tokens_of(pairs[2].target)
+    with pytest.raises(ValueError, match="weights must be"):
+        french_dix_alignment(weights[0], fr_task, pairs, hypotheses)
+
+
+def test_own_translation_attention_and_token_statistics(de_task):
+    model = build_translator(de_task, TranslatorConfig(hidden_size=8, embed_size=4)).eval()
+    pairs = list(de_task.splits.test)[:6]
+    hypotheses = [de_task.target_tokens_of(p.target) for p in pairs]
+    weights = own_translation_attention(model, de_task, pairs, hypotheses)
+    batch = de_task.batch(pairs)
+    assert weights.shape == (6, batch.tgt_in.shape[1], batch.src.shape[1])
+    assert torch.allclose(weights.sum(-1), torch.ones(6, batch.tgt_in.shape[1]), atol=1e-5)
+    confidence, correct, gap = token_statistics(model, de_task, pairs)
+    n = int(batch.tgt_mask.sum())
+    assert confidence.shape == correct.shape == gap.shape == (n,)
+    assert ((confidence > 0) & (confidence <= 1)).all() and (gap >= 0).all()

@@ -1,0 +1,54 @@
+"""seqbook.experiments.translation_study: the committed several-seed results."""
+
+import json
+import math
+
+import pytest
+
+from seqbook.experiments.translation_study import (
+    BEAM_SIZES,
+    LENGTH_PENALTIES,
+    load_study,
+    main,
+    parse_args,
+)
+
+MODELS = ["plain", "bahdanau", "plain_long", "french", "transformer", "transformer_sharp"]
+
+
+def test_the_committed_study_has_five_seeds_of_every_model():
+    study = load_study()
+    assert study["seeds"] == [0, 1, 2, 3, 4] and not study["smoke"]
+    assert [run["seed"] for run in study["runs"]] == study["seeds"]
+    for run in study["runs"]:
+        for model in MODELS:
+            assert 0 <= run[model]["bleu"] <= 1 and 0 <= run[model]["accuracy"] <= 1
+        assert len(run["plain"]["by_length"]) == 5
+        table = run["decoding"]
+        assert len(table) == 1 + (len(BEAM_SIZES) - 1) * len(LENGTH_PENALTIES)
+        assert all(0 <= v["bleu"] <= 1 for v in table.values())
+
+
+def test_the_seeds_really_differ():
+    runs = load_study()["runs"]
+    assert len({run["bahdanau"]["epoch_loss"][0] for run in runs}) == len(runs)
+
+
+def test_command_line_defaults():
+    args = parse_args([])
+    assert args.seeds == [0, 1, 2, 3, 4] and args.threads == 1 and not args.smoke
+    with pytest.raises(SystemExit):
+        parse_args(["--seeds", "zero"])
+
+
+@pytest.mark.slow
+def test_a_smoke_run_writes_a_readable_table(tmp_path):
+    out = tmp_path / "study.json"
+    study = main(["--smoke", "--seeds", "3", "--out", str(out)])
+    written = json.loads(out.read_text())
+    assert written["smoke"] and written["seeds"] == [3] == study["seeds"]
+    run = written["runs"][0]
+    assert set(MODELS) <= set(run)
+    # no NaN in the file: JSON has none, they are written as null
+    assert "NaN" not in out.read_text()
+    assert run["bahdanau"]["unit_share"] is None or not math.isnan(run["bahdanau"]["unit_share"])
