@@ -1,0 +1,28 @@
+"""Language models: the character corpus, windows, loss, perplexity, sampling, models.
+
+The chapter "A decoder-only transformer language model" (``book/language_model.md``)
+explains every piece; the LSTM and GRU chapters train their character models with the
+same corpus, windows, loss and perplexity. Every model here is called as
+``model(ids, state) -> (logits, state)`` and has ``init_state(batch_size)``, so
+:func:`generate`, :func:`lm_loss` and :func:`perplexity` work with all of them.
+"""
+
+from seqbook.language_model.bigram import BigramLM, bigram_perplexity
+from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
+from seqbook.language_model.evaluate import lm_loss, perplexity, sequence_loss
+from seqbook.language_model.generate import generate, next_token
+from seqbook.language_model.recurrent import RecurrentLM
+
+__all__ = [
+    "BigramLM",
+    "CharCorpus",
+    "RecurrentLM",
+    "bigram_perplexity",
+    "char_corpus",
+    "generate",
+    "lm_loss",
+    "next_token",
+    "perplexity",
+    "random_windows",
+    "sequence_loss",
+]
