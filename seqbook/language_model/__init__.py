@@ -1,4 +1,4 @@
-"""Language models: the character corpus, windows, loss, perplexity, sampling, models.
+"""Language models: a character corpus, a recurrent and a decoder-only transformer LM.
 
 The chapter "A decoder-only transformer language model" (``book/language_model.md``)
 explains every piece; the LSTM and GRU chapters train their character models with the
@@ -8,16 +8,22 @@ same corpus, windows, loss and perplexity. Every model here is called as
 """
 
 from seqbook.language_model.bigram import BigramLM, bigram_perplexity
+from seqbook.language_model.cache import KVCache, cached_self_attention
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss, perplexity, sequence_loss
 from seqbook.language_model.generate import generate, next_token
+from seqbook.language_model.model import TransformerLM, TransformerLMConfig
 from seqbook.language_model.recurrent import RecurrentLM
 
 __all__ = [
     "BigramLM",
     "CharCorpus",
+    "KVCache",
     "RecurrentLM",
+    "TransformerLM",
+    "TransformerLMConfig",
     "bigram_perplexity",
+    "cached_self_attention",
     "char_corpus",
     "generate",
     "lm_loss",
