@@ -16,6 +16,7 @@ layers (with :math:`h d_k = h d_v = d_{model}`).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -38,13 +39,14 @@ class KVCache:
     Attributes:
         keys, values: one ``(B, h, P, d_k)`` tensor per layer.
         batch_size: :math:`B`.
-        owner: a weak reference to the model that made the cache.
+        owner: a weak reference to the model that made the cache (call it to get
+            the model, or ``None`` once the model is gone).
     """
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
     batch_size: int
-    owner: weakref.ref = field(repr=False)
+    owner: Callable[[], nn.Module | None] = field(repr=False)
 
     @classmethod
     def empty(cls, model: nn.Module, batch_size: int, num_layers: int, num_heads: int,
@@ -115,14 +117,14 @@ def cached_self_attention(
         out = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
         return out if b is None else out + b.unsqueeze(1)
 
-    Q = project(attention.W_Q, attention.b_Q)  # (B, h, T, d_k)
+    Q = project(attention.W_Q, attention.b_Q)  # (B, h, T, d_k): new queries only
     K = torch.cat([cache.keys[layer], project(attention.W_K, attention.b_K)], dim=2)
     V = torch.cat([cache.values[layer], project(attention.W_V, attention.b_V)], dim=2)
-    cache.keys[layer], cache.values[layer] = K, V  # (B, h, P + T, d_k)
+    cache.keys[layer], cache.values[layer] = K, V  # (B, h, P + T, d_k)  (eq-lm-cache-append)
     # query i is position P + i: it may see keys j <= P + i  (eq-lm-cached-mask)
     mask = None if T == 1 else torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
     dropout = attention.dropout if attention.training else 0.0
-    heads, _ = scaled_dot_product_attention(Q, K, V, mask, dropout)  # (B, h, T, d_v)
+    heads, _ = scaled_dot_product_attention(Q, K, V, mask, dropout)  # (eq-lm-cached-attention)
     concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
     output = concat @ attention.W_O  # (B, T, d_model)
     return output if attention.b_O is None else output + attention.b_O
