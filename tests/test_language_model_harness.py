@@ -11,7 +11,7 @@ from torch import nn
 from seqbook.data import Vocab, python_source_corpus, tokenize
 from seqbook.language_model import (
     BigramLM, RecurrentLM, bigram_perplexity, char_corpus, generate, lm_loss,
-    perplexity, random_windows, sequence_loss,
+    loss_by_position, perplexity, random_windows, sequence_loss,
 )
 from seqbook.recurrent import GRU, LSTM
 
@@ -201,3 +201,23 @@ def test_recurrent_lm_bad_input():
         model(torch.tensor([[0, 5]]))
     with pytest.raises(ValueError, match="ids must have 2 dimensions"):
         model(torch.tensor([0, 1]))
+
+
+def test_loss_by_position_averages_each_position_over_the_windows():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 6, (103,), generator=g)
+    bigram = BigramLM(ids, 6)
+    curve = loss_by_position(bigram, ids, window=10)          # 10 windows of 10
+    assert curve.shape == (10,)
+    assert torch.allclose(curve.mean(), sequence_loss(bigram, ids[:101]), atol=1e-6)
+    torch.manual_seed(0)
+    model = RecurrentLM(6, hidden_size=8, embedding_dim=4)
+    curve = loss_by_position(model, ids, window=10)
+    per_window = []                                  # each window read on its own
+    for start in range(0, 100, 10):
+        piece = ids[start:start + 11]
+        logits, _ = model(piece[None, :-1])
+        per_window.append(F.cross_entropy(logits[0], piece[1:], reduction="none"))
+    assert torch.allclose(curve, torch.stack(per_window).mean(0), atol=1e-6)
+    with pytest.raises(ValueError, match="ids must be longer than window=200"):
+        loss_by_position(bigram, ids, window=200)

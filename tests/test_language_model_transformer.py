@@ -191,3 +191,23 @@ def test_kv_cache_is_a_public_dataclass():
     assert isinstance(cache, KVCache) and cache.length == 0 and cache.nbytes == 0
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         model.init_state(0)
+
+
+def test_a_sliding_context_writes_past_max_len_and_reads_only_the_window():
+    model = small()
+    prompt = torch.randint(0, 11, (2, 5))
+    long = generate(model, prompt, 100, greedy=True, use_cache=False, context=8)
+    assert long.shape == (2, 105)
+    # each step is the model's greedy choice given the last 8 tokens only
+    for t in (20, 60, 104):
+        logits, _ = model(long[:, t - 8:t])
+        assert torch.equal(logits[:, -1].argmax(-1), long[:, t])
+    # a window as long as the text changes nothing
+    assert torch.equal(generate(model, prompt, 20, greedy=True, use_cache=False, context=25),
+                       generate(model, prompt, 20, greedy=True))
+    with pytest.raises(ValueError, match="context needs use_cache=False"):
+        generate(model, prompt, 5, context=8)
+    with pytest.raises(ValueError, match="context must be <= the model's max_len=64, got 65"):
+        generate(model, prompt, 5, context=65, use_cache=False)
+    with pytest.raises(ValueError, match="context must be >= 1"):
+        generate(model, prompt, 5, context=0, use_cache=False)

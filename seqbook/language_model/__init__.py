@@ -10,7 +10,7 @@ same corpus, windows, loss and perplexity. Every model here is called as
 from seqbook.language_model.bigram import BigramLM, bigram_perplexity
 from seqbook.language_model.cache import KVCache, cached_self_attention
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
-from seqbook.language_model.evaluate import lm_loss, perplexity, sequence_loss
+from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexity, sequence_loss
 from seqbook.language_model.generate import generate, next_token
 from seqbook.language_model.model import TransformerLM, TransformerLMConfig
 from seqbook.language_model.recurrent import RecurrentLM
@@ -27,6 +27,7 @@ __all__ = [
     "char_corpus",
     "generate",
     "lm_loss",
+    "loss_by_position",
     "next_token",
     "perplexity",
     "random_windows",

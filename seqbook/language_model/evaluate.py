@@ -28,7 +28,7 @@ from torch import nn
 
 from seqbook._checks import check_positive_int, check_tensor
 
-__all__ = ["lm_loss", "sequence_loss", "perplexity"]
+__all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
 
 
 def _logits(output: torch.Tensor | tuple) -> torch.Tensor:
@@ -171,3 +171,40 @@ def perplexity(model: nn.Module, ids: torch.Tensor, window: int | None = None,
         True
     """
     return math.exp(sequence_loss(model, ids, window, stride).item())
+
+
+def loss_by_position(model: nn.Module, ids: torch.Tensor, window: int) -> torch.Tensor:
+    r"""Mean negative log-likelihood at each position of a window, over a whole stream.
+
+    The stream is cut into consecutive windows of ``window`` inputs (each followed by
+    its next token); the model reads each window from a fresh start, and the loss of
+    position :math:`t` is averaged over the windows. Position :math:`t` predicts from
+    :math:`t` tokens of context, so the curve shows how much a model gains from
+    reading further back.
+
+    Args:
+        model: a language model (see the module's docstring).
+        ids: the stream ``(N,)``, ``N > window``.
+        window: the window length :math:`W`.
+
+    Shapes:
+        returns: ``(W,)``, in nats.
+
+    Example:
+        >>> from seqbook.language_model import BigramLM
+        >>> ids = torch.randint(0, 5, (200,))
+        >>> curve = loss_by_position(BigramLM(ids, 5), ids, window=8)
+        >>> tuple(curve.shape)
+        (8,)
+    """
+    _check_model(model)
+    check_tensor("ids", ids, ndim=1, floating=False)
+    window = check_positive_int("window", window)
+    if len(ids) <= window:
+        raise ValueError(f"ids must be longer than window={window}, got {len(ids)} ids")
+    count = (len(ids) - 1) // window
+    windows = ids[: count * window + 1].unfold(0, window + 1, window)  # (count, W + 1)
+    with torch.no_grad():
+        logits = _logits(model(windows[:, :-1]))  # (count, W, V)
+        nll = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")
+    return nll.mean(0)  # (W,)

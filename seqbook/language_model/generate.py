@@ -61,6 +61,7 @@ def generate(
     greedy: bool = False,
     generator: torch.Generator | None = None,
     use_cache: bool = True,
+    context: int | None = None,
 ) -> torch.Tensor:
     r"""Continue ``prompt`` by ``num_tokens`` tokens, one at a time.
 
@@ -69,7 +70,11 @@ def generate(
     model keeps what it computed for earlier positions in its state (a recurrent
     model's hidden state, a transformer's :class:`~seqbook.language_model.KVCache`),
     so each step reads one new token; with ``use_cache=False`` it re-reads the whole
-    sequence at every step. Both give the same tokens.
+    sequence at every step. Both give the same tokens. With a ``context`` :math:`W`
+    (and no cache) each step reads only the last :math:`W` tokens: a transformer
+    trained on windows of :math:`W` tokens can then write texts longer than its
+    ``max_len``, at the cost of recomputing the window at every step (its positions
+    shift, so a cache cannot be kept).
 
     The model is any language model of :mod:`seqbook.language_model`: it has
     ``vocab_size``, ``init_state(batch_size)`` and ``forward(ids, state) -> (logits,
@@ -84,9 +89,12 @@ def generate(
         greedy: pick the most likely token instead of sampling.
         generator: the random generator of the sampling.
         use_cache: carry the model's state from step to step.
+        context: read at most this many of the last tokens at each step (requires
+            ``use_cache=False``); ``None``: all of them.
 
     Shapes:
-        prompt: ``(B, T_0)``, ``T_0 >= 1``, with ``T_0 + num_tokens <= model.max_len``.
+        prompt: ``(B, T_0)``, ``T_0 >= 1``; ``T_0 + num_tokens <= model.max_len``
+        unless a ``context <= max_len`` is given.
         returns: ``(B, T_0 + num_tokens)``: the prompt and its continuation.
 
     Example:
@@ -114,8 +122,14 @@ def generate(
             raise TypeError(f"{name} must be a bool, got {flag!r}")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    if context is not None:
+        context = check_int("context", context, min_value=1)
+        if use_cache:
+            raise ValueError("context needs use_cache=False: a cache keeps every position")
     max_len = getattr(model, "max_len", None)
-    if max_len is not None and T_0 + num_tokens > max_len:
+    if max_len is not None and context is not None and context > max_len:
+        raise ValueError(f"context must be <= the model's max_len={max_len}, got {context}")
+    if max_len is not None and context is None and T_0 + num_tokens > max_len:
         raise ValueError(
             f"prompt length {T_0} + num_tokens {num_tokens} = {T_0 + num_tokens} is more "
             f"than the model's max_len={max_len}"
@@ -126,7 +140,7 @@ def generate(
         with torch.no_grad():
             ids = prompt
             state = model.init_state(B) if use_cache else None
-            logits, state = model(prompt, state)  # (B, T_0, V)
+            logits, state = model(prompt[:, -context:] if context else prompt, state)
             for step in range(num_tokens):
                 new = next_token(logits[:, -1], temperature, greedy, generator)  # (B,)
                 ids = torch.cat([ids, new[:, None]], dim=1)  # (B, T_0 + step + 1)
@@ -135,7 +149,7 @@ def generate(
                 if use_cache:
                     logits, state = model(new[:, None], state)  # (B, 1, V)
                 else:
-                    logits, _ = model(ids)  # (B, T_0 + step + 1, V)
+                    logits, _ = model(ids[:, -context:] if context else ids)  # (B, ., V)
     finally:
         model.train(was_training)
     return ids
