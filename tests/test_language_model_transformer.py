@@ -211,3 +211,24 @@ def test_a_sliding_context_writes_past_max_len_and_reads_only_the_window():
         generate(model, prompt, 5, context=65, use_cache=False)
     with pytest.raises(ValueError, match="context must be >= 1"):
         generate(model, prompt, 5, context=0, use_cache=False)
+
+
+def test_cached_self_attention_bad_input():
+    from seqbook.language_model import cached_self_attention
+    model = small()
+    attention = model.blocks[0].self_attention
+    cache = model.init_state(2)
+    x = torch.randn(2, 3, 16)
+    with pytest.raises(TypeError, match="attention must be a seqbook.attention.MultiHeadAttention"):
+        cached_self_attention(nn.Linear(16, 16), x, cache, 0)
+    with pytest.raises(ValueError, match="x must have d_model = 16 features"):
+        cached_self_attention(attention, torch.randn(2, 3, 8), cache, 0)
+    with pytest.raises(ValueError, match="layer must be < the cache's 2 layers, got 2"):
+        cached_self_attention(attention, x, cache, 2)
+    with pytest.raises(ValueError, match="cache holds a batch of 2 sequences, but x has 1"):
+        cached_self_attention(attention, x[:1], cache, 0)
+    with pytest.raises(TypeError, match="x has dtype torch.float64 but the cache's keys"):
+        cached_self_attention(attention, x.double(), cache, 0)
+    with pytest.raises(TypeError, match="cache must be a KVCache"):
+        cached_self_attention(attention, x, None, 0)
+    assert cache.length == 0                           # nothing was appended

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int
+from seqbook._checks import (
+    check_int,
+    check_last_dim,
+    check_positive_int,
+    check_same_dtype,
+    check_tensor,
+)
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 
 __all__ = ["KVCache", "cached_self_attention"]
@@ -89,6 +95,26 @@ class KVCache:
         return self
 
 
+def _check_step(attention: object, x: object, cache: object, layer: object) -> None:
+    if not isinstance(attention, MultiHeadAttention):
+        raise TypeError(
+            f"attention must be a seqbook.attention.MultiHeadAttention, got "
+            f"{type(attention).__name__}"
+        )
+    check_tensor("x", x, ndim=3, floating=True)
+    check_last_dim("x", x, attention.d_model, what="d_model")
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    check_int("layer", layer, min_value=0)
+    if layer >= len(cache.keys):
+        raise ValueError(f"layer must be < the cache's {len(cache.keys)} layers, got {layer}")
+    if x.shape[0] != cache.batch_size:
+        raise ValueError(
+            f"cache holds a batch of {cache.batch_size} sequences, but x has {x.shape[0]}"
+        )
+    check_same_dtype("x", x, cache.keys[layer].dtype, of="the cache's keys")
+
+
 def cached_self_attention(
     attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
 ) -> torch.Tensor:
@@ -109,7 +135,21 @@ def cached_self_attention(
     Shapes:
         x: ``(B, T, d_model)``.
         returns: ``(B, T, d_model)``.
+
+    Example:
+        >>> from seqbook.attention import causal_mask
+        >>> from seqbook.language_model import TransformerLM
+        >>> model = TransformerLM(vocab_size=5, d_model=8, num_heads=2, num_layers=1)
+        >>> attention = model.blocks[0].self_attention
+        >>> x = torch.randn(1, 4, 8)
+        >>> full, _ = attention(x, x, x, attn_mask=causal_mask(4))
+        >>> cache = model.init_state(batch_size=1)
+        >>> first = cached_self_attention(attention, x[:, :3], cache, layer=0)
+        >>> last = cached_self_attention(attention, x[:, 3:], cache, layer=0)
+        >>> torch.allclose(torch.cat([first, last], 1), full, atol=1e-6)
+        True
     """
+    _check_step(attention, x, cache, layer)
     B, T, _ = x.shape
     P = cache.keys[layer].shape[2]
 
