@@ -19,6 +19,7 @@ from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 from seqbook.data import mnist5k, pad_batch
 from seqbook.decoding import beam_search
 from seqbook.hopfield import ModernHopfield
+from seqbook.language_model import TransformerLM, generate
 from seqbook.metrics import corpus_bleu
 from seqbook.recurrent import GRU, LSTM, RNN
 from seqbook.utils import seed_everything
@@ -199,6 +200,35 @@ def hopfield_retrieval() -> Comparison:
         )
 
 
+def _generation(num_tokens: int) -> Comparison:
+    """Greedy generation with the language-model chapter's transformer (untrained).
+
+    The time of generation does not depend on the weights, only on the sizes:
+    d_model 64, 4 heads, 2 blocks, 98 symbols; a prompt of 4 tokens.
+    """
+    seed_everything(0)
+    model = TransformerLM(98).eval()
+    prompt = torch.randint(0, 98, (1, 4))
+    cached = generate(model, prompt, num_tokens, greedy=True)
+    assert torch.equal(cached, generate(model, prompt, num_tokens, greedy=True,
+                                        use_cache=False))  # same tokens, or no row
+    return compare(
+        f"transformer LM, greedy generation of {num_tokens} tokens with the KV cache "
+        "(reference: without it)",
+        lambda: generate(model, prompt, num_tokens, greedy=True),
+        lambda: generate(model, prompt, num_tokens, greedy=True, use_cache=False),
+        repeats=3,
+    )
+
+
+def kv_cache_short() -> Comparison:
+    return _generation(64)
+
+
+def kv_cache_long() -> Comparison:
+    return _generation(250)
+
+
 ROWS = [
     padding,
     rnn_layer,
@@ -211,6 +241,8 @@ ROWS = [
     bleu,
     beam_search_batched,
     hopfield_retrieval,
+    kv_cache_short,
+    kv_cache_long,
 ]
 
 
@@ -245,4 +277,6 @@ TARGETS = {
     "multi_head_attention": (1.2, ""),
     "bleu": (0.5, ""),
     "beam_search_batched": (0.2, ""),
+    "kv_cache_short": (0.8, ""),
+    "kv_cache_long": (0.5, ""),
 }

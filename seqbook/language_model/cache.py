@@ -1,0 +1,170 @@
+r"""The key-value cache: attention over the past without recomputing it.
+
+Shape letters: ``B`` batch, ``h`` heads, ``T`` new positions, ``P`` positions already
+in the cache (the past), ``d_k`` per-head size of keys and queries, ``d_v`` of values,
+``d_model`` the model width.
+
+In a causal transformer, the keys and values of position :math:`j` depend only on the
+tokens up to :math:`j`, so they never change once computed. Generating token by token,
+each step needs the query of the new position only; the keys and values of all earlier
+positions can be kept from the previous steps. Per layer the cache holds
+:math:`\mathbf{K}, \mathbf{V} \in \mathbb{R}^{B \times h \times P \times d_k}`, so its
+size is :math:`2 \cdot N_x \cdot B \cdot P \cdot d_{model}` numbers for :math:`N_x`
+layers (with :math:`h d_k = h d_v = d_{model}`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from seqbook._checks import (
+    check_int,
+    check_last_dim,
+    check_positive_int,
+    check_same_dtype,
+    check_tensor,
+)
+from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
+
+__all__ = ["KVCache", "cached_self_attention"]
+
+
+@dataclass
+class KVCache:
+    """The keys and values of every layer for the positions generated so far.
+
+    Made by a model's ``init_state(batch_size)`` (e.g.
+    :meth:`seqbook.language_model.TransformerLM.init_state`), filled by its forward
+    pass; a cache belongs to the model and batch that made it.
+
+    Attributes:
+        keys, values: one ``(B, h, P, d_k)`` tensor per layer.
+        batch_size: :math:`B`.
+        owner: a weak reference to the model that made the cache (call it to get
+            the model, or ``None`` once the model is gone).
+    """
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    batch_size: int
+    owner: Callable[[], nn.Module | None] = field(repr=False)
+
+    @classmethod
+    def empty(cls, model: nn.Module, batch_size: int, num_layers: int, num_heads: int,
+              d_k: int, d_v: int) -> "KVCache":
+        """An empty cache (``P = 0``) for ``model``, on its device and in its dtype."""
+        check_positive_int("batch_size", batch_size)
+        weight = next(model.parameters())
+        shape_k = (batch_size, num_heads, 0, d_k)
+        shape_v = (batch_size, num_heads, 0, d_v)
+        like = dict(device=weight.device, dtype=weight.dtype)
+        return cls(
+            keys=[torch.zeros(shape_k, **like) for _ in range(num_layers)],  # (B, h, 0, d_k)
+            values=[torch.zeros(shape_v, **like) for _ in range(num_layers)],  # (B, h, 0, d_v)
+            batch_size=batch_size,
+            owner=weakref.ref(model),
+        )
+
+    @property
+    def length(self) -> int:
+        """The number of positions :math:`P` held."""
+        return self.keys[0].shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of all the cached keys and values."""
+        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
+
+    def check(self, model: nn.Module, batch_size: int) -> "KVCache":
+        """Return the cache if ``model`` made it for batches of ``batch_size``."""
+        if self.owner() is not model:
+            raise ValueError(
+                "cache was made by another model; start a cache for this one with "
+                "model.init_state(batch_size)"
+            )
+        if batch_size != self.batch_size:
+            raise ValueError(
+                f"cache holds a batch of {self.batch_size} sequences, but ids has "
+                f"{batch_size}; a cache belongs to the batch it was made for"
+            )
+        return self
+
+
+def _check_step(attention: object, x: object, cache: object, layer: object) -> None:
+    if not isinstance(attention, MultiHeadAttention):
+        raise TypeError(
+            f"attention must be a seqbook.attention.MultiHeadAttention, got "
+            f"{type(attention).__name__}"
+        )
+    check_tensor("x", x, ndim=3, floating=True)
+    check_last_dim("x", x, attention.d_model, what="d_model")
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    check_int("layer", layer, min_value=0)
+    if layer >= len(cache.keys):
+        raise ValueError(f"layer must be < the cache's {len(cache.keys)} layers, got {layer}")
+    if x.shape[0] != cache.batch_size:
+        raise ValueError(
+            f"cache holds a batch of {cache.batch_size} sequences, but x has {x.shape[0]}"
+        )
+    check_same_dtype("x", x, cache.keys[layer].dtype, of="the cache's keys")
+
+
+def cached_self_attention(
+    attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
+) -> torch.Tensor:
+    r"""Causal self-attention of ``T`` new positions to the cached past and to themselves.
+
+    The new positions' keys and values are appended to the cache of ``layer``; query
+    :math:`i` (position :math:`P + i`) attends to every key up to its own position.
+    Uses the weights of ``attention`` (a :class:`~seqbook.attention.MultiHeadAttention`),
+    so it computes what ``attention(x_all, x_all, x_all, attn_mask=causal_mask(P + T))``
+    computes for the last ``T`` rows, without recomputing the first ``P``.
+
+    Args:
+        attention: the layer's multi-head attention.
+        x: the new positions' inputs.
+        cache: the cache; its ``layer`` entries grow by ``T`` positions.
+        layer: which layer's keys and values to use.
+
+    Shapes:
+        x: ``(B, T, d_model)``.
+        returns: ``(B, T, d_model)``.
+
+    Example:
+        >>> from seqbook.attention import causal_mask
+        >>> from seqbook.language_model import TransformerLM
+        >>> model = TransformerLM(vocab_size=5, d_model=8, num_heads=2, num_layers=1)
+        >>> attention = model.blocks[0].self_attention
+        >>> x = torch.randn(1, 4, 8)
+        >>> full, _ = attention(x, x, x, attn_mask=causal_mask(4))
+        >>> cache = model.init_state(batch_size=1)
+        >>> first = cached_self_attention(attention, x[:, :3], cache, layer=0)
+        >>> last = cached_self_attention(attention, x[:, 3:], cache, layer=0)
+        >>> torch.allclose(torch.cat([first, last], 1), full, atol=1e-6)
+        True
+    """
+    _check_step(attention, x, cache, layer)
+    B, T, _ = x.shape
+    P = cache.keys[layer].shape[2]
+
+    def project(W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+        out = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
+        return out if b is None else out + b.unsqueeze(1)
+
+    Q = project(attention.W_Q, attention.b_Q)  # (B, h, T, d_k): new queries only
+    K = torch.cat([cache.keys[layer], project(attention.W_K, attention.b_K)], dim=2)
+    V = torch.cat([cache.values[layer], project(attention.W_V, attention.b_V)], dim=2)
+    cache.keys[layer], cache.values[layer] = K, V  # (B, h, P + T, d_k)  (eq-lm-cache-append)
+    # query i is position P + i: it may see keys j <= P + i  (eq-lm-cached-mask)
+    mask = None if T == 1 else torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
+    dropout = attention.dropout if attention.training else 0.0
+    heads, _ = scaled_dot_product_attention(Q, K, V, mask, dropout)  # (eq-lm-cached-attention)
+    concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
+    output = concat @ attention.W_O  # (B, T, d_model)
+    return output if attention.b_O is None else output + attention.b_O

@@ -1,0 +1,155 @@
+r"""Generating text from a language model: greedy or sampled, with or without a cache.
+
+Shape letters: ``B`` batch, ``T_0`` prompt length, ``n`` new tokens, ``V`` vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbook._checks import check_int, check_real, check_token_ids
+
+__all__ = ["generate", "next_token"]
+
+
+def next_token(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    r"""Choose the next token from its scores: the most likely, or a sample at temperature :math:`\tau`.
+
+    .. math::
+        p_\tau(v) = \frac{\exp(s_v / \tau)}{\sum_u \exp(s_u / \tau)}
+
+    A low temperature sharpens the distribution toward the most likely tokens (as
+    :math:`\tau \to 0`, sampling becomes greedy), a high one flattens it.
+
+    Args:
+        logits: the scores :math:`s` of the next token.
+        temperature: :math:`\tau > 0` (ignored when ``greedy``).
+        greedy: take the arg max instead of sampling.
+        generator: the random generator of the sampling (seed it to repeat a sample).
+
+    Shapes:
+        logits: ``(B, V)``.
+        returns: ``(B,)`` token ids.
+
+    Example:
+        >>> scores = torch.tensor([[2.0, 1.0, 0.0]])
+        >>> next_token(scores, greedy=True)
+        tensor([0])
+        >>> g = torch.Generator().manual_seed(0)
+        >>> next_token(scores, temperature=0.01, generator=g)   # almost greedy
+        tensor([0])
+    """
+    if greedy:
+        return logits.argmax(dim=-1)  # (B,)
+    probs = F.softmax(logits / temperature, dim=-1)  # (B, V)
+    return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
+
+
+def generate(
+    model: nn.Module,
+    prompt: torch.Tensor,
+    num_tokens: int,
+    *,
+    temperature: float = 1.0,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+    use_cache: bool = True,
+    context: int | None = None,
+) -> torch.Tensor:
+    r"""Continue ``prompt`` by ``num_tokens`` tokens, one at a time.
+
+    Each step feeds the model what it has not read yet and picks the next token from
+    the scores of the last position (:func:`next_token`). With ``use_cache=True`` the
+    model keeps what it computed for earlier positions in its state (a recurrent
+    model's hidden state, a transformer's :class:`~seqbook.language_model.KVCache`),
+    so each step reads one new token; with ``use_cache=False`` it re-reads the whole
+    sequence at every step. Both give the same tokens. With a ``context`` :math:`W`
+    (and no cache) each step reads only the last :math:`W` tokens: a transformer
+    trained on windows of :math:`W` tokens can then write texts longer than its
+    ``max_len``, at the cost of recomputing the window at every step (its positions
+    shift, so a cache cannot be kept).
+
+    The model is any language model of :mod:`seqbook.language_model`: it has
+    ``vocab_size``, ``init_state(batch_size)`` and ``forward(ids, state) -> (logits,
+    state)``, and optionally ``max_len``. It runs in evaluation mode without gradients
+    and is put back in its previous mode afterwards.
+
+    Args:
+        model: the language model.
+        prompt: the first tokens of each sequence.
+        num_tokens: how many tokens to add (>= 1).
+        temperature: :math:`\tau > 0` of the sampling.
+        greedy: pick the most likely token instead of sampling.
+        generator: the random generator of the sampling.
+        use_cache: carry the model's state from step to step.
+        context: read at most this many of the last tokens at each step (requires
+            ``use_cache=False``); ``None``: all of them.
+
+    Shapes:
+        prompt: ``(B, T_0)``, ``T_0 >= 1``; ``T_0 + num_tokens <= model.max_len``
+        unless a ``context <= max_len`` is given.
+        returns: ``(B, T_0 + num_tokens)``: the prompt and its continuation.
+
+    Example:
+        >>> from seqbook.language_model import RecurrentLM
+        >>> _ = torch.manual_seed(0)
+        >>> model = RecurrentLM(vocab_size=10, hidden_size=8, embedding_dim=4)
+        >>> prompt = torch.tensor([[1, 2]])
+        >>> fast = generate(model, prompt, 5, greedy=True)
+        >>> slow = generate(model, prompt, 5, greedy=True, use_cache=False)
+        >>> tuple(fast.shape), torch.equal(fast, slow)
+        ((1, 7), True)
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_token_ids("prompt", prompt, model.vocab_size, ndim=2)
+    B, T_0 = prompt.shape
+    if T_0 == 0:
+        raise ValueError("prompt must hold at least one token per sequence, got shape "
+                         f"{tuple(prompt.shape)}")
+    num_tokens = check_int("num_tokens", num_tokens, min_value=1)
+    if not greedy:
+        temperature = check_real("temperature", temperature, min_value=0.0, strict_min=True)
+    for name, flag in (("greedy", greedy), ("use_cache", use_cache)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {flag!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    if context is not None:
+        context = check_int("context", context, min_value=1)
+        if use_cache:
+            raise ValueError("context needs use_cache=False: a cache keeps every position")
+    max_len = getattr(model, "max_len", None)
+    if max_len is not None and context is not None and context > max_len:
+        raise ValueError(f"context must be <= the model's max_len={max_len}, got {context}")
+    if max_len is not None and context is None and T_0 + num_tokens > max_len:
+        raise ValueError(
+            f"prompt length {T_0} + num_tokens {num_tokens} = {T_0 + num_tokens} is more "
+            f"than the model's max_len={max_len}"
+        )
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            ids = prompt
+            state = model.init_state(B) if use_cache else None
+            logits, state = model(prompt[:, -context:] if context else prompt, state)
+            for step in range(num_tokens):
+                new = next_token(logits[:, -1], temperature, greedy, generator)  # (B,)
+                ids = torch.cat([ids, new[:, None]], dim=1)  # (B, T_0 + step + 1)
+                if step == num_tokens - 1:
+                    break
+                if use_cache:
+                    logits, state = model(new[:, None], state)  # (B, 1, V)
+                else:
+                    logits, _ = model(ids[:, -context:] if context else ids)  # (B, ., V)
+    finally:
+        model.train(was_training)
+    return ids

@@ -1,0 +1,154 @@
+r"""A decoder-only transformer language model (a GPT-style stack of causal blocks).
+
+Shape letters: ``B`` batch, ``T`` positions read in this call, ``P`` positions already
+in a key-value cache, ``d_model`` the model width, ``V`` the vocabulary, ``N_x`` the
+number of blocks.
+
+The blocks are the transformer chapter's :class:`~seqbook.transformer.EncoderBlock`
+with a causal mask: without an encoder to attend to, a decoder block is
+self-attention and a feed-forward network, and the causal mask is what makes it a
+decoder. Masks follow the book's convention (True = may attend).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_positive_int, check_probability, check_token_ids
+from seqbook.attention import causal_mask
+from seqbook.language_model.cache import KVCache, cached_self_attention
+from seqbook.transformer import EncoderBlock, LayerNorm, PositionalEncoding
+
+__all__ = ["TransformerLMConfig", "TransformerLM"]
+
+
+@dataclass
+class TransformerLMConfig:
+    """The sizes of a :class:`TransformerLM` (defaults: the language-model chapter's)."""
+
+    d_model: int = 64  # model width
+    num_heads: int = 4  # attention heads per block (must divide d_model)
+    num_layers: int = 2  # blocks N_x
+    d_ff: int = 192  # hidden width of the feed-forward sublayers
+    max_len: int = 256  # longest context the positional encoding covers
+    dropout: float = 0.0  # on embeddings, attention weights and sublayer outputs
+    norm_first: bool = True  # pre-norm (True) or the paper's post-norm
+
+
+class TransformerLM(nn.Module):
+    r"""Token embedding plus positions, ``N_x`` causal blocks, a final norm, a readout.
+
+    .. math::
+        \mathbf{x}^{(0)}_t = \sqrt{d_{model}}\, \mathbf{E}[x_t] + PE_t, \qquad
+        \mathbf{x}^{(l)} = \operatorname{Block}_l(\mathbf{x}^{(l-1)};
+        \text{causal mask}), \qquad
+        P(x_{t+1} \mid x_{\le t}) = \operatorname{softmax}\big(
+        \operatorname{LN}(\mathbf{x}^{(N_x)}_t) \mathbf{W} + \mathbf{b}\big)
+
+    Called with a :class:`~seqbook.language_model.KVCache` (from :meth:`init_state`),
+    it reads only the new tokens, appends their keys and values to the cache and
+    returns the same logits as a pass over the whole sequence would give for them.
+
+    Args:
+        vocab_size: :math:`V`.
+        config: the sizes (:class:`TransformerLMConfig`); keyword arguments override
+            its fields, e.g. ``TransformerLM(100, num_layers=4)``.
+
+    Shapes:
+        ids: ``(B, T)`` with ``P + T <= max_len``.
+        returns (forward): ``(logits (B, T, V), cache)``; the cache is ``None`` when
+        none was given.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> model = TransformerLM(vocab_size=10, d_model=8, num_heads=2, d_ff=16)
+        >>> ids = torch.tensor([[1, 2, 3, 4]])
+        >>> logits, _ = model(ids)
+        >>> cache = model.init_state(batch_size=1)
+        >>> first, cache = model(ids[:, :3], cache)     # three tokens, then one
+        >>> last, cache = model(ids[:, 3:], cache)
+        >>> torch.allclose(last[0, 0], logits[0, 3], atol=1e-6), cache.length
+        (True, 4)
+    """
+
+    def __init__(self, vocab_size: int, config: TransformerLMConfig | None = None,
+                 **overrides: object) -> None:
+        super().__init__()
+        if config is None:
+            config = TransformerLMConfig()
+        if not isinstance(config, TransformerLMConfig):
+            raise TypeError(f"config must be a TransformerLMConfig, got {type(config).__name__}")
+        unknown = set(overrides) - set(TransformerLMConfig.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown TransformerLM options: {sorted(unknown)}")
+        config = TransformerLMConfig(**{**config.__dict__, **overrides})
+        self.config = config
+        self.vocab_size = V = check_positive_int("vocab_size", vocab_size)
+        self.d_model = d = check_positive_int("d_model", config.d_model)
+        self.num_heads = check_positive_int("num_heads", config.num_heads)
+        if d % config.num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model, got d_model={d} and "
+                f"num_heads={config.num_heads}"
+            )
+        self.num_layers = check_positive_int("num_layers", config.num_layers)
+        self.max_len = check_positive_int("max_len", config.max_len)
+        dropout = check_probability("dropout", config.dropout)
+        self.embedding = nn.Embedding(V, d)
+        nn.init.normal_(self.embedding.weight, std=d**-0.5)  # as seqbook.transformer
+        self.positional = PositionalEncoding(d, config.max_len, dropout)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(d, config.num_heads, config.d_ff, dropout, config.norm_first)
+            for _ in range(config.num_layers)
+        )
+        self.norm = LayerNorm(d) if config.norm_first else nn.Identity()
+        self.readout = nn.Linear(d, V)
+
+    def init_state(self, batch_size: int) -> KVCache:
+        """An empty key-value cache for a batch of ``batch_size`` sequences."""
+        d_k = self.d_model // self.num_heads
+        return KVCache.empty(self, batch_size, self.num_layers, self.num_heads, d_k, d_k)
+
+    def _check_ids(self, ids: torch.Tensor, past: int) -> None:
+        check_token_ids("ids", ids, self.vocab_size, ndim=2)
+        if ids.shape[1] == 0:
+            raise ValueError(f"ids must hold at least one position, got shape {tuple(ids.shape)}")
+        if past + ids.shape[1] > self.max_len:
+            raise ValueError(
+                f"ids has {ids.shape[1]} positions" + (f" after {past} cached ones" if past else "")
+                + f", more than the model's max_len={self.max_len}"
+            )
+
+    def forward(
+        self, ids: torch.Tensor, cache: KVCache | None = None
+    ) -> tuple[torch.Tensor, KVCache | None]:
+        if cache is not None:
+            return self._forward_cached(ids, cache)
+        self._check_ids(ids, 0)
+        T = ids.shape[1]
+        x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)  (eq-lm-input)
+        x = self.positional(x)  # + PE_t
+        mask = causal_mask(T, device=ids.device)  # (T, T)  (eq-lm-causal)
+        for block in self.blocks:
+            x = block(x, attn_mask=mask)  # (B, T, d_model)  (eq-lm-block)
+        return self.readout(self.norm(x)), None  # (B, T, V)  (eq-lm-output)
+
+    def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+        cache.check(self, ids.shape[0] if ids.dim() == 2 else -1)
+        P = cache.length
+        self._check_ids(ids, P)
+        T = ids.shape[1]
+        x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)
+        x = self.positional.dropout(x + self.positional.pe[P : P + T])  # positions P..P+T-1
+        for layer, block in enumerate(self.blocks):
+            attend = partial(cached_self_attention, block.self_attention, cache=cache, layer=layer)
+            x = block.add_norm_1(x, attend)  # (B, T, d_model)
+            x = block.add_norm_2(x, block.feed_forward)
+        return self.readout(self.norm(x)), cache  # (B, T, V)

@@ -1,0 +1,234 @@
+"""The decoder-only transformer LM, its key-value cache and generation with it."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from seqbook.language_model import (
+    KVCache, RecurrentLM, TransformerLM, TransformerLMConfig, generate, next_token,
+)
+from seqbook.transformer import EncoderBlock, LayerNorm, positional_encoding
+
+
+def small(seed=0, **overrides):
+    torch.manual_seed(seed)
+    sizes = dict(d_model=16, num_heads=4, num_layers=2, d_ff=32, max_len=64)
+    return TransformerLM(11, **{**sizes, **overrides}).eval()
+
+
+def randomise(module):
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if "norm" in name or "bias" in name:
+                p.normal_(std=0.5)
+    return module
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_forward_equals_a_stack_of_torch_encoder_layers_with_a_causal_mask(norm_first):
+    model = small(norm_first=norm_first)
+    layers = [randomise(nn.TransformerEncoderLayer(16, 4, 32, 0.0, batch_first=True,
+                                                   norm_first=norm_first)).eval()
+              for _ in range(2)]
+    model.blocks = nn.ModuleList(EncoderBlock.from_torch(layer) for layer in layers)
+    final = randomise(nn.LayerNorm(16))
+    if norm_first:
+        model.norm = LayerNorm.from_torch(final)
+    ids = torch.randint(0, 11, (3, 9))
+    ignore_future = ~torch.ones(9, 9, dtype=torch.bool).tril()  # torch: True = ignore
+    x = model.embedding(ids) * math.sqrt(16) + positional_encoding(64, 16)[:9]
+    for layer in layers:
+        x = layer(x, src_mask=ignore_future)
+    expected = model.readout(final(x) if norm_first else x)
+    logits, state = model(ids)
+    assert state is None
+    assert torch.allclose(logits, expected, atol=1e-5)
+
+
+def test_the_past_does_not_see_the_future():
+    model = small()
+    ids = torch.randint(0, 11, (2, 12))
+    changed = ids.clone()
+    changed[:, 7] = (ids[:, 7] + 1) % 11
+    before, after = model(ids)[0], model(changed)[0]
+    assert torch.equal(before[:, :7], after[:, :7])
+    assert (before[:, 7:] - after[:, 7:]).abs().amax() > 1e-3
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.float32, 1e-5), (torch.float64, 1e-12)])
+@pytest.mark.parametrize("chunks", [(20,), (1,) * 20, (5, 1, 1, 13), (12, 8)])
+def test_cached_logits_equal_the_full_pass(dtype, atol, chunks):
+    model = small().to(dtype)
+    ids = torch.randint(0, 11, (3, 20))
+    full, _ = model(ids)
+    cache, pieces, start = model.init_state(3), [], 0
+    for size in chunks:
+        logits, cache = model(ids[:, start:start + size], cache)
+        pieces.append(logits)
+        start += size
+    assert cache.length == 20 and full.dtype == dtype
+    assert cache.keys[0].dtype == dtype
+    assert torch.allclose(torch.cat(pieces, 1), full, atol=atol, rtol=0)
+
+
+def test_cache_memory_is_two_tensors_per_layer_of_b_t_d_model():
+    model = small(num_layers=3)
+    cache = model.init_state(4)
+    model(torch.randint(0, 11, (4, 10)), cache)
+    assert len(cache.keys) == len(cache.values) == 3
+    assert all(k.shape == (4, 4, 10, 4) for k in cache.keys + cache.values)
+    assert cache.nbytes == 2 * 3 * 4 * 10 * 16 * 4  # 2 N_x B T d_model bytes
+    assert model.double().init_state(1).keys[0].dtype == torch.float64
+
+
+def test_cache_errors_name_the_problem():
+    model, other = small(), small(seed=1)
+    cache = model.init_state(2)
+    model(torch.randint(0, 11, (2, 5)), cache)
+    with pytest.raises(ValueError, match="cache holds a batch of 2 sequences, but ids has 3"):
+        model(torch.randint(0, 11, (3, 1)), cache)
+    with pytest.raises(ValueError, match="cache was made by another model"):
+        other(torch.randint(0, 11, (2, 1)), cache)
+    with pytest.raises(ValueError, match="ids has 60 positions after 5 cached ones, more "
+                                         "than the model's max_len=64"):
+        model(torch.randint(0, 11, (2, 60)), cache)
+    with pytest.raises(TypeError, match="cache must be a KVCache or None"):
+        model(torch.randint(0, 11, (2, 1)), {"keys": []})
+    assert cache.length == 5  # a refused call leaves the cache as it was
+
+
+def test_model_bad_input():
+    model = small()
+    with pytest.raises(ValueError, match=r"ids must hold token ids in \[0, 11\) \(the "
+                                         r"vocabulary size\), got ids from 0 to 11"):
+        model(torch.tensor([[0, 11]]))
+    with pytest.raises(TypeError, match="ids must have an integer dtype"):
+        model(torch.rand(1, 3))
+    with pytest.raises(ValueError, match="ids has 65 positions, more than the model's "
+                                         "max_len=64"):
+        model(torch.zeros(1, 65, dtype=torch.long))
+    with pytest.raises(ValueError, match="num_heads must divide d_model"):
+        TransformerLM(11, d_model=10, num_heads=4)
+    with pytest.raises(TypeError, match="unknown TransformerLM options: \\['width'\\]"):
+        TransformerLM(11, width=3)
+    with pytest.raises(ValueError, match="dropout must be in \\[0, 1\\)"):
+        TransformerLM(11, dropout=1.0)
+    with pytest.raises(TypeError, match="config must be a TransformerLMConfig"):
+        TransformerLM(11, {"d_model": 8})
+    assert TransformerLM(11, TransformerLMConfig(num_layers=3)).num_layers == 3
+
+
+def test_cached_and_uncached_generation_give_the_same_tokens():
+    model = small()
+    prompt = torch.randint(0, 11, (3, 4))
+    greedy = [generate(model, prompt, 30, greedy=True, use_cache=c) for c in (True, False)]
+    assert torch.equal(greedy[0], greedy[1]) and torch.equal(greedy[0][:, :4], prompt)
+    sampled = [generate(model, prompt, 30, temperature=1.3, use_cache=c,
+                        generator=torch.Generator().manual_seed(7)) for c in (True, False)]
+    assert torch.equal(sampled[0], sampled[1])
+    assert not torch.equal(sampled[0], greedy[0])   # sampling does sample
+
+
+def test_generation_restores_the_training_mode():
+    model = small().train()
+    generate(model, torch.tensor([[1]]), 3)
+    assert model.training
+    model.eval()
+    generate(model, torch.tensor([[1]]), 3)
+    assert not model.training
+
+
+def test_generation_bad_input():
+    model = small()
+    prompt = torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match="temperature must be > 0.0, got 0.0"):
+        generate(model, prompt, 5, temperature=0.0)
+    with pytest.raises(ValueError, match="temperature must be > 0.0, got -1.0"):
+        generate(model, prompt, 5, temperature=-1.0)
+    with pytest.raises(ValueError, match="prompt length 3 \\+ num_tokens 62 = 65 is more "
+                                         "than the model's max_len=64"):
+        generate(model, prompt, 62)
+    with pytest.raises(ValueError, match=r"prompt must hold token ids in \[0, 11\)"):
+        generate(model, torch.tensor([[1, 20]]), 5)
+    with pytest.raises(ValueError, match="num_tokens must be >= 1"):
+        generate(model, prompt, 0)
+    with pytest.raises(ValueError, match="prompt must have 2 dimensions"):
+        generate(model, torch.tensor([1, 2]), 5)
+    with pytest.raises(ValueError, match="prompt must hold at least one token"):
+        generate(model, torch.zeros(1, 0, dtype=torch.long), 5)
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        generate(model, prompt, 5, generator=3)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        generate("model", prompt, 5)
+
+
+def test_next_token_greedy_and_temperature():
+    logits = torch.tensor([[0.0, 3.0, 1.0], [5.0, 0.0, 0.0]])
+    assert next_token(logits, greedy=True).tolist() == [1, 0]
+    g = torch.Generator().manual_seed(0)
+    draws = torch.stack([next_token(logits, temperature=1.0, generator=g)
+                         for _ in range(4000)])          # (n, B)
+    frequency = (draws[:, 0] == 1).double().mean().item()
+    expected = torch.softmax(logits[0], -1)[1].item()
+    assert abs(frequency - expected) < 0.03
+    hot = torch.stack([next_token(logits, temperature=100.0, generator=g)
+                       for _ in range(3000)])
+    assert abs((hot[:, 0] == 0).double().mean().item() - 1 / 3) < 0.04
+
+
+def test_a_recurrent_model_has_no_length_limit():
+    torch.manual_seed(0)
+    model = RecurrentLM(11, hidden_size=8, embedding_dim=4)
+    out = generate(model, torch.tensor([[1]]), 300, greedy=True)
+    assert out.shape == (1, 301)
+
+
+def test_kv_cache_is_a_public_dataclass():
+    model = small()
+    cache = model.init_state(1)
+    assert isinstance(cache, KVCache) and cache.length == 0 and cache.nbytes == 0
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        model.init_state(0)
+
+
+def test_a_sliding_context_writes_past_max_len_and_reads_only_the_window():
+    model = small()
+    prompt = torch.randint(0, 11, (2, 5))
+    long = generate(model, prompt, 100, greedy=True, use_cache=False, context=8)
+    assert long.shape == (2, 105)
+    # each step is the model's greedy choice given the last 8 tokens only
+    for t in (20, 60, 104):
+        logits, _ = model(long[:, t - 8:t])
+        assert torch.equal(logits[:, -1].argmax(-1), long[:, t])
+    # a window as long as the text changes nothing
+    assert torch.equal(generate(model, prompt, 20, greedy=True, use_cache=False, context=25),
+                       generate(model, prompt, 20, greedy=True))
+    with pytest.raises(ValueError, match="context needs use_cache=False"):
+        generate(model, prompt, 5, context=8)
+    with pytest.raises(ValueError, match="context must be <= the model's max_len=64, got 65"):
+        generate(model, prompt, 5, context=65, use_cache=False)
+    with pytest.raises(ValueError, match="context must be >= 1"):
+        generate(model, prompt, 5, context=0, use_cache=False)
+
+
+def test_cached_self_attention_bad_input():
+    from seqbook.language_model import cached_self_attention
+    model = small()
+    attention = model.blocks[0].self_attention
+    cache = model.init_state(2)
+    x = torch.randn(2, 3, 16)
+    with pytest.raises(TypeError, match="attention must be a seqbook.attention.MultiHeadAttention"):
+        cached_self_attention(nn.Linear(16, 16), x, cache, 0)
+    with pytest.raises(ValueError, match="x must have d_model = 16 features"):
+        cached_self_attention(attention, torch.randn(2, 3, 8), cache, 0)
+    with pytest.raises(ValueError, match="layer must be < the cache's 2 layers, got 2"):
+        cached_self_attention(attention, x, cache, 2)
+    with pytest.raises(ValueError, match="cache holds a batch of 2 sequences, but x has 1"):
+        cached_self_attention(attention, x[:1], cache, 0)
+    with pytest.raises(TypeError, match="x has dtype torch.float64 but the cache's keys"):
+        cached_self_attention(attention, x.double(), cache, 0)
+    with pytest.raises(TypeError, match="cache must be a KVCache"):
+        cached_self_attention(attention, x, None, 0)
+    assert cache.length == 0                           # nothing was appended
