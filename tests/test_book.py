@@ -163,7 +163,6 @@ SOURCE_NOT_YET_SHOWN = {
     "gru",
     "hopfield",
     "lstm",
-    "rnn",
     "transformer",
 }
 
