@@ -5,4 +5,5 @@ import sys
 
 from seqbook.experiments.long_lag import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
