@@ -160,9 +160,7 @@ def _show_source_calls(chapter) -> list[tuple[int, str]]:
 SOURCE_NOT_YET_SHOWN = {
     "attention",
     "decoding_bleu",
-    "gru",
     "hopfield",
-    "lstm",
     "transformer",
 }
 
