@@ -249,3 +249,20 @@ def test_tables_round_trip(tmp_path):
     mixed = [rows[0], copy.copy(rows[1]), "row"]
     with pytest.raises(TypeError, match="must all be RunRecord"):
         save_table(mixed, tmp_path / "v.csv")
+
+
+def test_runs_use_one_thread_and_restore_the_count():
+    from seqbook.experiments._common import one_thread
+
+    torch.set_num_threads(2)
+    try:
+        with one_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        long_lag_run(LayerSpec("rnn"), T=3, seed=0, hidden_size=4, max_steps=25)
+        assert torch.get_num_threads() == 2
+        with pytest.raises(RuntimeError), one_thread():
+            raise RuntimeError("restored even on errors")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)

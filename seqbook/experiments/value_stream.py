@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_int, check_positive_int, check_tensor
-from seqbook.experiments._common import check_generator
+from seqbook.experiments._common import check_generator, one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.train import fit
 from seqbook.utils import seed_everything
@@ -244,7 +244,8 @@ def value_stream_run(
     :func:`masked_mse`. Then it measures the root mean squared error
     :math:`\sqrt{L}` on ``eval_size`` fixed streams of each kind: single episodes from a
     reset state, continual streams of the training length, and continual streams of
-    ``long_length`` steps.
+    ``long_length`` steps. It runs on one CPU thread (restored afterwards), as the
+    committed table was computed.
 
     Args:
         spec: the recurrent layer.
@@ -273,14 +274,15 @@ def value_stream_run(
     long_task = ValueStreamTask(long_length)
     episodes = ValueStreamTask(task.max_gap + 1, continual=False)
     start = time.process_time()
-    seed_everything(seed)
-    model = StepRegressor(recurrent_layer(spec, task.input_size, hidden_size), hidden_size)
-    generator = torch.Generator().manual_seed(seed)
-    batches = lambda: (task(64, generator) for _ in range(steps))  # fresh, lazily
-    fit(model, masked_mse, batches, torch.optim.Adam(model.parameters(), lr=lr), epochs=1,
-        clip=1.0, progress=False)
-    errors = [rmse(model, *problem(eval_size, torch.Generator().manual_seed(EVAL_SEED)))
-              for problem in (episodes, task, long_task)]
+    with one_thread():
+        seed_everything(seed)
+        model = StepRegressor(recurrent_layer(spec, task.input_size, hidden_size), hidden_size)
+        generator = torch.Generator().manual_seed(seed)
+        batches = lambda: (task(64, generator) for _ in range(steps))  # fresh, lazily
+        fit(model, masked_mse, batches, torch.optim.Adam(model.parameters(), lr=lr), epochs=1,
+            clip=1.0, progress=False)
+        errors = [rmse(model, *problem(eval_size, torch.Generator().manual_seed(EVAL_SEED)))
+                  for problem in (episodes, task, long_task)]
     record = ValueStreamRecord(
         spec.label, spec.kind, spec.forget_gate, spec.input_gate_bias, spec.forget_gate_bias,
         spec.update_gate_bias, seed, steps, train_length, *errors, long_length,
