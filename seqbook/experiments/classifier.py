@@ -49,7 +49,8 @@ class LastOutputClassifier(nn.Module):
         num_classes: ``C`` (>= 2).
 
     Shapes:
-        ``x``: ``(B, T, D)``; returns scores ``(B, C)``.
+        x: ``(B, T, D)``, the input.
+        scores: ``(B, C)``, what the call returns.
 
     Example:
         >>> model = LastOutputClassifier(nn.GRU(3, 8, batch_first=True), 8, 2)
@@ -81,7 +82,8 @@ class StepClassifier(LastOutputClassifier):
         recurrent, hidden_size, num_classes: as for :class:`LastOutputClassifier`.
 
     Shapes:
-        ``x``: ``(B, T, D)``; returns scores ``(B, T, C)``.
+        x: ``(B, T, D)``, the input.
+        scores: ``(B, T, C)``, what the call returns.
 
     Example:
         >>> model = StepClassifier(nn.LSTM(3, 8, batch_first=True), 8, 4)

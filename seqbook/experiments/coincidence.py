@@ -39,8 +39,8 @@ class CoincidenceTask:
         p_on: the probability that a feature is on at a step, in ``(0, 1)``.
 
     Shapes:
-        a call ``task(batch, generator)`` returns ``x`` ``(B, T, 3)`` (float32, 0 or 1)
-        and ``y`` ``(B,)`` (int64, 0 = coincidence, 1 = none).
+        x: ``(B, T, 3)``, float32 zeros and ones, drawn by ``task(batch, generator)``.
+        y: ``(B,)``, int64 labels, 0 for a coincidence and 1 for none.
 
     Example:
         >>> x, y = CoincidenceTask(length=20)(6, torch.Generator().manual_seed(0))

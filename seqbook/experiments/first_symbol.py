@@ -43,8 +43,8 @@ class FirstSymbolTask:
             longest lag).
 
     Shapes:
-        a call ``task(batch, generator)`` returns ``x`` ``(B, T, K + M)`` (float32
-        one-hot rows) and ``y`` ``(B,)`` (int64 labels in ``[0, K)``).
+        x: ``(B, T, K + M)``, float32 one-hot rows, drawn by ``task(batch, generator)``.
+        y: ``(B,)``, int64 labels in ``[0, K)``.
 
     Example:
         >>> task = FirstSymbolTask(length=10)
@@ -80,7 +80,7 @@ class FirstSymbolTask:
 
     @property
     def lag(self) -> int:
-        """Steps from the signal to the last symbol, both counted: ``T - p``."""
+        """The steps from the signal to the last symbol, both counted (``T - p``)."""
         return self.length - self.signal_position
 
     def __call__(self, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

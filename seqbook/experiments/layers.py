@@ -79,7 +79,7 @@ class LayerSpec:
 
     @property
     def label(self) -> str:
-        """A short name for tables: ``"LSTM, b_f = +1"``, ``"LSTM 1997, b_i = -2"``, ..."""
+        """A short name for tables, such as ``"LSTM, b_f = +1"`` or ``"LSTM 1997, b_i = -2"``."""
 
         def signed(name: str, value: float) -> str:
             return f"{name} = {value:+g}" if value > 0 else f"{name} = {value:g}"

@@ -70,8 +70,8 @@ class ValueStreamTask:
             target (False: a reset before every episode).
 
     Shapes:
-        a call ``task(batch, generator)`` returns ``x`` ``(B, T, 2 + M)`` (float32) and
-        ``y`` ``(B, T)`` (float32, NaN where there is no target).
+        x: ``(B, T, 2 + M)``, float32, drawn by ``task(batch, generator)``.
+        y: ``(B, T)``, float32 targets, NaN where there is none.
 
     Example:
         >>> task = ValueStreamTask(length=60, min_gap=10, max_gap=20)
@@ -100,7 +100,7 @@ class ValueStreamTask:
 
     @property
     def input_size(self) -> int:
-        """``2 + M``: the marker, the value and the distractors' one-hot code."""
+        """The width ``2 + M`` of a step (marker, value, one-hot distractor)."""
         return 2 + self.num_distractors
 
     def __call__(self, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,7 +137,8 @@ class StepRegressor(nn.Module):
         hidden_size: ``H`` (>= 1).
 
     Shapes:
-        ``x``: ``(B, T, D)``; returns ``(B, T)``.
+        x: ``(B, T, D)``, the input.
+        predictions: ``(B, T)``, what the call returns.
 
     Example:
         >>> model = StepRegressor(nn.LSTM(6, 8, batch_first=True), 8)
