@@ -158,9 +158,6 @@ def _show_source_calls(chapter) -> list[tuple[int, str]]:
 # Chapters still to be converted to show their code (strict: a converted chapter must
 # leave this list, or its test fails as an unexpected pass).
 SOURCE_NOT_YET_SHOWN = {
-    "gru",
-    "lstm",
-    "rnn",
 }
 
 

@@ -1,0 +1,82 @@
+"""Small result tables as CSV files: written by the experiment scripts, read by chapters.
+
+A table is a list of frozen dataclass records (one row each, e.g.
+:class:`~seqbook.experiments.long_lag.RunRecord`); the CSV file has one column per
+field. The committed tables live in ``seqbook/experiments/results/`` and ship with the
+package, so a chapter can load them in Colab too.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TypeVar
+
+__all__ = ["RESULTS_DIR", "save_table", "load_table"]
+
+#: Where the committed result tables live.
+RESULTS_DIR = Path(__file__).parent / "results"
+
+R = TypeVar("R")
+
+_CONVERT = {"bool": lambda s: s == "True", "int": int, "float": float, "str": str}
+
+
+def save_table(records: Sequence[object], path: str | Path) -> None:
+    """Write dataclass ``records`` (all of one type) to a CSV file with a header.
+
+    Floats are written with 6 significant digits (the tables hold accuracies, errors
+    and seconds).
+
+    Example:
+        >>> import tempfile
+        >>> from seqbook.experiments.long_lag import RunRecord
+        >>> row = RunRecord("RNN", "rnn", True, 0.0, 0.0, 0.0, "first_symbol", 10, 0, 150,
+        ...                 0.5, 150, False, 1.0)
+        >>> path = Path(tempfile.mkdtemp()) / "table.csv"
+        >>> save_table([row], path)
+        >>> load_table(path, RunRecord) == [row]
+        True
+    """
+    records = list(records)
+    if not records or not dataclasses.is_dataclass(records[0]):
+        raise TypeError("records must be a non-empty sequence of dataclass instances")
+    kind = type(records[0])
+    if any(type(r) is not kind for r in records):
+        raise TypeError(f"records must all be {kind.__name__} instances")
+    names = [f.name for f in dataclasses.fields(kind)]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=names, lineterminator="\n")
+        writer.writeheader()
+        for record in records:
+            row = dataclasses.asdict(record)
+            writer.writerow({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()})
+
+
+def load_table(path: str | Path, record_type: type[R]) -> list[R]:
+    """Read a CSV file written by :func:`save_table` back into ``record_type`` records.
+
+    Args:
+        path: the CSV file.
+        record_type: the dataclass of its rows (fields of type bool, int, float or str).
+
+    Returns:
+        The records, in the file's order.
+    """
+    if not (isinstance(record_type, type) and dataclasses.is_dataclass(record_type)):
+        raise TypeError(f"record_type must be a dataclass, got {record_type!r}")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path must be a CSV table written by save_table; {path} does not exist")
+    types = {f.name: f.type if isinstance(f.type, str) else f.type.__name__
+             for f in dataclasses.fields(record_type)}
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        if set(reader.fieldnames or ()) != set(types):
+            raise ValueError(
+                f"{path} has columns {reader.fieldnames}, but {record_type.__name__} has "
+                f"fields {sorted(types)}"
+            )
+        return [record_type(**{k: _CONVERT[types[k]](v) for k, v in row.items()}) for row in reader]
