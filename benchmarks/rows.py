@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
+from benchmarks.fused_lstm import fused_lstm
 from benchmarks.harness import Comparison, compare
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 from seqbook.data import mnist5k, pad_batch
@@ -40,7 +41,7 @@ def _recurrent(name: str, make_ours, reference: nn.Module, fused: bool = False) 
     """Forward + backward of one layer, B=32, T=100, D=H=128, against torch's."""
     seed_everything(0)
     ours = make_ours(reference)
-    run_ours = ours.fused_forward if fused else ours
+    run_ours = (lambda x: fused_lstm(ours, x)) if fused else ours
     x = torch.randn(32, 100, 128, requires_grad=True)  # (B, T, D)
 
     def step(module):
@@ -66,7 +67,7 @@ def lstm_layer() -> Comparison:
 
 def lstm_layer_fused() -> Comparison:
     seed_everything(0)
-    return _recurrent("LSTM layer fwd+bwd, LSTM.fused_forward (hand-written BPTT) (nn.LSTM)",
+    return _recurrent("LSTM layer fwd+bwd, benchmarks.fused_lstm (hand-written BPTT) (nn.LSTM)",
                       LSTM.from_torch, nn.LSTM(128, 128, batch_first=True), fused=True)
 
 
@@ -222,8 +223,8 @@ _RECURRENT_MISS = (
     "fused RNN where it applies), with no Python between steps. A Python "
     "loop pays a dispatch of 10-20 microseconds for each of its half a dozen small "
     "operations (32 x 128 tensors) per step, forward and again backward, which is "
-    "as much time as the matrix products. `LSTM.fused_forward` writes BPTT by hand "
-    "and removes autograd's bookkeeping (faster than the gate-by-gate row); "
+    "as much time as the matrix products. `benchmarks/fused_lstm.py` writes BPTT by "
+    "hand and removes autograd's bookkeeping (faster than the gate-by-gate row); "
     "`torch.compile` of the pointwise part was tried and was slower (its per-call "
     "overhead at this size), and TorchScript is deprecated in torch 2.13 and was no "
     "faster. The book keeps the gate-by-gate version and trains with "
