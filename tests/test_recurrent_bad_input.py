@@ -46,6 +46,8 @@ def state_of(cls, K, B, H=3, **kw):
         (dict(batch_first=None), TypeError, r"batch_first must be a bool"),
         (dict(input_size=0), ValueError, r"input_size must be >= 1"),
         (dict(hidden_size=2.5), TypeError, r"hidden_size must be an int"),
+        (dict(dtype=torch.int64), TypeError, r"dtype must be a floating-point torch.dtype"),
+        (dict(dtype="float64"), TypeError, r"dtype must be a floating-point torch.dtype"),
     ],
 )
 def test_bad_constructor_arguments(cls, kwargs, error, message):

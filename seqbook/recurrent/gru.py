@@ -78,6 +78,8 @@ class GRU(RecurrentStack):
             training mode (in [0, 1)).
         bidirectional: also run each layer from the end of the sequence to its start.
         proj_size: torch's LSTM-only argument; must be 0.
+        device, dtype: where and in which floating-point dtype to create the
+            parameters, as in torch (defaults: torch's defaults).
 
     Shapes:
         x: ``(B, T, D)`` or a ``PackedSequence``.
@@ -115,9 +117,11 @@ class GRU(RecurrentStack):
         bidirectional: bool = False,
         *,
         proj_size: int = 0,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional)
+                         bidirectional, device, dtype)
         check_no_projection(proj_size, "GRU")
         self._build()
 

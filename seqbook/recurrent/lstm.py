@@ -105,6 +105,8 @@ class LSTM(RecurrentStack):
             (whose initial values are uniform in :math:`\pm 1/\sqrt{H}` like all
             parameters); negative values start with the input gates mostly closed.
             Needs ``bias=True`` unless 0.
+        device, dtype: where and in which floating-point dtype to create the
+            parameters, as in torch (defaults: torch's defaults).
 
     Shapes:
         x: ``(B, T, D)`` or a ``PackedSequence``.
@@ -153,9 +155,11 @@ class LSTM(RecurrentStack):
         *,
         forget_gate: bool = True,
         input_gate_bias: float = 0.0,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional)
+                         bidirectional, device, dtype)
         self.proj_size = check_int("proj_size", proj_size, min_value=0)
         if self.proj_size >= self.hidden_size:
             raise ValueError(

@@ -53,6 +53,8 @@ class RNN(RecurrentStack):
             training mode (in [0, 1)).
         bidirectional: also run each layer from the end of the sequence to its start.
         proj_size: torch's LSTM-only argument; must be 0.
+        device, dtype: where and in which floating-point dtype to create the
+            parameters, as in torch (defaults: torch's defaults).
 
     Shapes:
         ``x``: ``(B, T, D)`` or a ``PackedSequence``; ``h0``: ``(K, B, H)``;
@@ -95,9 +97,11 @@ class RNN(RecurrentStack):
         bidirectional: bool = False,
         *,
         proj_size: int = 0,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional)
+                         bidirectional, device, dtype)
         self.nonlinearity = check_choice("nonlinearity", nonlinearity, tuple(_NONLINEARITIES))
         check_no_projection(proj_size, "RNN")
         self._build()

@@ -98,6 +98,8 @@ class RecurrentStack(nn.Module):
         batch_first: bool,
         dropout: float,
         bidirectional: bool,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         self.input_size = check_positive_int("input_size", input_size)
@@ -107,6 +109,9 @@ class RecurrentStack(nn.Module):
         self.batch_first = check_flag("batch_first", batch_first)
         self.dropout = check_probability("dropout", dropout)
         self.bidirectional = check_flag("bidirectional", bidirectional)
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"dtype must be a floating-point torch.dtype or None, got {dtype!r}")
+        self._factory = {"device": device, "dtype": dtype}  # for the parameters, as in torch
         if self.dropout > 0 and self.num_layers == 1:
             warnings.warn(  # as torch warns: there is no layer to drop out between
                 f"dropout={self.dropout} has no effect with num_layers=1: dropout acts "
@@ -160,13 +165,14 @@ class RecurrentStack(nn.Module):
             layer_input = self.input_size if layer == 0 else self.num_directions * self._output_size
             for direction in range(self.num_directions):
                 self._make_parameters(_suffix(layer, direction), layer_input)
+        del self._factory  # only for making the parameters
         self.reset_parameters()
 
     def _new_parameter(self, name: str, *shape: int, is_bias: bool = False) -> None:
         if is_bias and not self.bias:  # bias=False: no parameter at all, as in torch
             self.register_parameter(name, None)
         else:
-            self.register_parameter(name, nn.Parameter(torch.empty(*shape)))
+            self.register_parameter(name, nn.Parameter(torch.empty(*shape, **self._factory)))
 
     def _parameter(self, name: str) -> torch.Tensor:
         """A parameter by name; a missing bias (``bias=False``) is the constant 0."""
