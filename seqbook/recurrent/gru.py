@@ -141,7 +141,10 @@ class GRU(RecurrentStack):
         b = torch.cat([getattr(self, f"{name}{suffix}") for name in ("b_z", "b_r", "b_in")])
         return W, b  # (3H, D), (3H,)
 
-    def _step(self, pre_x: torch.Tensor, h_prev: torch.Tensor, W_h: torch.Tensor, b_hn: torch.Tensor):
+    def _step(
+        self, pre_x: torch.Tensor, h_prev: torch.Tensor, W_h: torch.Tensor,
+        b_hn: torch.Tensor,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         """One step given the input parts ``(B, 3H)`` and ``W_h`` = [W_hz; W_hr; W_hn]."""
         H = self.hidden_size
         pre_h = h_prev @ W_h.T  # (B, 3H)
@@ -186,10 +189,12 @@ class GRU(RecurrentStack):
         """
         self._check_one_layer("cell")
         check_step_input(x_t, self.input_size, self._like)
-        check_state("h_prev", h_prev, (x_t.shape[0], self.hidden_size), self._like, "(B, H)")
+        B, H = x_t.shape[0], self.hidden_size
+        check_state("h_prev", h_prev, (B, H), self._like, "(B, H)")
         W_x, b_x = self._input_weights("")
         W_h = torch.cat([self.W_hz, self.W_hr, self.W_hn])  # (3H, H)
-        return self._step(x_t @ W_x.T + b_x, h_prev, W_h, self._parameter("b_hn"))[0]  # (B, H)
+        b_hn = self._parameter("b_hn")
+        return self._step(x_t @ W_x.T + b_x, h_prev, W_h, b_hn)[0]  # (B, H)
 
     def forward(
         self,

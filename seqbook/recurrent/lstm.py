@@ -223,7 +223,10 @@ class LSTM(RecurrentStack):
             return self._parameter(f"b_z{suffix}")  # the constant 0
         return torch.cat([getattr(self, f"{kind}_{gate}{suffix}") for gate in self.gate_names])
 
-    def _step(self, pre_x: torch.Tensor, y_prev: torch.Tensor, c_prev: torch.Tensor, R: torch.Tensor):
+    def _step(
+        self, pre_x: torch.Tensor, y_prev: torch.Tensor, c_prev: torch.Tensor,
+        R: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor | None, ...]]:
         """One step given the input part ``W x_t + b`` of all gates ``(B, G H)``."""
         pre = pre_x + y_prev @ R.T  # (B, G H)
         parts = dict(zip(self.gate_names, pre.chunk(len(self.gate_names), dim=1)))
@@ -265,7 +268,9 @@ class LSTM(RecurrentStack):
             trace = LSTMTrace(z, i, f, cells, o, out)
         return out, final, trace
 
-    def cell(self, x_t: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def cell(
+        self, x_t: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         r"""One time step: :math:`(y_{t-1}, c_{t-1}) \mapsto (y_t, c_t)`.
 
         For a one-layer, one-direction LSTM (like ``torch.nn.LSTMCell``).
@@ -286,17 +291,23 @@ class LSTM(RecurrentStack):
             ((4, 3), (4, 3))
         """
         self._check_one_layer("cell")
+        y_prev, c_prev = self._check_step(x_t, state)
+        pre_x = x_t @ self._stacked("W").T + self._stacked("b")  # (B, G H)
+        return self._recurrence("")(pre_x, (y_prev, c_prev))[0]
+
+    def _check_step(self, x_t: object, state: object) -> tuple[torch.Tensor, torch.Tensor]:
+        """The input ``(B, D)`` and the state ``(y, c)`` of one step of :meth:`cell`."""
         check_step_input(x_t, self.input_size, self._like)
         if not isinstance(state, (tuple, list)) or len(state) != 2:
             raise TypeError(
                 f"state must be a pair (y_prev, c_prev) of tensors, got {type(state).__name__}"
             )
         B = x_t.shape[0]
-        for name, tensor, size in zip(("state[0] (y_prev)", "state[1] (c_prev)"), state,
-                                      self._state_sizes()):
-            check_state(name, tensor, (B, size), self._like, "(B, H)" if size == self.hidden_size else "(B, proj_size)")
-        pre_x = x_t @ self._stacked("W").T + self._stacked("b")  # (B, G H)
-        return self._recurrence("")(pre_x, tuple(state))[0]
+        names = ("state[0] (y_prev)", "state[1] (c_prev)")
+        for name, tensor, size in zip(names, state, self._state_sizes()):
+            letter = "H" if size == self.hidden_size else "proj_size"
+            check_state(name, tensor, (B, size), self._like, f"(B, {letter})")
+        return state[0], state[1]
 
     def forward(
         self,

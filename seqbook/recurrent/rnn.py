@@ -117,7 +117,8 @@ class RNN(RecurrentStack):
         return super().extra_repr() + nonlinearity
 
     def _step(
-        self, x_part: torch.Tensor, h_prev: torch.Tensor, W_hh: torch.Tensor, b_h: torch.Tensor
+        self, x_part: torch.Tensor, h_prev: torch.Tensor, W_hh: torch.Tensor,
+        b_h: torch.Tensor,
     ) -> torch.Tensor:
         """The update rule, given W_xh x_t (computed for all t at once)."""
         a_t = x_part + h_prev @ W_hh.T + b_h  # (B, H)
@@ -152,8 +153,10 @@ class RNN(RecurrentStack):
         """
         self._check_one_layer("cell")
         check_step_input(x_t, self.input_size, self._like)
-        check_state("h_prev", h_prev, (x_t.shape[0], self.hidden_size), self._like, "(B, H)")
-        return self._step(x_t @ self.W_xh.T, h_prev, self.W_hh, self._parameter("b_h"))  # (B, H)
+        B, H = x_t.shape[0], self.hidden_size
+        check_state("h_prev", h_prev, (B, H), self._like, "(B, H)")
+        b_h = self._parameter("b_h")  # 0 without bias
+        return self._step(x_t @ self.W_xh.T, h_prev, self.W_hh, b_h)  # (B, H)
 
     def forward(
         self,

@@ -214,12 +214,14 @@ class RecurrentStack(nn.Module):
         for layer in range(self.num_layers):
             if layer > 0:  # between layers, not after the last; only in training
                 h = F.dropout(h, p=self.dropout, training=self.training)
+            first = layer * self.num_directions  # states of this layer: first, +1
             runs = [  # layer l reads the outputs of layer l - 1  (eq-deep-layer)
-                self._direction(h, states[layer * self.num_directions + d], lengths,
-                                mask, layer, d, record == layer)
+                self._direction(h, states[first + d], lengths, mask, layer, d,
+                                record == layer)
                 for d in range(self.num_directions)
             ]
-            h = torch.cat([out for out, _, _ in runs], dim=-1)  # (B, T, 2H) (eq-birnn-concat)
+            outputs = [out for out, _, _ in runs]
+            h = torch.cat(outputs, dim=-1)  # (B, T, dirs H)  (eq-birnn-concat)
             finals += [final for _, final, _ in runs]
             traces += [trace for _, _, trace in runs]
         return h, finals, traces
@@ -239,8 +241,9 @@ class RecurrentStack(nn.Module):
         if direction == 0:  # t = 1, ..., T  (eq-birnn-forward)
             return self._one_direction(h_below, state, mask, suffix, record)
         # t = T_b, ..., 1 from each sequence's last real step  (eq-birnn-backward)
-        backward = self._reverse(h_below, lengths)  # (B, T, D_l)
-        out, final, trace = self._one_direction(backward, state, mask, suffix, record)
+        reversed_below = self._reverse(h_below, lengths)  # (B, T, D_l)
+        out, final, trace = self._one_direction(reversed_below, state, mask, suffix,
+                                                record)
         if trace is not None:  # back in the order of the inputs
             trace = _map_fields(trace, lambda v: self._reverse(v, lengths))
         return self._reverse(out, lengths), final, trace
