@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
+from benchmarks.fused_lstm import fused_lstm
 from benchmarks.harness import Comparison, compare
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 from seqbook.data import mnist5k, pad_batch
@@ -38,10 +39,10 @@ def padding() -> Comparison:
 
 
 def _recurrent(name: str, make_ours, reference: nn.Module, fused: bool = False) -> Comparison:
-    """Forward + backward of one layer, B=32, T=100, D=H=128, against torch's."""
+    """Forward + backward of a layer (or a stack), B=32, T=100, D=H=128, against torch's."""
     seed_everything(0)
     ours = make_ours(reference)
-    run_ours = ours.fused_forward if fused else ours
+    run_ours = (lambda x: fused_lstm(ours, x)) if fused else ours
     x = torch.randn(32, 100, 128, requires_grad=True)  # (B, T, D)
 
     def step(module):
@@ -67,7 +68,7 @@ def lstm_layer() -> Comparison:
 
 def lstm_layer_fused() -> Comparison:
     seed_everything(0)
-    return _recurrent("LSTM layer fwd+bwd, LSTM.fused_forward (hand-written BPTT) (nn.LSTM)",
+    return _recurrent("LSTM layer fwd+bwd, benchmarks.fused_lstm (hand-written BPTT) (nn.LSTM)",
                       LSTM.from_torch, nn.LSTM(128, 128, batch_first=True), fused=True)
 
 
@@ -75,6 +76,20 @@ def gru_layer() -> Comparison:
     seed_everything(0)
     return _recurrent("GRU layer fwd+bwd, same sizes (nn.GRU)", GRU.from_torch,
                       nn.GRU(128, 128, batch_first=True))
+
+
+def lstm_stacked_bidirectional() -> Comparison:
+    seed_everything(0)
+    return _recurrent("LSTM, 2 layers, bidirectional, fwd+bwd, same sizes (nn.LSTM)",
+                      LSTM.from_torch,
+                      nn.LSTM(128, 128, num_layers=2, bidirectional=True, batch_first=True))
+
+
+def gru_stacked_bidirectional() -> Comparison:
+    seed_everything(0)
+    return _recurrent("GRU, 2 layers, bidirectional, fwd+bwd, same sizes (nn.GRU)",
+                      GRU.from_torch,
+                      nn.GRU(128, 128, num_layers=2, bidirectional=True, batch_first=True))
 
 
 def dot_product_attention() -> Comparison:
@@ -235,6 +250,8 @@ ROWS = [
     lstm_layer,
     lstm_layer_fused,
     gru_layer,
+    lstm_stacked_bidirectional,
+    gru_stacked_bidirectional,
     dot_product_attention,
     dot_product_attention_materialized,
     multi_head_attention,
@@ -254,18 +271,22 @@ _RECURRENT_MISS = (
     "fused RNN where it applies), with no Python between steps. A Python "
     "loop pays a dispatch of 10-20 microseconds for each of its half a dozen small "
     "operations (32 x 128 tensors) per step, forward and again backward, which is "
-    "as much time as the matrix products. `LSTM.fused_forward` writes BPTT by hand "
-    "and removes autograd's bookkeeping (faster than the gate-by-gate row); "
+    "as much time as the matrix products. `benchmarks/fused_lstm.py` writes BPTT by "
+    "hand and removes autograd's bookkeeping (faster than the gate-by-gate row); "
     "`torch.compile` of the pointwise part was tried and was slower (its per-call "
     "overhead at this size), and TorchScript is deprecated in torch 2.13 and was no "
     "faster. The book keeps the gate-by-gate version and trains with "
-    "`LSTM.to_torch()`."
+    "`LSTM.to_torch()`. A stack of layers and directions pays the same per step, "
+    "layer and direction, and torch runs its layers and directions one after the "
+    "other too, so the ratio stays close to that of one layer."
 )
 TARGETS = {
     "rnn_layer": (1.5, _RECURRENT_MISS),
     "lstm_layer": (1.5, _RECURRENT_MISS),
     "lstm_layer_fused": (1.5, _RECURRENT_MISS),
     "gru_layer": (1.5, _RECURRENT_MISS),
+    "lstm_stacked_bidirectional": (1.5, _RECURRENT_MISS),
+    "gru_stacked_bidirectional": (1.5, _RECURRENT_MISS),
     "dot_product_attention": (1.2, (
         "`seqbook.attention.scaled_dot_product_attention` returns the T x T attention "
         "weights, which the chapters plot, so it must materialise them; "

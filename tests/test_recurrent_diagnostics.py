@@ -120,7 +120,7 @@ def test_jacobian_is_the_chain_of_one_step_jacobians():
 def test_initial_state_is_used():
     rnn = RNN(2, 3).double()
     x = torch.randn(1, 3, 2, dtype=torch.float64)
-    h0 = torch.randn(1, 3, dtype=torch.float64)
+    h0 = torch.randn(1, 1, 3, dtype=torch.float64)
     a = state_jacobians(rnn, x, h0)
     b = state_jacobians(rnn, x)
     assert not torch.allclose(a[:, 0], b[:, 0])
@@ -149,6 +149,21 @@ def test_bad_arguments():
         jacobian_norms(nn.RNN(2, 3), x)
     with pytest.raises(ValueError, match="one layer"):
         jacobian_norms(nn.RNN(2, 3, num_layers=2, batch_first=True), x)
+    with pytest.raises(ValueError, match="one direction"):
+        state_jacobians(RNN(2, 3, bidirectional=True), x)
+    with pytest.raises(ValueError, match="ord must be one of"):
+        jacobian_norms(rnn, x, ord=3)
+    with pytest.raises(TypeError, match="ord must be a matrix norm order"):
+        jacobian_norms(rnn, x, ord=True)
+    with pytest.raises(TypeError, match="x has dtype torch.float64 but the module's"):
+        state_jacobians(rnn, x.double())
+    with pytest.raises(TypeError, match="x has dtype torch.float16"):
+        state_gradient_norms(nn.GRU(2, 3, batch_first=True), x.half(), loss_fn)
+    with pytest.raises(ValueError, match=r"state\[0\] must have shape \(1, B, H\)"):
+        unroll_with_probes(nn.GRU(2, 3, batch_first=True), x, torch.zeros(1, 2, 3))
+    with pytest.raises(ValueError, match=r"state\[1\] must have 2 or 3 dimensions"):
+        state_gradient_norms(nn.LSTM(2, 3, batch_first=True), x, loss_fn,
+                             (torch.zeros(1, 1, 3), torch.zeros(3)))
 
 
 class NotARecurrentModule(nn.Module):

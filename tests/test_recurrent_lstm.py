@@ -14,12 +14,13 @@ def test_equals_torch_lstm(dtype, atol, bias):
     ours = LSTM.from_torch(reference)
     assert ours.W_z.dtype == dtype
     x = torch.randn(4, 30, 5, dtype=dtype)
-    y0, c0 = torch.randn(4, 16, dtype=dtype), torch.randn(4, 16, dtype=dtype)
+    y0, c0 = torch.randn(1, 4, 16, dtype=dtype), torch.randn(1, 4, 16, dtype=dtype)
     out, (y_T, c_T) = ours(x, (y0, c0))
-    ref_out, (ref_y, ref_c) = reference(x, (y0[None], c0[None]))
+    ref_out, (ref_y, ref_c) = reference(x, (y0, c0))
     assert torch.allclose(out, ref_out, atol=atol)
-    assert torch.allclose(y_T, ref_y[0], atol=atol)
-    assert torch.allclose(c_T, ref_c[0], atol=atol)
+    assert y_T.shape == ref_y.shape == c_T.shape == (1, 4, 16)
+    assert torch.allclose(y_T, ref_y, atol=atol)
+    assert torch.allclose(c_T, ref_c, atol=atol)
 
 
 def test_from_torch_maps_torch_gate_order_to_ours():
@@ -54,7 +55,7 @@ def test_formulas_gate_by_gate():
     lstm = LSTM(2, 3).double()
     x = torch.randn(1, 1, 2, dtype=torch.float64)
     y0, c0 = torch.randn(1, 3, dtype=torch.float64), torch.randn(1, 3, dtype=torch.float64)
-    trace = lstm.trace(x, (y0, c0))
+    trace = lstm.trace(x, (y0[None], c0[None]))
 
     def act(gate, fn):
         W, R, b = (getattr(lstm, f"{k}_{gate}") for k in "WRb")
@@ -127,7 +128,7 @@ def test_trace_returns_everything():
     assert isinstance(trace, LSTMTrace)
     out, (y_T, c_T) = lstm(x)
     assert torch.allclose(trace.outputs, out)
-    assert torch.allclose(trace.cell_state[:, -1], c_T)
+    assert torch.allclose(trace.cell_state[:, -1], c_T[0])
     for gate in (trace.input_gate, trace.forget_gate, trace.output_gate):
         assert gate.shape == (2, 5, 3) and gate.min() > 0 and gate.max() < 1
     assert trace.cell_input.abs().max() < 1
@@ -148,6 +149,9 @@ def test_diagnostics_work_with_the_lstm():
         assert torch.allclose(ours, theirs, atol=1e-10)
     norms = state_gradient_norms(lstm, x, lambda out, state: state[1].sum(), component=1)
     assert torch.allclose(norms[:, -1], torch.full((2,), 2.0, dtype=torch.float64))
+    # the cell-state probe holds y_t fixed: a loss on y_T alone gives dL/dc_T = 0
+    norms = state_gradient_norms(lstm, x, lambda out, state: state[0].sum(), component=1)
+    assert torch.all(norms[:, -1] == 0) and torch.all(norms[:, :-1] > 0)
 
 
 def test_follows_the_input_dtype():
@@ -187,11 +191,11 @@ def test_bad_forward_input():
     with pytest.raises(TypeError, match="torch.Tensor"):
         lstm([[1.0, 2.0]])
     with pytest.raises(TypeError, match="state must be a pair"):
-        lstm(torch.randn(4, 5, 2), torch.zeros(4, 3))
-    with pytest.raises(ValueError, match=r"state\[1\] \(c_0\) must have shape"):
-        lstm(torch.randn(4, 5, 2), (torch.zeros(4, 3), torch.zeros(4, 4)))
-    with pytest.raises(ValueError, match=r"state\[0\] \(y_0\) must have 2 dimensions"):
-        lstm(torch.randn(4, 5, 2), (torch.zeros(1, 4, 3), torch.zeros(4, 3)))
+        lstm(torch.randn(4, 5, 2), torch.zeros(1, 4, 3))
+    with pytest.raises(ValueError, match=r"state\[1\] \(c_0\) must have shape \(1, 4, 3\)"):
+        lstm(torch.randn(4, 5, 2), (torch.zeros(1, 4, 3), torch.zeros(1, 4, 4)))
+    with pytest.raises(ValueError, match=r"state\[0\] \(h_0\) must have 3 dimensions"):
+        lstm(torch.randn(4, 5, 2), (torch.zeros(4, 3), torch.zeros(1, 4, 3)))
     with pytest.raises(ValueError, match="lengths must lie"):
         lstm(torch.randn(2, 5, 2), lengths=torch.tensor([6, 1]))
     with pytest.raises(ValueError, match="one entry per sequence"):
@@ -218,12 +222,6 @@ def test_bad_cell_input():
 def test_from_torch_rejects_what_it_cannot_copy():
     with pytest.raises(TypeError, match="torch.nn.LSTM"):
         LSTM.from_torch(nn.GRU(2, 3))
-    with pytest.raises(ValueError, match="num_layers=1"):
-        LSTM.from_torch(nn.LSTM(2, 3, num_layers=2))
-    with pytest.raises(ValueError, match="bidirectional"):
-        LSTM.from_torch(nn.LSTM(2, 3, bidirectional=True))
-    with pytest.raises(ValueError, match="proj_size"):
-        LSTM.from_torch(nn.LSTM(2, 3, proj_size=2))
 
 
 def test_reset_parameters_uses_the_torch_bound():
@@ -241,11 +239,11 @@ def test_to_torch_computes_the_same_function(forget_gate, dtype):
     fused = lstm.to_torch()
     assert isinstance(fused, nn.LSTM) and fused.weight_ih_l0.dtype == dtype
     x = torch.randn(2, 40, 3, dtype=dtype)
-    state = (torch.randn(2, 5, dtype=dtype), torch.randn(2, 5, dtype=dtype))
+    state = (torch.randn(1, 2, 5, dtype=dtype), torch.randn(1, 2, 5, dtype=dtype))
     out, (y, c) = lstm(x, state)
-    ref_out, (ref_y, ref_c) = fused(x, (state[0][None], state[1][None]))
+    ref_out, (ref_y, ref_c) = fused(x, state)
     assert torch.allclose(out, ref_out, atol=1e-6)
-    assert torch.allclose(c, ref_c[0], atol=1e-6)
+    assert torch.allclose(c, ref_c, atol=1e-6)
     back = LSTM.from_torch(fused, forget_gate=forget_gate)
     for name, p in lstm.named_parameters():
         assert torch.allclose(getattr(back, name), p)
@@ -273,44 +271,10 @@ def test_to_torch_keeps_a_missing_forget_gate_pinned_during_training():
 
 
 def test_from_torch_without_forget_gate_needs_a_pinned_gate():
-    with pytest.raises(ValueError, match="forget gate is exactly 1"):
+    with pytest.raises(ValueError, match="forget gates are exactly 1"):
         LSTM.from_torch(nn.LSTM(2, 3), forget_gate=False)
     with pytest.raises(TypeError, match="forget_gate must be a bool"):
         LSTM.from_torch(nn.LSTM(2, 3), forget_gate=0)
-
-
-@pytest.mark.parametrize("forget_gate", [True, False])
-@pytest.mark.parametrize("batch_first", [True, False])
-def test_fused_forward_equals_forward_with_gradients(forget_gate, batch_first):
-    # the hand-written BPTT against autograd through the gate-by-gate version
-    torch.manual_seed(0)
-    lstm = LSTM(3, 5, forget_gate=forget_gate, input_gate_bias=-1.0,
-                batch_first=batch_first).double()
-    shape = (4, 7, 3) if batch_first else (7, 4, 3)  # B = 4, T = 7
-    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
-    y0 = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
-    c0 = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
-    results = []
-    for run in (lstm.forward, lstm.fused_forward):
-        outputs, (y_T, c_T) = run(x, (y0, c0))
-        # a loss that reaches every output, the last state and the last cell
-        loss = outputs.sin().sum() + 3 * y_T.sum() + (c_T**2).sum()
-        inputs = (x, y0, c0, *lstm.parameters())
-        grads = torch.autograd.grad(loss, inputs)
-        results.append((outputs, y_T, c_T, *grads))
-    for ours, reference in zip(*results):
-        assert torch.allclose(ours, reference, atol=1e-12)
-
-
-def test_fused_forward_passes_gradcheck_and_rejects_bad_input():
-    torch.manual_seed(1)
-    lstm = LSTM(2, 3).double()
-    x = torch.randn(2, 4, 2, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x: lstm.fused_forward(x)[0], (x,))
-    with pytest.raises(ValueError, match="input_size"):
-        lstm.fused_forward(torch.randn(2, 4, 3, dtype=torch.float64))
-    with pytest.raises(ValueError, match=r"state\[0\]"):
-        lstm.fused_forward(x, (torch.zeros(2, 4), torch.zeros(2, 3)))
 
 
 def test_traces_are_batch_first_and_hold_the_cell_over_padding():
@@ -325,4 +289,52 @@ def test_traces_are_batch_first_and_hold_the_cell_over_padding():
     lengths = torch.tensor([7, 2])
     _, (_, c_T) = lstm(x, lengths=lengths)
     trace = lstm.trace(x, lengths=lengths)
-    assert torch.allclose(trace.cell_state[1, 2:], c_T[1].expand(5, 4))
+    assert torch.allclose(trace.cell_state[1, 2:], c_T[0, 1].expand(5, 4))
+
+
+@pytest.mark.parametrize("layers, bidirectional", [(1, False), (2, False), (3, True)])
+def test_without_forget_gate_in_every_layer_and_direction(layers, bidirectional):
+    seed_everything(11)
+    lstm = LSTM(3, 4, num_layers=layers, bidirectional=bidirectional, forget_gate=False,
+                input_gate_bias=-1.0).double()
+    assert not any("_f" in name for name, _ in lstm.named_parameters())
+    b_i = [p for name, p in lstm.named_parameters() if name.split("_")[:2] == ["b", "i"]]
+    assert len(b_i) == layers * lstm.num_directions
+    assert all(p.max() < -1.0 + 0.5 + 1e-12 for p in b_i)  # shifted by input_gate_bias
+    fused = lstm.to_torch()  # every forget gate pinned at 1
+    x = torch.randn(2, 12, 3, dtype=torch.float64)
+    assert torch.allclose(lstm(x)[0], fused(x)[0], atol=1e-12)
+    back = LSTM.from_torch(fused, forget_gate=False)
+    assert torch.allclose(back(x)[0], lstm(x)[0], atol=1e-12)
+    for layer_trace in (lstm.trace(x, layer=0), lstm.trace(x)):
+        increments = layer_trace.input_gate * layer_trace.cell_input  # (B, T, dirs H)
+        forward = slice(0, 4)  # the forward direction integrates left to right
+        assert torch.allclose(layer_trace.cell_state[..., forward],
+                              increments[..., forward].cumsum(dim=1), atol=1e-12)
+        if bidirectional:  # the backward one right to left
+            backward = slice(4, 8)
+            expected = increments[..., backward].flip(1).cumsum(dim=1).flip(1)
+            assert torch.allclose(layer_trace.cell_state[..., backward], expected, atol=1e-12)
+
+
+def test_a_forget_gate_free_lstm_without_bias_has_no_torch_twin():
+    lstm = LSTM(2, 3, bias=False, forget_gate=False)
+    with pytest.raises(ValueError, match="no nn.LSTM twin"):
+        lstm.to_torch()
+    with pytest.raises(ValueError, match="forget gates are exactly 1"):
+        LSTM.from_torch(nn.LSTM(2, 3, bias=False), forget_gate=False)
+
+
+def test_projection_shapes_and_formula():
+    seed_everything(12)
+    lstm = LSTM(3, 6, proj_size=2).double()
+    assert lstm.W_proj.shape == (2, 6) and lstm.R_z.shape == (6, 2)
+    x = torch.randn(2, 5, 3, dtype=torch.float64)
+    out, (h_n, c_n) = lstm(x)
+    assert out.shape == (2, 5, 2) and h_n.shape == (1, 2, 2) and c_n.shape == (1, 2, 6)
+    trace = lstm.trace(x)
+    unprojected = trace.output_gate * torch.tanh(trace.cell_state)  # (B, T, H)
+    assert torch.allclose(out, unprojected @ lstm.W_proj.T, atol=1e-12)
+    y, c = lstm.cell(x[:, 0], (torch.zeros(2, 2, dtype=torch.float64),
+                               torch.zeros(2, 6, dtype=torch.float64)))
+    assert torch.allclose(y, out[:, 0], atol=1e-12) and c.shape == (2, 6)

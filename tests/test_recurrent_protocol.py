@@ -1,7 +1,9 @@
 """What RNN, LSTM and GRU share: torch's layouts, cells, padding, pieces, devices.
 
 Each test runs for the three layers against their torch twin. The LSTM's state is a
-pair (y, c); the helpers below let one test speak about both kinds of state.
+pair (h, c); the helpers below let one test speak about both kinds of state. Final
+states have torch's shape (num_layers * num_directions, B, H); one step of a cell
+works on (B, H), as torch's nn.RNNCell does.
 """
 
 import pytest
@@ -16,24 +18,26 @@ IDS = ["RNN", "LSTM", "GRU"]
 
 
 def parts(state):
-    """A final state as a list of (B, H) tensors: [h], or [y, c] for the LSTM."""
+    """A state as a list of tensors: [h], or [h, c] for the LSTM."""
     return list(state) if isinstance(state, tuple) else [state]
 
 
 def torch_parts(state):
-    """The same for torch's final state, whose tensors have a leading layer axis."""
-    return [s[0] for s in parts(state)]
+    """The same for torch's final state (the same shapes as ours)."""
+    return parts(state)
 
 
 def zero_state(ours, B):
+    """The (B, H) state of one step of a cell."""
     zeros = torch.zeros(B, ours.hidden_size)
     return (zeros, zeros.clone()) if isinstance(ours, LSTM) else zeros
 
 
 def random_state(ours, B):
+    """An initial state of forward, (1, B, H) for a one-layer module."""
     if isinstance(ours, LSTM):
-        return torch.randn(B, ours.hidden_size), torch.randn(B, ours.hidden_size)
-    return torch.randn(B, ours.hidden_size)
+        return torch.randn(1, B, ours.hidden_size), torch.randn(1, B, ours.hidden_size)
+    return torch.randn(1, B, ours.hidden_size)
 
 
 @pytest.mark.parametrize("ours_cls, torch_cls", LAYERS, ids=IDS)
@@ -62,7 +66,7 @@ def test_cell_is_one_step_of_forward(ours_cls, torch_cls):
         state = ours.cell(x[:, t], state)
         assert torch.allclose(out[:, t], parts(state)[0], atol=1e-7)
     for a, b in zip(parts(state), parts(final)):
-        assert torch.allclose(a, b, atol=1e-7)
+        assert torch.allclose(a, b[0], atol=1e-7)
 
 
 @pytest.mark.parametrize("ours_cls, torch_cls", LAYERS, ids=IDS)
@@ -76,7 +80,7 @@ def test_lengths_give_each_sequence_its_own_final_state(ours_cls, torch_cls):
     for b, n in enumerate(lengths.tolist()):
         alone_out, alone_final = ours(x[b : b + 1, :n])
         for a, alone in zip(parts(final), parts(alone_final)):
-            assert torch.allclose(a[b], alone[0], atol=1e-6)
+            assert torch.allclose(a[:, b], alone[:, 0], atol=1e-6)
         assert torch.allclose(out[b, :n], alone_out[0], atol=1e-6)
         assert torch.all(out[b, n:] == 0)
     packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
@@ -93,7 +97,7 @@ def test_zero_length_keeps_the_initial_state(ours_cls, torch_cls):
     state = random_state(ours, 2)
     _, final = ours(torch.randn(2, 4, 2), state, lengths=torch.tensor([0, 4]))
     for a, initial in zip(parts(final), parts(state)):
-        assert torch.equal(a[0], initial[0])
+        assert torch.equal(a[:, 0], initial[:, 0])
 
 
 @pytest.mark.parametrize("ours_cls, torch_cls", LAYERS, ids=IDS)

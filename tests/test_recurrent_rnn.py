@@ -12,11 +12,12 @@ def test_equals_torch_rnn(nonlinearity, bias):
     seed_everything(0)
     reference = nn.RNN(5, 16, nonlinearity=nonlinearity, bias=bias, batch_first=True)
     ours = RNN.from_torch(reference)
-    x, h0 = torch.randn(4, 30, 5), torch.randn(4, 16)
-    out, h_T = ours(x, h0)
-    ref_out, ref_h = reference(x, h0.unsqueeze(0))
+    x, h0 = torch.randn(4, 30, 5), torch.randn(1, 4, 16)
+    out, h_n = ours(x, h0)
+    ref_out, ref_h = reference(x, h0)
+    assert h_n.shape == ref_h.shape == (1, 4, 16)
     assert torch.allclose(out, ref_out, atol=1e-6)
-    assert torch.allclose(h_T, ref_h[0], atol=1e-6)
+    assert torch.allclose(h_n, ref_h, atol=1e-6)
 
 
 def test_gradients_equal_torch_rnn():
@@ -72,10 +73,10 @@ def test_bad_forward_input():
         rnn(torch.ones(4, 5, 2, dtype=torch.long))
     with pytest.raises(TypeError, match="torch.Tensor"):
         rnn([[1.0, 2.0]])
-    with pytest.raises(ValueError, match="h0 must have shape"):
-        rnn(torch.randn(4, 5, 2), torch.zeros(4, 4))
-    with pytest.raises(ValueError, match="h0 must have 2 dimensions"):
-        rnn(torch.randn(4, 5, 2), torch.zeros(1, 4, 3))
+    with pytest.raises(ValueError, match=r"h0 must have shape \(1, 4, 3\)"):
+        rnn(torch.randn(4, 5, 2), torch.zeros(1, 4, 4))
+    with pytest.raises(ValueError, match="h0 must have 3 dimensions"):
+        rnn(torch.randn(4, 5, 2), torch.zeros(4, 3))
     with pytest.raises(ValueError, match="lengths must lie"):
         rnn(torch.randn(2, 5, 2), lengths=torch.tensor([6, 1]))
     with pytest.raises(ValueError, match="one entry per sequence"):
@@ -97,10 +98,17 @@ def test_bad_cell_input():
 def test_from_torch_rejects_what_it_cannot_copy():
     with pytest.raises(TypeError, match="torch.nn.RNN"):
         RNN.from_torch(nn.LSTM(2, 3))
-    with pytest.raises(ValueError, match="num_layers=1"):
-        RNN.from_torch(nn.RNN(2, 3, num_layers=2))
-    with pytest.raises(ValueError, match="bidirectional"):
-        RNN.from_torch(nn.RNN(2, 3, bidirectional=True))
+
+
+def test_parameter_names_and_count_of_a_stack():
+    rnn = RNN(3, 4, num_layers=2, bidirectional=True)
+    names = [name for name, _ in rnn.named_parameters()]
+    assert names == ["W_xh", "W_hh", "b_h", "W_xh_reverse", "W_hh_reverse", "b_h_reverse",
+                     "W_xh_l1", "W_hh_l1", "b_h_l1", "W_xh_l1_reverse", "W_hh_l1_reverse",
+                     "b_h_l1_reverse"]
+    assert rnn.W_xh_l1.shape == (4, 8)  # the second layer reads both directions
+    torch_count = sum(p.numel() for p in nn.RNN(3, 4, num_layers=2, bidirectional=True).parameters())
+    assert torch_count - sum(p.numel() for p in rnn.parameters()) == 4 * 4  # 4 second biases
 
 
 def test_reset_parameters_uses_the_torch_bound():

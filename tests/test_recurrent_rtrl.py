@@ -24,7 +24,7 @@ def test_rtrl_gradients_equal_bptt_on_random_problems(seed, nonlinearity):
     readout = nn.Linear(H, 2).double()
     x = torch.randn(B, T, D, generator=generator, dtype=torch.float64)
     y = torch.randn(B, T, 2, generator=generator, dtype=torch.float64)
-    h0 = torch.randn(B, H, generator=generator, dtype=torch.float64)
+    h0 = torch.randn(1, B, H, generator=generator, dtype=torch.float64)
     weights = torch.rand(T, generator=generator, dtype=torch.float64)  # some steps weigh more
 
     def step_loss(t, h_t):
@@ -63,6 +63,18 @@ def test_memory_does_not_grow_with_T():
     assert sizes == {4 * (2 * 5 + 2 * 5 * 5 * 3 + 2 * 5**3 + 2 * 5 * 5)}
 
 
+def test_without_bias():
+    seed_everything(1)
+    rnn = RNN(2, 4, bias=False).double()
+    x = torch.randn(3, 6, 2, dtype=torch.float64)
+    result = rtrl(rnn, x, lambda t, h: h.pow(2).sum())
+    assert set(result.grads) == {"W_xh", "W_hh"}
+    _, grads = bptt_gradients(rnn, x, lambda out: out.pow(2).sum())
+    for name, grad in grads.items():
+        assert torch.allclose(result.grads[name], grad, atol=1e-10)
+    assert result.state_bytes == 8 * (3 * 4 + 3 * 4 * 4 * 2 + 3 * 4**3)
+
+
 def test_no_loss_gives_zero_gradients():
     result = rtrl(RNN(2, 3), torch.randn(1, 4, 2), lambda t, h: None)
     assert result.loss.item() == 0 and all((g == 0).all() for g in result.grads.values())
@@ -79,8 +91,14 @@ def test_bad_arguments():
         rtrl(rnn, torch.randn(1, 0, 2), loss)
     with pytest.raises(ValueError, match="input_size"):
         rtrl(rnn, torch.randn(1, 4, 3), loss)
-    with pytest.raises(ValueError, match="h0 must have shape"):
-        rtrl(rnn, torch.randn(1, 4, 2), loss, h0=torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"h0 must have shape \(1, 1, 3\) \(num_layers"):
+        rtrl(rnn, torch.randn(1, 4, 2), loss, h0=torch.zeros(1, 2, 3))
+    with pytest.raises(ValueError, match="h0 must have 3 dimensions"):
+        rtrl(rnn, torch.randn(1, 4, 2), loss, h0=torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="num_layers=1 and bidirectional=False"):
+        rtrl(RNN(2, 3, num_layers=2), torch.randn(1, 4, 2), loss)
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's"):
+        rtrl(rnn, torch.randn(1, 4, 2, dtype=torch.float64), loss)
     with pytest.raises(TypeError, match="step_loss must be callable"):
         rtrl(rnn, torch.randn(1, 4, 2), None)
     with pytest.raises(TypeError, match="scalar"):

@@ -1,9 +1,14 @@
-"""Recurrent networks: the Elman RNN, LSTM and GRU, training through time, gradient diagnostics.
+"""Recurrent networks: the Elman RNN, LSTM and GRU, deep and bidirectional, training
+through time, gradient diagnostics.
 
-Every recurrent module of this subpackage follows one small protocol (see
-:mod:`seqbook.recurrent.diagnostics`): ``module(x, state) -> (outputs, final_state)``
-with batch-first ``x`` of shape ``(B, T, D)`` and ``outputs`` of shape ``(B, T, H)``,
-runnable piece by piece. The training helpers and the diagnostics rely on nothing else.
+:class:`RNN`, :class:`LSTM` and :class:`GRU` take torch's arguments (``num_layers``,
+``bias``, ``dropout``, ``bidirectional``, the LSTM's ``proj_size``) and return torch's
+shapes: ``module(x, state) -> (outputs, final_state)`` with batch-first ``x`` of shape
+``(B, T, D)`` (the book's default; torch's is time-first), ``outputs`` of shape
+``(B, T, num_directions * H)`` and states of shape ``(num_layers * num_directions, B, H)``.
+A one-layer, one-direction module follows the small protocol of
+:mod:`seqbook.recurrent.diagnostics` (runnable piece by piece), on which the training
+helpers and the diagnostics rely.
 """
 
 from seqbook.recurrent.bptt import TruncatedBPTTResult, activation_bytes, truncated_bptt
@@ -17,6 +22,7 @@ from seqbook.recurrent.gru import GRU, GRUTrace
 from seqbook.recurrent.lstm import LSTM, LSTMTrace
 from seqbook.recurrent.rnn import RNN
 from seqbook.recurrent.rtrl import RTRLResult, rtrl
+from seqbook.recurrent.stack import RecurrentStack
 
 __all__ = [
     "GRU",
@@ -25,6 +31,7 @@ __all__ = [
     "LSTMTrace",
     "RNN",
     "RTRLResult",
+    "RecurrentStack",
     "TruncatedBPTTResult",
     "activation_bytes",
     "jacobian_norms",

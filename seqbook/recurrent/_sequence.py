@@ -1,20 +1,34 @@
 """Input checks and the masked loop over time shared by RNN, LSTM and GRU.
 
-Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units.
+Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units,
+``K`` = ``num_layers * num_directions`` the stacked layers and directions.
 Error messages name the argument and the expected shape, as everywhere in seqbook.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
-from seqbook._checks import check_tensor
+from seqbook._checks import check_same_dtype, check_tensor
+
+State = tuple[torch.Tensor, ...]  # (h,) for the RNN and the GRU, (y, c) for the LSTM
 
 
-def check_sequence_batch(x: object, input_size: int, batch_first: bool) -> torch.Tensor:
-    """``x`` validated (``T >= 1``, ``D == input_size``) and returned batch-first."""
+def check_flag(name: str, value: object) -> bool:
+    """A bool argument (``bias``, ``batch_first``, ...), not a truthy stand-in."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def check_sequence_batch(
+    x: object, input_size: int, batch_first: bool, like: torch.Tensor
+) -> torch.Tensor:
+    """``x`` validated (``T >= 1``, ``D == input_size``, the parameters' dtype and
+    device) and returned batch-first."""
     check_tensor("x", x, ndim=3, floating=True)
     if not batch_first:
         x = x.transpose(0, 1)  # (B, T, D)
@@ -25,63 +39,96 @@ def check_sequence_batch(x: object, input_size: int, batch_first: bool) -> torch
             f"x must have {input_size} features (input_size) in its last dimension, "
             f"got shape {tuple(x.shape)}"
         )
+    check_like("x", x, like)
     return x
 
 
-def check_step_input(x_t: object, input_size: int) -> torch.Tensor:
+def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``tensor`` has the dtype and device of the module's parameters ``like``."""
+    check_same_dtype(name, tensor, like.dtype, of="the module's parameters")
+    if tensor.device != like.device:
+        raise ValueError(
+            f"{name} is on {tensor.device} but the module's parameters are on "
+            f"{like.device}; move one to the other (e.g. {name}.to({str(like.device)!r}))"
+        )
+    return tensor
+
+
+def check_step_input(x_t: object, input_size: int, like: torch.Tensor) -> torch.Tensor:
     """The input ``(B, D)`` of one step of a cell."""
     check_tensor("x_t", x_t, ndim=2, floating=True)
     if x_t.shape[1] != input_size:
         raise ValueError(
             f"x_t must have {input_size} features (input_size), got shape {tuple(x_t.shape)}"
         )
-    return x_t
+    return check_like("x_t", x_t, like)
 
 
-def check_state(name: str, state: object, B: int, H: int) -> torch.Tensor:
-    """A state tensor of shape ``(B, H)``."""
-    check_tensor(name, state, ndim=2, floating=True)
-    if state.shape != (B, H):
-        raise ValueError(f"{name} must have shape {(B, H)} (B, H), got {tuple(state.shape)}")
-    return state
+def check_state(name: str, state: object, shape: tuple[int, ...], like: torch.Tensor, what: str) -> torch.Tensor:
+    """A state tensor of the given shape, dtype and device; ``what`` spells the shape
+    out in letters, e.g. ``"(num_layers * num_directions, B, H)"``."""
+    check_tensor(name, state, ndim=len(shape), floating=True)
+    if tuple(state.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)} {what}, got {tuple(state.shape)}")
+    return check_like(name, state, like)
 
 
-def padding_mask(lengths: object, B: int, T: int, device) -> torch.Tensor | None:
+def check_lengths(lengths: object, B: int, T: int) -> torch.Tensor:
+    """Integer lengths ``(B,)`` in ``[0, T]``."""
+    check_tensor("lengths", lengths, ndim=1, floating=False)
+    if lengths.dtype == torch.bool:
+        raise TypeError("lengths must have an integer dtype, got torch.bool")
+    if lengths.shape[0] != B:
+        raise ValueError(
+            f"lengths must have one entry per sequence (B={B}), got {lengths.shape[0]}"
+        )
+    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > T):
+        raise ValueError(
+            f"lengths must lie in [0, T={T}] (T: the time axis of x), got {lengths.tolist()}"
+        )
+    return lengths
+
+
+def padding_mask(lengths: torch.Tensor | None, T: int, device: Any) -> torch.Tensor | None:
     """A ``(B, T, 1)`` mask, True at the real steps of each sequence, or None."""
     if lengths is None:
         return None
-    check_tensor("lengths", lengths, ndim=1, floating=False)
-    if lengths.shape[0] != B:
-        raise ValueError(f"lengths must have one entry per sequence ({B}), got {lengths.shape[0]}")
-    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > T):
-        raise ValueError(f"lengths must lie in [0, T={T}], got {lengths.tolist()}")
     steps = torch.arange(T, device=device)  # (T,)
     return (steps.unsqueeze(0) < lengths.to(device).unsqueeze(1)).unsqueeze(-1)  # (B, T, 1)
 
 
 def run_masked(
-    step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    step: Callable[[torch.Tensor, State], tuple[State, Any]],
     input_parts: torch.Tensor,
-    h: torch.Tensor,
+    state: State,
     mask: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run ``h = step(input_parts[:, t], h)`` for every ``t``; padding keeps the state.
+    record: bool = False,
+) -> tuple[torch.Tensor, State, list[tuple[State, Any]] | None]:
+    """Run ``state, extra = step(input_parts[:, t], state)`` for every ``t``.
 
     ``input_parts`` ``(B, T, .)`` holds what each step needs of its input, computed
     for all steps at once; ``mask`` ``(B, T, 1)`` (or None) marks the real steps.
     At padding steps the state is carried over and the output is zero, as
     ``pack_padded_sequence`` gives with torch's layers. Returns the outputs
-    ``(B, T, H)`` and the last state ``(B, H)``.
+    ``(B, T, H)`` (the first state tensor of every step), the last state and, if
+    ``record``, every step's (carried) state and ``extra`` (e.g. its gates).
     """
-    outputs = []
+    outputs, history = [], [] if record else None
     # unbind (not input_parts[:, t]) so that the backward pass assembles the gradient
     # of input_parts once instead of once per step
     for t, part in enumerate(input_parts.unbind(1)):
-        h_new = step(part, h)  # (B, H)
+        new, extra = step(part, state)
         if mask is not None:  # padding: keep the old state, output zeros
-            h = torch.where(mask[:, t], h_new, h)
-            outputs.append(h_new * mask[:, t])
+            state = tuple(torch.where(mask[:, t], n, s) for n, s in zip(new, state))
+            outputs.append(new[0] * mask[:, t])
         else:
-            h = h_new
-            outputs.append(h)
-    return torch.stack(outputs, dim=1), h  # (B, T, H), (B, H)
+            state = new
+            outputs.append(state[0])
+        if record:
+            history.append((state, extra))
+    return torch.stack(outputs, dim=1), state, history  # (B, T, H), State
+
+
+def stack_history(values: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+    """Per-step ``(B, H)`` tensors as one ``(B, T, H)`` tensor (None stays None)."""
+    return None if values[0] is None else torch.stack(list(values), dim=1)  # (B, T, H)

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import check_positive_int, check_real, check_same_dtype, check_tensor
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
 
@@ -119,6 +119,9 @@ def truncated_bptt(
     B, T, _ = x.shape
     if T == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
+    parameter = next(module.parameters(), None)
+    if parameter is not None:
+        check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
     check_tensor("targets", targets)
     if targets.dim() < 2 or targets.shape[:2] != (B, T):
         raise ValueError(

@@ -3,8 +3,9 @@ r"""How far back does a gradient reach? Per-time-step gradient diagnostics.
 Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units
 (of the state component being measured).
 
-The functions work with any recurrent module of the package (``RNN`` and the gated
-ones of later chapters) and with ``torch.nn.RNN``, ``nn.LSTM`` and ``nn.GRU``
+The functions work with any one-layer, one-direction recurrent module of the package
+(:class:`~seqbook.recurrent.RNN`, :class:`~seqbook.recurrent.LSTM`,
+:class:`~seqbook.recurrent.GRU`) and with ``torch.nn.RNN``, ``nn.LSTM`` and ``nn.GRU``
 (one layer, ``batch_first=True``), because they rely on nothing but this
 **protocol**:
 
@@ -12,19 +13,24 @@ ones of later chapters) and with ``torch.nn.RNN``, ``nn.LSTM`` and ``nn.GRU``
    for the zero state) and returns ``(outputs, final_state)``, ``outputs`` of shape
    ``(B, T, H)``;
 2. the state is a tensor or a tuple of tensors (``(h, c)`` for an LSTM), each of
-   shape ``(B, H)`` (or ``(1, B, H)``, as torch's modules return it), and its first
-   tensor is the hidden state that the module also outputs: ``outputs[:, -1]``
-   equals it;
+   shape ``(1, B, H)`` as torch's one-layer modules return it (or ``(B, H)``), and
+   its first tensor is the hidden state that the module also outputs:
+   ``outputs[:, -1]`` equals it;
 3. running a sequence in pieces, passing each piece's final state on to the next,
    gives the same result as running it whole.
 
 Rule 3 is what makes a recurrent network a state-space model, and it lets the
 diagnostics step any such module one time step at a time: ``module(x[:, t:t+1],
-state)``. At every step they add a zero "probe" tensor :math:`p_t` to the new state,
-everywhere it is used afterwards (the next step, the output, the loss). Then
-:math:`\partial L / \partial p_t` is exactly the total derivative
-:math:`\partial L / \partial h_t`, through every path by which :math:`h_t` influences
-the loss, whatever the module's autograd graph looks like inside.
+state)``. At every step they add a zero "probe" tensor :math:`p_t` to the new state
+as the module passes it on: to the input of the next step, to the final state and,
+for the hidden state, to the output of step :math:`t`. Then
+:math:`\partial L / \partial p_t` is the partial derivative of the loss with respect
+to that state tensor along every path that leaves step :math:`t` through it, whatever
+the module's autograd graph looks like inside. Whatever else step :math:`t` computed
+from it is held fixed: for the hidden state :math:`h_t` nothing is, so the probe
+gives the full derivative :math:`\partial L / \partial h_t`; for an LSTM's cell state
+:math:`c_t` (``component=1``) the block output :math:`y_t = o_t \odot \tanh(c_t)` of
+the same step is held fixed, so the path :math:`c_t \to y_t` is not counted.
 """
 
 from __future__ import annotations
@@ -35,11 +41,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_tensor
+from seqbook._checks import check_choice, check_int, check_same_dtype, check_tensor
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
 State = Any  # a tensor or a tuple of tensors
+# the orders torch.linalg.matrix_norm accepts
+_MATRIX_NORM_ORDERS = (2, -2, 1, -1, float("inf"), float("-inf"), "fro", "nuc")
 
 
 def _as_tuple(state: State) -> tuple[torch.Tensor, ...]:
@@ -50,16 +58,34 @@ def _like(template: State, parts: tuple[torch.Tensor, ...]) -> State:
     return parts if isinstance(template, (tuple, list)) else parts[0]
 
 
-def _check_module_and_input(module: nn.Module, x: torch.Tensor) -> None:
+def _check_module_and_input(module: nn.Module, x: torch.Tensor, state: State) -> None:
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     if getattr(module, "batch_first", True) is not True:
         raise ValueError("module must be batch-first (batch_first=True)")
-    if getattr(module, "num_layers", 1) != 1 or getattr(module, "bidirectional", False):
-        raise ValueError("module must have one layer and one direction")
+    layers = getattr(module, "num_layers", 1)
+    bidirectional = getattr(module, "bidirectional", False)
+    if layers != 1 or bidirectional:
+        raise ValueError(
+            "module must have one layer and one direction (a backward direction cannot "
+            f"be stepped forward in time), got num_layers={layers}, "
+            f"bidirectional={bidirectional}"
+        )
     check_tensor("x", x, ndim=3, floating=True)
     if x.shape[1] == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
+    parameter = next(module.parameters(), None)
+    if parameter is not None:
+        check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
+    if state is not None:
+        for i, part in enumerate(_as_tuple(state)):
+            check_tensor(f"state[{i}]", part, ndim=(2, 3), floating=True)
+            if part.shape[-2] != x.shape[0] or (part.dim() == 3 and part.shape[0] != 1):
+                raise ValueError(
+                    f"state[{i}] must have shape (1, B, H) or (B, H) with B={x.shape[0]} "
+                    f"(the batch of x), got {tuple(part.shape)}"
+                )
+            check_same_dtype(f"state[{i}]", part, x.dtype, of="x")
 
 
 def unroll_with_probes(
@@ -70,8 +96,11 @@ def unroll_with_probes(
     After step :math:`t` the state :math:`s_t` is replaced by :math:`s_t + p_t` with
     :math:`p_t = 0` (one probe per state tensor, requiring gradients). The hidden
     probe is also added to the output of that step, so the gradient of any function
-    of ``(outputs, final_state)`` with respect to :math:`p_t` is the total
-    derivative with respect to :math:`s_t`.
+    of ``(outputs, final_state)`` with respect to :math:`p_t` is its partial
+    derivative with respect to :math:`s_t` as passed on to later steps, with what
+    step :math:`t` computed from :math:`s_t` held fixed (see the module docstring:
+    the full derivative for the hidden state; for an LSTM's cell state, the block
+    output of the same step held fixed).
 
     Args:
         module: a recurrent module following the protocol of this module's docstring.
@@ -89,9 +118,9 @@ def unroll_with_probes(
         >>> from seqbook.recurrent import RNN
         >>> outputs, h_T, probes = unroll_with_probes(RNN(2, 3), torch.randn(4, 5, 2))
         >>> len(probes), tuple(probes[0][0].shape), tuple(outputs.shape)
-        (5, (4, 3), (4, 5, 3))
+        (5, (1, 4, 3), (4, 5, 3))
     """
-    _check_module_and_input(module, x)
+    _check_module_and_input(module, x, state)
     outputs, probes = [], []
     for t in range(x.shape[1]):
         out, new_state = module(x[:, t : t + 1], state)  # (B, 1, H), state
@@ -146,8 +175,10 @@ def state_gradient_norms(
         g_t = \left\lVert \frac{\partial L}{\partial h_t} \right\rVert_2,
         \qquad t = 1, \dots, T,
 
-    the total derivative through all later steps (see :func:`unroll_with_probes`).
-    The module's parameter gradients are left untouched.
+    through all later steps (see :func:`unroll_with_probes`): the full derivative for
+    the hidden state; for an LSTM's cell state (``component=1``), the partial
+    derivative with the same step's block output :math:`y_t` held fixed. The
+    module's parameter gradients are left untouched.
 
     Args:
         module: a recurrent module following the protocol of this module's docstring.
@@ -194,7 +225,8 @@ def state_jacobians(
 
     computed by back-propagating each of the ``H`` units of :math:`h_T` (so the cost
     is ``H`` backward passes). For an LSTM, ``component=1`` gives
-    :math:`\partial c_T / \partial c_t`.
+    :math:`\partial c_T / \partial c_t` along the cell states and the later steps,
+    with :math:`y_t` held fixed (see :func:`unroll_with_probes`).
 
     Args:
         module: a recurrent module following the protocol of this module's docstring.
@@ -258,5 +290,8 @@ def jacobian_norms(
         >>> tuple(norms.shape), torch.allclose(norms[:, -1], torch.ones(2))
         ((2, 5), True)
     """
+    if isinstance(ord, bool):
+        raise TypeError(f"ord must be a matrix norm order, got {ord!r}")
+    check_choice("ord", ord, _MATRIX_NORM_ORDERS)
     jacobians = state_jacobians(module, x, state, component)  # (B, T, H, H)
     return torch.linalg.matrix_norm(jacobians, ord=ord)  # (B, T)

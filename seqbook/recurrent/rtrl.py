@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import check_tensor
+from seqbook.recurrent._sequence import check_like, check_state
 from seqbook.recurrent.rnn import RNN
 
 __all__ = ["RTRLResult", "rtrl"]
@@ -37,8 +38,8 @@ class RTRLResult:
     """The outcome of :func:`rtrl`."""
 
     loss: torch.Tensor  # the summed step losses (detached scalar)
-    grads: dict[str, torch.Tensor]  # dL/dW_xh, dL/dW_hh, dL/db_h
-    h_T: torch.Tensor  # (B, H), the last state
+    grads: dict[str, torch.Tensor]  # dL/dW_xh, dL/dW_hh, dL/db_h (no b_h without bias)
+    h_T: torch.Tensor  # (1, B, H), the last state, shaped like RNN's h_n
     state_bytes: int  # bytes of h and the sensitivity tensors carried between steps
 
 
@@ -61,15 +62,15 @@ def rtrl(
     :math:`h_{t-1,j}`) and :math:`b_h` (with 1). Nothing of the past is stored.
 
     Args:
-        rnn: the :class:`~seqbook.recurrent.RNN` whose gradients are computed (its
-            ``.grad`` fields are not touched); ``batch_first`` is ignored, ``x`` is
-            always batch-first.
+        rnn: the one-layer, one-direction :class:`~seqbook.recurrent.RNN` whose
+            gradients are computed (its ``.grad`` fields are not touched);
+            ``batch_first`` is ignored, ``x`` is always batch-first.
         x: inputs ``(B, T, D)``, ``T >= 1``.
         step_loss: ``step_loss(t, h_t)`` returns the scalar loss incurred at step
             ``t`` (0-based) as a function of ``h_t`` ``(B, H)``, or ``None`` for no
             loss at that step. It is back-propagated through ``h_t`` only, so a
             readout layer inside it receives ordinary ``.grad`` gradients.
-        h0: initial state ``(B, H)`` (held constant), zeros if None.
+        h0: initial state ``(1, B, H)`` as for the RNN (held constant), zeros if None.
 
     Shapes:
         sensitivities: ``(B, H, H, D)``, ``(B, H, H, H)``, ``(B, H, H)`` for
@@ -78,7 +79,8 @@ def rtrl(
 
     Returns:
         An :class:`RTRLResult` with the loss, the gradients (same shapes as the
-        parameters), the final state and the memory the method carries.
+        parameters; no ``b_h`` for an RNN without bias), the final state and the
+        memory the method carries.
 
     Example:
         >>> rnn = RNN(2, 3)
@@ -90,6 +92,11 @@ def rtrl(
     """
     if not isinstance(rnn, RNN):
         raise TypeError(f"rnn must be a seqbook.recurrent.RNN, got {type(rnn).__name__}")
+    if rnn.num_layers != 1 or rnn.bidirectional:
+        raise ValueError(
+            "rnn must have num_layers=1 and bidirectional=False (RTRL here is for one "
+            f"layer), got num_layers={rnn.num_layers}, bidirectional={rnn.bidirectional}"
+        )
     check_tensor("x", x, ndim=3, floating=True)
     B, T, D = x.shape
     H = rnn.hidden_size
@@ -99,19 +106,20 @@ def rtrl(
         raise ValueError(
             f"x must have {rnn.input_size} features (input_size), got shape {tuple(x.shape)}"
         )
+    check_like("x", x, rnn.W_hh)
     if not callable(step_loss):
         raise TypeError(f"step_loss must be callable as step_loss(t, h_t), got {step_loss!r}")
     if h0 is not None:
-        check_tensor("h0", h0, ndim=2, floating=True)
-        if h0.shape != (B, H):
-            raise ValueError(f"h0 must have shape {(B, H)} (B, H), got {tuple(h0.shape)}")
+        check_state("h0", h0, (1, B, H), rnn.W_hh, "(num_layers * num_directions, B, H)")
 
-    W_xh, W_hh, b_h = rnn.W_xh.detach(), rnn.W_hh.detach(), rnn.b_h.detach()
-    h = x.new_zeros(B, H) if h0 is None else h0.detach()  # (B, H)
+    W_xh, W_hh = rnn.W_xh.detach(), rnn.W_hh.detach()
+    b_h = rnn.b_h.detach() if rnn.bias else x.new_zeros(H)  # (H,)
+    h = x.new_zeros(B, H) if h0 is None else h0[0].detach()  # (B, H)
     S_xh = x.new_zeros(B, H, H, D)  # dh_t/dW_xh
     S_hh = x.new_zeros(B, H, H, H)  # dh_t/dW_hh
-    S_b = x.new_zeros(B, H, H)  # dh_t/db_h
-    grads = {name: torch.zeros_like(p) for name, p in (("W_xh", W_xh), ("W_hh", W_hh), ("b_h", b_h))}
+    S_b = x.new_zeros(B, H, H) if rnn.bias else None  # dh_t/db_h
+    names = ("W_xh", "W_hh", "b_h") if rnn.bias else ("W_xh", "W_hh")
+    grads = {name: torch.zeros_like(getattr(rnn, name)) for name in names}
     total = x.new_zeros(())
     with torch.no_grad():
         for t in range(T):
@@ -126,14 +134,17 @@ def rtrl(
             # W_hh S_{t-1}: the H^4 term, (H, H) times (B, H, H*H)
             S_hh = torch.einsum("km,bmij->bkij", W_hh, S_hh)  # (B, H, H, H)
             S_xh = torch.einsum("km,bmij->bkij", W_hh, S_xh)  # (B, H, H, D)
-            S_b = torch.einsum("km,bmi->bki", W_hh, S_b)  # (B, H, H)
+            if S_b is not None:
+                S_b = torch.einsum("km,bmi->bki", W_hh, S_b)  # (B, H, H)
             # the direct terms delta_ki * (h_{t-1,j}, x_{t,j}, 1), on the k = i diagonal
             S_hh.diagonal(dim1=1, dim2=2).add_(h.unsqueeze(-1))  # view (B, H_j, H_k)
             S_xh.diagonal(dim1=1, dim2=2).add_(x_t.unsqueeze(-1))  # view (B, D_j, H_k)
-            S_b.diagonal(dim1=1, dim2=2).add_(1.0)  # view (B, H_k)
+            if S_b is not None:
+                S_b.diagonal(dim1=1, dim2=2).add_(1.0)  # view (B, H_k)
             S_hh.mul_(f_prime[:, :, None, None])  # (eq-rnn-rtrl)
             S_xh.mul_(f_prime[:, :, None, None])
-            S_b.mul_(f_prime[:, :, None])
+            if S_b is not None:
+                S_b.mul_(f_prime[:, :, None])
             h = h_t
             with torch.enable_grad():
                 h_leaf = h.clone().requires_grad_(True)
@@ -146,7 +157,9 @@ def rtrl(
                 g = h_leaf.grad  # (B, H): d l_t / d h_t
                 grads["W_hh"] += torch.einsum("bk,bkij->ij", g, S_hh)  # (eq-rnn-rtrl-grad)
                 grads["W_xh"] += torch.einsum("bk,bkij->ij", g, S_xh)
-                grads["b_h"] += torch.einsum("bk,bki->i", g, S_b)
+                if S_b is not None:
+                    grads["b_h"] += torch.einsum("bk,bki->i", g, S_b)
                 total = total + loss.detach()
-    state_bytes = sum(s.numel() * s.element_size() for s in (h, S_xh, S_hh, S_b))
-    return RTRLResult(loss=total, grads=grads, h_T=h, state_bytes=state_bytes)
+    carried = [s for s in (h, S_xh, S_hh, S_b) if s is not None]
+    state_bytes = sum(s.numel() * s.element_size() for s in carried)
+    return RTRLResult(loss=total, grads=grads, h_T=h[None], state_bytes=state_bytes)  # (1, B, H)

@@ -1,0 +1,135 @@
+r"""An LSTM layer whose backward pass is written by hand, for the benchmark table only.
+
+Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` LSTM blocks,
+``G`` gates (4 with a forget gate, 3 without).
+
+Autograd records a dozen small operations per time step of
+:class:`seqbook.recurrent.LSTM` and replays them one by one backwards. Here the
+forward pass records only the activations; the backward pass first computes, for all
+steps at once, the local derivative of every gate's pre-activation, and then runs the
+recursion of BPTT with five small operations and one matrix product per step; the
+gradient of ``R`` is one product at the end. It computes the same function and the
+same gradients as the gate-by-gate layer (``tests/test_benchmarks_fused_lstm.py``)
+and is measured against it and ``nn.LSTM`` in ``benchmarks/rows.py``; no chapter
+uses it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seqbook.recurrent import LSTM
+from seqbook.recurrent._sequence import check_sequence_batch
+
+__all__ = ["fused_lstm"]
+
+
+class _LSTMRecurrence(torch.autograd.Function):
+    r"""The LSTM's loop over time with its backward pass written by hand (BPTT).
+
+    Inputs: ``pre_x`` ``(T, B, G H)`` (the input part ``W x_t + b`` of all gates, in
+    the module's gate order ``z, i, (f,) o``), ``y0``, ``c0`` ``(B, H)``, ``R``
+    ``(G H, H)`` and whether there is a forget gate. Outputs: all block outputs
+    ``(T, B, H)`` and the last cell state ``(B, H)``.
+    """
+
+    @staticmethod
+    def forward(ctx, pre_x, y0, c0, R, forget_gate: bool):
+        H = R.shape[1]
+        R_T = R.T
+        y, c = y0, c0
+        ys, cs, zs, sigmoids, tanh_cs = [], [c0], [], [], []
+        for pre_x_t in pre_x.unbind(0):
+            pre = torch.addmm(pre_x_t, y, R_T)  # (B, G H)
+            z = torch.tanh(pre[:, :H])
+            s = torch.sigmoid(pre[:, H:])  # i, (f,) o
+            if forget_gate:
+                c = torch.addcmul(s[:, H : 2 * H] * c, s[:, :H], z)
+            else:
+                c = torch.addcmul(c, s[:, :H], z)
+            tanh_c = torch.tanh(c)
+            y = s[:, -H:] * tanh_c
+            ys.append(y)
+            cs.append(c)
+            zs.append(z)
+            sigmoids.append(s)
+            tanh_cs.append(tanh_c)
+        ys = torch.stack(ys)  # (T, B, H)
+        c_T = cs[-1]
+        tensors = [torch.stack(v) for v in (cs[:-1], zs, sigmoids, tanh_cs)]
+        ctx.forget_gate = forget_gate
+        ctx.save_for_backward(y0, R, ys, *tensors)
+        return ys, c_T
+
+    @staticmethod
+    def backward(ctx, d_ys, d_cT):
+        y0, R, ys, c_prev, z, s, tanh_c = ctx.saved_tensors  # (T, B, .)
+        H = R.shape[1]
+        # local derivatives, all steps at once: d pre / d(what multiplies dL/dc or dL/dy)
+        o = s[..., -H:]
+        through_y = o * (1 - tanh_c**2)  # dc_t/dy_t route: dL/dc += dL/dy o tanh'(c)
+        partners = [z, c_prev, tanh_c] if ctx.forget_gate else [z, tanh_c]
+        slope = torch.cat(
+            [s[..., :H] * (1 - z**2), torch.cat(partners, -1) * s * (1 - s)], -1
+        )  # (T, B, G H): i tanh'(.) for z; z, c_{t-1}, tanh(c_t) times sigmoid'(.)
+        forget = s[..., H : 2 * H] if ctx.forget_gate else None
+        if d_ys is None:
+            d_ys = torch.zeros_like(ys)
+        d_pre = torch.empty_like(slope)
+        d_c = torch.zeros_like(y0) if d_cT is None else d_cT
+        d_y_rec = torch.zeros_like(y0)  # the part of dL/dy_t that comes through y_{t+1}
+        n_cell = 3 if ctx.forget_gate else 2  # gates whose gradient starts from dL/dc
+        for t in reversed(range(ys.shape[0])):
+            d_y = d_ys[t] + d_y_rec
+            d_c = torch.addcmul(d_c, d_y, through_y[t])
+            torch.mul(torch.cat([d_c] * n_cell + [d_y], 1), slope[t], out=d_pre[t])
+            if forget is not None:
+                d_c = d_c * forget[t]  # to c_{t-1}
+            d_y_rec = d_pre[t] @ R  # (B, H)
+        y_prev = torch.cat([y0[None], ys[:-1]])  # (T, B, H)
+        d_R = d_pre.flatten(0, 1).T @ y_prev.flatten(0, 1)  # (G H, H)
+        return d_pre, d_y_rec, d_c, d_R, None
+
+
+def fused_lstm(
+    lstm: LSTM,
+    x: torch.Tensor,
+    state: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """The same function as ``lstm(x, state)``, with the backward pass written by hand.
+
+    For a one-layer, one-direction :class:`~seqbook.recurrent.LSTM` without
+    projection (with or without forget gate and bias) and padding-free batches.
+
+    Args:
+        lstm: the layer whose parameters are used (and receive the gradients).
+        x: inputs ``(B, T, D)`` (``(T, B, D)`` if not ``lstm.batch_first``).
+        state: ``(h_0, c_0)``, ``(1, B, H)`` each, or None for zeros.
+
+    Returns:
+        ``(outputs, (h_n, c_n))`` as :meth:`seqbook.recurrent.LSTM.forward` returns them.
+
+    Example:
+        >>> lstm = LSTM(3, 4)
+        >>> x = torch.randn(2, 5, 3)
+        >>> torch.allclose(fused_lstm(lstm, x)[0], lstm(x)[0], atol=1e-6)
+        True
+    """
+    if not isinstance(lstm, LSTM):
+        raise TypeError(f"lstm must be a seqbook.recurrent.LSTM, got {type(lstm).__name__}")
+    if lstm.num_layers != 1 or lstm.bidirectional or lstm.proj_size:
+        raise ValueError(
+            "fused_lstm needs a one-layer, one-direction LSTM without projection, got "
+            f"num_layers={lstm.num_layers}, bidirectional={lstm.bidirectional}, "
+            f"proj_size={lstm.proj_size}"
+        )
+    # the layer's own checks of x and state, and its zero state
+    x = check_sequence_batch(x, lstm.input_size, lstm.batch_first, lstm._like)  # (B, T, D)
+    B, T, D = x.shape
+    ((y0, c0),) = lstm._initial_states(state, B)  # (B, H) each
+    x_steps = x.transpose(0, 1).reshape(T * B, D)  # time-major rows
+    pre_x = torch.addmm(lstm._stacked("b"), x_steps, lstm._stacked("W").T)  # (T B, G H)
+    pre_x = pre_x.view(T, B, -1)  # (T, B, G H)
+    ys, c_T = _LSTMRecurrence.apply(pre_x, y0, c0, lstm._stacked("R"), lstm.forget_gate)
+    out = ys.transpose(0, 1) if lstm.batch_first else ys  # (B, T, H) or (T, B, H)
+    return out, (ys[-1][None], c_T[None])  # (1, B, H) each

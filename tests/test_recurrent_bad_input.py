@@ -1,0 +1,294 @@
+"""Bad input to every public callable of seqbook.recurrent fails at the call, with a
+message naming the argument, what was expected and what was given (never an error
+from deep inside torch)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from seqbook.recurrent import (
+    GRU,
+    LSTM,
+    RNN,
+    activation_bytes,
+    jacobian_norms,
+    rtrl,
+    state_gradient_norms,
+    state_jacobians,
+    truncated_bptt,
+    unroll_with_probes,
+)
+
+CLASSES = [RNN, LSTM, GRU]
+IDS = ["RNN", "LSTM", "GRU"]
+
+
+def state_of(cls, K, B, H=3, **kw):
+    h = torch.zeros(K, B, H, **kw)
+    return (h, torch.zeros(K, B, H, **kw)) if cls is LSTM else h
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(num_layers=0), ValueError, r"num_layers must be >= 1, got 0"),
+        (dict(num_layers=2.0), TypeError, r"num_layers must be an int"),
+        (dict(dropout=1.5), ValueError, r"dropout must be <= 1.0, got 1.5"),
+        (dict(dropout=1.0), ValueError, r"dropout must be in \[0, 1\)"),
+        (dict(dropout=-0.1), ValueError, r"dropout must be >= 0.0"),
+        (dict(dropout="0.5"), TypeError, r"dropout must be a real number"),
+        (dict(bias=1), TypeError, r"bias must be a bool, got 1"),
+        (dict(bidirectional="yes"), TypeError, r"bidirectional must be a bool"),
+        (dict(batch_first=None), TypeError, r"batch_first must be a bool"),
+        (dict(input_size=0), ValueError, r"input_size must be >= 1"),
+        (dict(hidden_size=2.5), TypeError, r"hidden_size must be an int"),
+        (dict(dtype=torch.int64), TypeError, r"dtype must be a floating-point torch.dtype"),
+        (dict(dtype="float64"), TypeError, r"dtype must be a floating-point torch.dtype"),
+    ],
+)
+def test_bad_constructor_arguments(cls, kwargs, error, message):
+    arguments = dict(input_size=2, hidden_size=3)
+    arguments.update(kwargs)
+    with pytest.raises(error, match=message):
+        cls(**arguments)
+
+
+@pytest.mark.parametrize("cls", [RNN, GRU], ids=["RNN", "GRU"])
+def test_proj_size_is_for_the_lstm_only(cls):
+    with pytest.raises(ValueError, match=r"proj_size is only supported by LSTM .* got proj_size=2"):
+        cls(2, 3, proj_size=2)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(proj_size=3), ValueError, r"proj_size must be smaller than hidden_size \(3\), got 3"),
+        (dict(proj_size=5), ValueError, r"proj_size must be smaller than hidden_size"),
+        (dict(proj_size=-1), ValueError, r"proj_size must be >= 0, got -1"),
+        (dict(proj_size=1.0), TypeError, r"proj_size must be an int"),
+        (dict(forget_gate="no"), TypeError, r"forget_gate must be a bool"),
+        (dict(input_gate_bias=float("nan")), ValueError, r"input_gate_bias must not be NaN"),
+        (dict(input_gate_bias=-2.0, bias=False), ValueError,
+         r"input_gate_bias=-2.0 needs a bias: bias must be True"),
+    ],
+)
+def test_bad_lstm_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        LSTM(2, 3, **kwargs)
+
+
+def test_nonlinearity():
+    with pytest.raises(ValueError, match=r"nonlinearity must be one of 'tanh', 'relu'; got 'gelu'"):
+        RNN(2, 3, nonlinearity="gelu")
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_bad_inputs_to_forward(cls):
+    module = cls(2, 3, num_layers=2, bidirectional=True)  # K = 4
+    x = torch.randn(5, 7, 2)
+    checks = [
+        (lambda: module(torch.randn(7, 2)), ValueError, r"x must have 3 dimensions, got shape \(7, 2\)"),
+        (lambda: module(torch.randn(5, 7, 3)), ValueError, r"x must have 2 features \(input_size\)"),
+        (lambda: module(torch.randn(5, 0, 2)), ValueError, r"at least one time step"),
+        (lambda: module(torch.ones(5, 7, 2, dtype=torch.long)), TypeError, r"x must have a floating-point dtype"),
+        (lambda: module(x.double()), TypeError,
+         r"x has dtype torch.float64 but the module's parameters have dtype torch.float32"),
+        (lambda: module(x.half()), TypeError, r"x has dtype torch.float16"),
+        (lambda: module([[1.0]]), TypeError, r"x must be a torch.Tensor"),
+        (lambda: module(x, lengths=torch.tensor([8, 1, 1, 1, 1])), ValueError,
+         r"lengths must lie in \[0, T=7\] \(T: the time axis of x\), got \[8, 1, 1, 1, 1\]"),
+        (lambda: module(x, lengths=torch.tensor([-1, 1, 1, 1, 1])), ValueError, r"lengths must lie in"),
+        (lambda: module(x, lengths=torch.tensor([7, 1])), ValueError,
+         r"lengths must have one entry per sequence \(B=5\), got 2"),
+        (lambda: module(x, lengths=torch.ones(5)), TypeError, r"lengths must have an integer dtype"),
+        (lambda: module(x, lengths=torch.ones(5, dtype=torch.bool)), TypeError, r"lengths must have an integer"),
+        (lambda: module(x, lengths=[7] * 5), TypeError, r"lengths must be a torch.Tensor"),
+        (lambda: module(x, lengths=torch.ones(5, 1, dtype=torch.long)), ValueError,
+         r"lengths must have 1 dimensions"),
+    ]
+    for call, error, message in checks:
+        with pytest.raises(error, match=message):
+            call()
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_bad_initial_states(cls):
+    module = cls(2, 3, num_layers=2, bidirectional=True)  # K = 4
+    x = torch.randn(5, 7, 2)
+    name = r"state\[0\] \(h_0\)" if cls is LSTM else "h0"
+    with pytest.raises(ValueError, match=name + r" must have shape \(4, 5, 3\) "
+                       r"\(num_layers \* num_directions, B, H\), got \(2, 5, 3\)"):
+        module(x, state_of(cls, 2, 5))
+    with pytest.raises(ValueError, match=name + r" must have 3 dimensions, got shape \(5, 3\)"):
+        module(x, (torch.zeros(5, 3), torch.zeros(4, 5, 3)) if cls is LSTM else torch.zeros(5, 3))
+    with pytest.raises(TypeError, match=name + r" has dtype torch.float64 but the module's"):
+        module(x, state_of(cls, 4, 5, dtype=torch.float64))
+    if cls is LSTM:
+        with pytest.raises(TypeError, match=r"state must be a pair \(h_0, c_0\) of tensors, got a tensor"):
+            module(x, torch.zeros(4, 5, 3))
+        with pytest.raises(ValueError, match=r"state\[1\] \(c_0\) must have shape \(4, 5, 3\)"):
+            module(x, (torch.zeros(4, 5, 3), torch.zeros(4, 5, 2)))
+        projected = LSTM(2, 3, proj_size=2)
+        with pytest.raises(ValueError, match=r"state\[0\] \(h_0\) must have shape \(1, 5, 2\) "
+                           r"\(num_layers \* num_directions, B, proj_size\)"):
+            projected(x, (torch.zeros(1, 5, 3), torch.zeros(1, 5, 3)))
+    else:
+        with pytest.raises(TypeError, match=r"h0 must be a torch.Tensor"):
+            module(x, (torch.zeros(4, 5, 3),))
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_packed_input_with_lengths(cls):
+    module = cls(2, 3)
+    packed = pack_padded_sequence(torch.randn(2, 4, 2), torch.tensor([4, 2]), batch_first=True)
+    with pytest.raises(ValueError, match="lengths must be None when x is a PackedSequence"):
+        module(packed, lengths=torch.tensor([4, 2]))
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's"):
+        module(pack_padded_sequence(torch.randn(2, 4, 2, dtype=torch.float64),
+                                    torch.tensor([4, 2]), batch_first=True))
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_cell_is_for_one_layer_and_checks_its_input(cls):
+    stacked = cls(2, 3, num_layers=2)
+    state = (torch.zeros(1, 3), torch.zeros(1, 3)) if cls is LSTM else torch.zeros(1, 3)
+    with pytest.raises(ValueError, match=r"cell is one step of a one-layer, one-direction module; "
+                       r"this one has num_layers=2, bidirectional=False"):
+        stacked.cell(torch.zeros(1, 2), state)
+    with pytest.raises(ValueError, match="bidirectional=True"):
+        cls(2, 3, bidirectional=True).cell(torch.zeros(1, 2), state)
+    single = cls(2, 3)
+    with pytest.raises(TypeError, match=r"x_t has dtype torch.float64 but the module's"):
+        single.cell(torch.zeros(1, 2, dtype=torch.float64), state)
+    with pytest.raises(ValueError, match=r"x_t must have 2 features"):
+        single.cell(torch.zeros(1, 4), state)
+    bad = (torch.zeros(1, 3), torch.zeros(2, 3)) if cls is LSTM else torch.zeros(2, 3)
+    with pytest.raises(ValueError, match=r"must have shape \(1, 3\) \(B, H\), got \(2, 3\)"):
+        single.cell(torch.zeros(1, 2), bad)
+
+
+@pytest.mark.parametrize("cls", [LSTM, GRU], ids=["LSTM", "GRU"])
+def test_bad_trace_layer(cls):
+    module = cls(2, 3, num_layers=2)
+    x = torch.randn(1, 4, 2)
+    with pytest.raises(ValueError, match=r"layer must be in \[-2, 2\) \(num_layers=2\), got 2"):
+        module.trace(x, layer=2)
+    with pytest.raises(TypeError, match=r"layer must be an int, got float"):
+        module.trace(x, layer=1.0)
+    packed = pack_padded_sequence(x, torch.tensor([4]), batch_first=True)
+    with pytest.raises(TypeError, match="trace takes a padded x with lengths"):
+        module.trace(packed)
+    first, also_first = module.trace(x, layer=0), module.trace(x, layer=-2)
+    assert all(torch.equal(a, b) for a, b in zip(vars(first).values(), vars(also_first).values())
+               if a is not None)
+
+
+@pytest.mark.parametrize("cls, torch_cls, name", [(RNN, nn.RNN, "rnn"), (LSTM, nn.LSTM, "lstm"),
+                                                  (GRU, nn.GRU, "gru")])
+def test_from_torch_wants_its_twin(cls, torch_cls, name):
+    other = nn.GRU(2, 3) if torch_cls is not nn.GRU else nn.LSTM(2, 3)
+    with pytest.raises(TypeError, match=rf"{name} must be a torch.nn.{torch_cls.__name__}, got"):
+        cls.from_torch(other)
+    with pytest.raises(TypeError, match=rf"{name} must be a torch.nn.{torch_cls.__name__}"):
+        cls.from_torch(cls(2, 3))
+
+
+def test_lstm_from_torch_flags():
+    with pytest.raises(TypeError, match="forget_gate must be a bool"):
+        LSTM.from_torch(nn.LSTM(2, 3), forget_gate=0)
+    with pytest.raises(ValueError, match=r"layer and direction '_l1_reverse' is not"):
+        pinned = LSTM(2, 3, num_layers=2, bidirectional=True, forget_gate=False).to_torch()
+        with torch.no_grad():
+            pinned.weight_hh_l1_reverse[3:6] = 0.1  # unpin one forget gate
+        LSTM.from_torch(pinned, forget_gate=False)
+
+
+def test_truncated_bptt_bad_input():
+    rnn = RNN(1, 4)
+    opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+    x = torch.randn(2, 6, 1)
+    mse = lambda out, y: out.pow(2).mean()
+    checks = [
+        (lambda: truncated_bptt("rnn", x, x, mse, opt, 2), TypeError, r"module must be a torch.nn.Module"),
+        (lambda: truncated_bptt(rnn, x.double(), x, mse, opt, 2), TypeError,
+         r"x has dtype torch.float64 but the module's parameters have dtype torch.float32"),
+        (lambda: truncated_bptt(rnn, x[0], x, mse, opt, 2), ValueError, r"x must have 3 dimensions"),
+        (lambda: truncated_bptt(rnn, x, x[:, :3], mse, opt, 2), ValueError,
+         r"targets must have shape \(B, T, ...\) = \(2, 6, ...\) like x"),
+        (lambda: truncated_bptt(rnn, x, x, None, opt, 2), TypeError, r"loss_fn must be callable"),
+        (lambda: truncated_bptt(rnn, x, x, mse, "sgd", 2), TypeError, r"optimizer must be a torch.optim"),
+        (lambda: truncated_bptt(rnn, x, x, mse, opt, 0), ValueError, r"k1 must be >= 1"),
+        (lambda: truncated_bptt(rnn, x, x, mse, opt, 3, 2), ValueError, r"k2 must be >= k1"),
+        (lambda: truncated_bptt(rnn, x, x, mse, opt, 2, clip=0.0), ValueError, r"clip must be > 0"),
+        (lambda: truncated_bptt(rnn, x, x, mse, opt, 2, state=torch.zeros(2, 4)), ValueError,
+         r"h0 must have 3 dimensions"),
+        (lambda: truncated_bptt(rnn, x, x, lambda o, y: o, opt, 2), TypeError, r"scalar"),
+    ]
+    for call, error, message in checks:
+        with pytest.raises(error, match=message):
+            call()
+
+
+def test_rtrl_bad_input():
+    rnn = RNN(2, 3)
+    loss = lambda t, h: h.sum()
+    x = torch.randn(1, 4, 2)
+    checks = [
+        (lambda: rtrl(LSTM(2, 3), x, loss), TypeError, r"rnn must be a seqbook.recurrent.RNN, got LSTM"),
+        (lambda: rtrl(RNN(2, 3, bidirectional=True), x, loss), ValueError,
+         r"rnn must have num_layers=1 and bidirectional=False"),
+        (lambda: rtrl(rnn, x.half(), loss), TypeError, r"x has dtype torch.float16"),
+        (lambda: rtrl(rnn, x, loss, h0=torch.zeros(2, 1, 3)), ValueError,
+         r"h0 must have shape \(1, 1, 3\) \(num_layers \* num_directions, B, H\), got \(2, 1, 3\)"),
+        (lambda: rtrl(rnn, x, loss, h0=torch.zeros(1, 1, 3, dtype=torch.float64)), TypeError,
+         r"h0 has dtype torch.float64"),
+    ]
+    for call, error, message in checks:
+        with pytest.raises(error, match=message):
+            call()
+
+
+def test_diagnostics_bad_input():
+    rnn = RNN(2, 3)
+    x = torch.randn(2, 4, 2)
+    checks = [
+        (lambda: jacobian_norms(rnn, x, ord="max"), ValueError,
+         r"ord must be one of 2, -2, 1, -1, inf, -inf, 'fro', 'nuc'; got 'max'"),
+        (lambda: jacobian_norms(rnn, x, ord=None), ValueError, r"ord must be one of"),
+        (lambda: state_jacobians(rnn, x, component=1), ValueError, r"component must be < 1"),
+        (lambda: state_jacobians(rnn, x, component=0.0), TypeError, r"component must be an int"),
+        (lambda: state_gradient_norms(rnn, x, "loss"), TypeError, r"loss_fn must be callable"),
+        (lambda: unroll_with_probes(RNN(2, 3, num_layers=2), x), ValueError,
+         r"module must have one layer and one direction .* got num_layers=2"),
+        (lambda: unroll_with_probes(GRU(2, 3, bidirectional=True), x), ValueError,
+         r"bidirectional=True"),
+        (lambda: unroll_with_probes(LSTM(2, 3, batch_first=False), x), ValueError, r"batch-first"),
+        (lambda: unroll_with_probes(rnn, x.double()), TypeError, r"x has dtype torch.float64"),
+        (lambda: unroll_with_probes(rnn, x, torch.zeros(1, 3, 3)), ValueError,
+         r"state\[0\] must have shape \(1, B, H\) or \(B, H\) with B=2"),
+        (lambda: activation_bytes("f"), TypeError, r"fn must be callable"),
+        (lambda: activation_bytes(lambda: rnn(x)[0], exclude="rnn"), TypeError,
+         r"exclude must be a torch.nn.Module"),
+    ]
+    for call, error, message in checks:
+        with pytest.raises(error, match=message):
+            call()
+    for ord in (2, -2, 1, -1, float("inf"), float("-inf"), "fro", "nuc"):  # the valid ones work
+        assert jacobian_norms(rnn, x, ord=ord).shape == (2, 4)
+
+
+def test_to_torch_of_an_lstm_that_cannot_have_a_twin():
+    with pytest.raises(ValueError, match="forget_gate=False and bias=False has no nn.LSTM twin"):
+        LSTM(2, 3, forget_gate=False, bias=False).to_torch()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_device_mismatch_is_named(cls):
+    module = cls(2, 3).cuda()
+    with pytest.raises(ValueError, match=r"x is on cpu but the module's parameters are on cuda"):
+        module(torch.randn(1, 4, 2))
