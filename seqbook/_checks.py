@@ -110,10 +110,66 @@ def check_same_dtype(name: str, value: torch.Tensor, dtype: torch.dtype, *, of: 
     "expected m1 and m2 to have the same dtype" deep inside a matrix product.
     """
     if value.dtype != dtype:
+        hint = (
+            f"(e.g. {name}.to({dtype}) or module.to({value.dtype}))"
+            if "module" in of else f"(e.g. {name}.to({dtype}))"
+        )
         raise TypeError(
             f"{name} has dtype {value.dtype} but {of} have dtype {dtype}; convert one to "
-            f"the other (e.g. {name}.to({dtype}) or module.to({value.dtype}))"
+            f"the other {hint}"
         )
+    return value
+
+
+def parameter_dtype(module: torch.nn.Module) -> torch.dtype | None:
+    """The dtype of a module's first floating-point parameter (``None`` if it has none)."""
+    for parameter in module.parameters():
+        if parameter.is_floating_point():
+            return parameter.dtype
+    return None
+
+
+def check_input(
+    name: str, value: Any, module: torch.nn.Module, *, ndim: int | tuple[int, ...] | None = None,
+    size: int | None = None, what: str = "",
+) -> torch.Tensor:
+    """Return ``value`` if it is a floating tensor a module can read.
+
+    Checks the rank (``ndim``), the size of the last dimension (``size``, called
+    ``what`` in the message, e.g. ``"d_model"``) and that the dtype is that of the
+    module's parameters.
+    """
+    check_tensor(name, value, ndim=ndim, floating=True)
+    if size is not None:
+        check_last_dim(name, value, size, what=what)
+    dtype = parameter_dtype(module)
+    if dtype is not None:
+        check_same_dtype(name, value, dtype, of="the module's parameters")
+    return value
+
+
+def check_batch(name: str, value: torch.Tensor, batch_size: int, *, of: str) -> torch.Tensor:
+    """Return ``value`` if its first dimension is ``batch_size`` (that of ``of``)."""
+    if value.dim() == 0 or value.shape[0] != batch_size:
+        raise ValueError(
+            f"{name} must have the batch size of {of} ({batch_size}) in its first "
+            f"dimension, got shape {tuple(value.shape)}"
+        )
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (not an int, not a tensor)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {_describe(value)}")
+    return value
+
+
+def check_callable(name: str, value: Any, *, signature: str = "") -> Any:
+    """Return ``value`` if it can be called (``signature`` describes how)."""
+    if not callable(value):
+        how = f" as {signature}" if signature else ""
+        raise TypeError(f"{name} must be callable{how}, got {_describe(value)}")
     return value
 
 
@@ -122,11 +178,13 @@ def check_token_ids(name: str, value: Any, vocab_size: int, *, ndim: int | tuple
     value = check_tensor(name, value, ndim=ndim, floating=False)
     if value.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype torch.bool")
-    if value.numel() and (int(value.min()) < 0 or int(value.max()) >= vocab_size):
-        raise ValueError(
-            f"{name} must hold token ids in [0, {vocab_size}) (the vocabulary size), "
-            f"got ids from {int(value.min())} to {int(value.max())}"
-        )
+    if value.numel():
+        low, high = int(value.min()), int(value.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"{name} must hold token ids in [0, {vocab_size}) (the vocabulary size), "
+                f"got ids from {low} to {high}"
+            )
     return value
 
 
@@ -134,7 +192,7 @@ def check_last_dim(name: str, value: torch.Tensor, size: int, *, what: str) -> t
     """Return ``value`` if its last dimension is ``size`` (``what`` names it, e.g. ``d_model``)."""
     if value.dim() == 0 or value.shape[-1] != size:
         raise ValueError(
-            f"{name} must have {what} = {size} features in its last dimension, "
+            f"{name} must have {what}={size} features in its last dimension, "
             f"got shape {tuple(value.shape)}"
         )
     return value
