@@ -7,6 +7,7 @@ instead of a silent broadcast or a shape error deep inside torch.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Collection
 from typing import Any
@@ -73,7 +74,8 @@ def check_tensor(
 ) -> torch.Tensor:
     """Return ``value`` if it is a tensor of the given rank(s) and kind of dtype.
 
-    ``floating=True`` asks for a floating-point dtype, ``False`` for an integer one.
+    ``floating=True`` asks for a floating-point dtype, ``False`` for an integer one
+    (not bool).
     """
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_describe(value)}")
@@ -86,7 +88,9 @@ def check_tensor(
             )
     if floating is True and not value.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
-    if floating is False and (value.is_floating_point() or value.is_complex()):
+    if floating is False and (
+        value.is_floating_point() or value.is_complex() or value.dtype == torch.bool
+    ):
         raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
     return value
 
@@ -165,24 +169,51 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
-def check_callable(name: str, value: Any, *, signature: str = "") -> Any:
-    """Return ``value`` if it can be called (``signature`` describes how)."""
+def check_callable(name: str, value: Any, *, signature: str = "", nargs: int | None = None) -> Any:
+    """Return ``value`` if it can be called (``signature`` describes how), with
+    ``nargs`` positional arguments where its signature can be read."""
+    how = f" as {signature}" if signature else ""
     if not callable(value):
-        how = f" as {signature}" if signature else ""
         raise TypeError(f"{name} must be callable{how}, got {_describe(value)}")
+    if nargs is not None:
+        try:
+            inspect.signature(value).bind(*([None] * nargs))
+        except TypeError:
+            raise TypeError(
+                f"{name} must be callable{how} (with {nargs} positional argument"
+                f"{'s' if nargs != 1 else ''}), got {getattr(value, '__name__', value)!r} "
+                f"with signature {inspect.signature(value)}"
+            ) from None
+        except ValueError:  # a builtin without a readable signature: trust it
+            pass
     return value
 
 
-def check_token_ids(name: str, value: Any, vocab_size: int, *, ndim: int | tuple[int, ...] | None = None) -> torch.Tensor:
-    """Return ``value`` if it is an integer tensor of ids in ``[0, vocab_size)``."""
+def check_device(name: str, value: Any) -> torch.device | None:
+    """Return ``value`` as a ``torch.device`` (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, torch.device)):
+        raise TypeError(f"{name} must be a torch.device, a str such as 'cpu' or None, got {_describe(value)}")
+    try:
+        return torch.device(value)
+    except RuntimeError:
+        raise ValueError(f"{name} must name a device such as 'cpu' or 'cuda', got {value!r}") from None
+
+
+def check_token_ids(
+    name: str, value: Any, vocab_size: int, *, ndim: int | tuple[int, ...] | None = None,
+    of: str = "the vocabulary size",
+) -> torch.Tensor:
+    """Return ``value`` if it is an integer tensor of ids in ``[0, vocab_size)``.
+
+    ``of`` says where ``vocab_size`` comes from in the message."""
     value = check_tensor(name, value, ndim=ndim, floating=False)
-    if value.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids, got dtype torch.bool")
     if value.numel():
         low, high = int(value.min()), int(value.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(
-                f"{name} must hold token ids in [0, {vocab_size}) (the vocabulary size), "
+                f"{name} must hold token ids in [0, {vocab_size}) ({of}), "
                 f"got ids from {low} to {high}"
             )
     return value
