@@ -115,7 +115,9 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(-1)  # (eq-loss-kl)
 
 
-def _check_targets(target: object, num_classes: object, epsilon: object) -> tuple[int, float]:
+def _check_targets(
+    target: object, num_classes: object, epsilon: object, *, where: str = ""
+) -> tuple[int, float]:
     check_tensor("target", target, floating=False)
     assert isinstance(target, torch.Tensor)
     if target.dtype == torch.bool:
@@ -124,7 +126,7 @@ def _check_targets(target: object, num_classes: object, epsilon: object) -> tupl
     epsilon = check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
     if target.numel() and (int(target.min()) < 0 or int(target.max()) >= C):
         raise ValueError(
-            f"target must hold class indices in [0, {C}), got values from "
+            f"target must hold class indices in [0, {C}){where}, got values from "
             f"{int(target.min())} to {int(target.max())}"
         )
     return C, epsilon
@@ -195,7 +197,8 @@ def _check_loss_arguments(
             "target must have at least one entry that is not ignore_index (the mean of "
             "no losses is undefined; reduction='sum' gives 0)"
         )
-    _check_targets(target[keep], logits.shape[-1], epsilon)
+    where = f" (the classes of logits) or ignore_index={ignore_index}"
+    _check_targets(target[keep], logits.shape[-1], epsilon, where=where)
     return keep
 
 
