@@ -97,16 +97,17 @@ class AdditiveAttention(nn.Module):
         check_batch("values", values, B, of="queries")
         if values.shape[1] != T_k:
             raise ValueError(
-                f"values must have one row per key ({T_k}), got shape {tuple(values.shape)}"
+                f"values must have one row per key of keys ({T_k}), got shape "
+                f"{tuple(values.shape)}"
             )
         if mask is None:
             return None
         check_tensor("mask", mask, ndim=(2, 3))
         assert isinstance(mask, torch.Tensor)
         if mask.dim() == 2:  # a key padding mask (B, T_k)
-            check_mask("mask", mask, (B, T_k))
+            check_mask("mask", mask, (B, T_k), of="keys (B, T_k)")
             mask = mask.unsqueeze(1)  # (B, 1, T_k)
-        return check_mask("mask", mask, (B, T_q, T_k))
+        return check_mask("mask", mask, (B, T_q, T_k), of="the scores of queries and keys")
 
     def forward(
         self,

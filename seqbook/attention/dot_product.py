@@ -71,7 +71,8 @@ def _check_arguments(
                 "pass either attn_mask or is_causal=True, not both (as in "
                 "F.scaled_dot_product_attention); merge the causal mask into attn_mask"
             )
-        check_mask("attn_mask", attn_mask, leading + (T_q, T_k), floating=True)
+        check_mask("attn_mask", attn_mask, leading + (T_q, T_k), floating=True,
+                   of="the scores Q K^T (..., T_q, T_k)")
         assert isinstance(attn_mask, torch.Tensor)
         if attn_mask.is_floating_point():  # -inf and 0 are exact in every dtype
             attn_mask = attn_mask.to(Q.dtype)

@@ -73,7 +73,8 @@ def _check_arguments(
         )
     if values.shape[0] != keys.shape[0]:
         raise ValueError(
-            f"values must have one row per key ({keys.shape[0]}), got shape {tuple(values.shape)}"
+            f"values must have one row per key of keys ({keys.shape[0]}), got shape "
+            f"{tuple(values.shape)}"
         )
     if keys.shape[0] == 0:
         raise ValueError("keys must contain at least one key, got none")

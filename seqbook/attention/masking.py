@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_int, check_tensor
+from seqbook._checks import check_device, check_int, check_tensor
 
 __all__ = ["masked_softmax", "causal_mask", "check_mask", "merge_masks"]
 
@@ -38,13 +38,14 @@ def check_mask(
     *,
     polarity: str = "keep",
     floating: bool = False,
+    of: str = "the scores",
 ) -> torch.Tensor:
     """Return ``mask`` if it is a boolean (or, with ``floating``, float) tensor that
     broadcasts to ``shape`` without enlarging it.
 
     A mask of shape ``(2, 1, 5)`` fits scores of shape ``(2, 4, 5)``; one of shape
-    ``(3, 4, 5)`` does not. ``polarity`` (``"keep"`` or ``"ignore"``) only words the
-    message: what True means for this argument.
+    ``(3, 4, 5)`` does not. ``polarity`` (``"keep"`` or ``"ignore"``) and ``of`` (whose
+    shape ``shape`` is) only word the message.
     """
     check_tensor(name, mask)
     assert isinstance(mask, torch.Tensor)
@@ -59,7 +60,7 @@ def check_mask(
         fits = False
     if not fits:
         raise ValueError(
-            f"{name} must broadcast to the scores' shape {tuple(shape)}, "
+            f"{name} must broadcast to the shape {tuple(shape)} of {of}, "
             f"got shape {tuple(mask.shape)}"
         )
     return mask
@@ -111,7 +112,7 @@ def _check_softmax_arguments(scores: object, mask: object, dim: object) -> None:
             f"dim must index one of the {scores.dim()} dimensions of scores, got {dim}"
         )
     if mask is not None:
-        check_mask("mask", mask, scores.shape)
+        check_mask("mask", mask, scores.shape, of="scores")
 
 
 def masked_softmax(
@@ -190,4 +191,5 @@ def causal_mask(
     """
     check_int("T_q", T_q, min_value=1)
     T_k = T_q if T_k is None else check_int("T_k", T_k, min_value=1)
+    device = check_device("device", device)
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)

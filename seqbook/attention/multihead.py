@@ -46,17 +46,21 @@ def check_attention_masks(
     T_k: int,
     *,
     names: tuple[str, str] = ("key_padding_mask", "attn_mask"),
+    of: tuple[str, str] = ("query", "key"),
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Validate ``nn.MultiheadAttention``-style masks (True = ignore, or float).
 
     ``names`` are the names the caller knows them by (a transformer block's
-    ``src_key_padding_mask`` and ``src_mask``). Returns the key padding mask as
+    ``src_key_padding_mask`` and ``src_mask``), ``of`` the names of the tensors
+    whose lengths ``T_q`` and ``T_k`` are. Returns the key padding mask as
     ``(B, 1, 1, T_k)`` and the attention mask broadcastable to ``(B, h, T_q, T_k)``.
     """
     padding_name, attn_name = names
+    scores = f"the scores (B, num_heads, T_q, T_k) of {of[0]} and {of[1]}"
     if key_padding_mask is not None:
         check_tensor(padding_name, key_padding_mask, ndim=2)
-        check_mask(padding_name, key_padding_mask, (B, T_k), polarity="ignore", floating=True)
+        check_mask(padding_name, key_padding_mask, (B, T_k), polarity="ignore", floating=True,
+                   of=f"{of[1]} (B, T_k)")
         assert isinstance(key_padding_mask, torch.Tensor)
         key_padding_mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
     if attn_mask is not None:
@@ -66,10 +70,12 @@ def check_attention_masks(
             if attn_mask.shape != (B * h, T_q, T_k):
                 raise ValueError(
                     f"a 3-D {attn_name} must have shape (B * num_heads, T_q, T_k) = "
-                    f"{(B * h, T_q, T_k)}, as in torch; got {tuple(attn_mask.shape)}"
+                    f"{(B * h, T_q, T_k)} ({scores}), as in torch; got "
+                    f"{tuple(attn_mask.shape)}"
                 )
             attn_mask = attn_mask.view(B, h, T_q, T_k)  # (B, h, T_q, T_k)
-        check_mask(attn_name, attn_mask, (B, h, T_q, T_k), polarity="ignore", floating=True)
+        check_mask(attn_name, attn_mask, (B, h, T_q, T_k), polarity="ignore", floating=True,
+                   of=scores)
     return key_padding_mask, attn_mask  # type: ignore[return-value]
 
 

@@ -68,7 +68,7 @@ class AttentionPooling(nn.Module):
         check_input("bags", bags, self, ndim=3, size=self.input_size, what="input_size")
         if mask is not None:
             check_tensor("mask", mask, ndim=2)
-            check_mask("mask", mask, bags.shape[:2])
+            check_mask("mask", mask, bags.shape[:2], of="bags (B, N)")
         scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)  # (B, N)  (eq-attn-bag)
         weights = masked_softmax(scores, mask)  # (B, N)
         pooled = (weights.unsqueeze(-1) * bags).sum(dim=1)  # (B, D)

@@ -203,7 +203,7 @@ class EncoderBlock(nn.Module):
         B, T, _ = src.shape
         h = self.self_attention.num_heads
         names = ("src_key_padding_mask", "src_mask")
-        check_attention_masks(padding, src_mask, B, h, T, T, names=names)
+        check_attention_masks(padding, src_mask, B, h, T, T, names=names, of=("src", "src"))
         check_bool("is_causal", is_causal)
 
     def _attend(self, x, src_mask, src_key_padding_mask, is_causal) -> torch.Tensor:
@@ -357,9 +357,11 @@ class DecoderBlock(nn.Module):
         (B, T, _), S, h = tgt.shape, memory.shape[1], self.self_attention.num_heads
         check_batch("memory", memory, B, of="tgt")
         names = ("tgt_key_padding_mask", "tgt_mask")
-        check_attention_masks(tgt_padding, tgt_mask, B, h, T, T, names=names)
+        check_attention_masks(tgt_padding, tgt_mask, B, h, T, T, names=names, of=("tgt", "tgt"))
         names = ("memory_key_padding_mask", "memory_mask")
-        check_attention_masks(memory_padding, memory_mask, B, h, T, S, names=names)
+        check_attention_masks(
+            memory_padding, memory_mask, B, h, T, S, names=names, of=("tgt", "memory")
+        )
         check_bool("tgt_is_causal", tgt_is_causal)
         check_bool("memory_is_causal", memory_is_causal)
 

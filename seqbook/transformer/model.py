@@ -22,6 +22,7 @@ from seqbook._checks import (
     check_input,
     check_int,
     check_positive_int,
+    check_real,
     check_tensor,
     check_token_ids,
 )
@@ -164,7 +165,7 @@ class Transformer(nn.Module):
         B, S = src.shape
         if src_lengths.shape[0] != B:
             raise ValueError(
-                f"src_lengths must have one entry per sentence ({B}), got "
+                f"src_lengths must have one entry per sentence of src ({B}), got "
                 f"shape {tuple(src_lengths.shape)}"
             )
         if B and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > S):
@@ -192,7 +193,8 @@ class Transformer(nn.Module):
         check_batch("memory", memory, tgt_in.shape[0], of="tgt_in")
         if padding is not None:
             check_tensor("memory_key_padding_mask", padding, ndim=2)
-            check_mask("memory_key_padding_mask", padding, memory.shape[:2], polarity="ignore")
+            check_mask("memory_key_padding_mask", padding, memory.shape[:2], polarity="ignore",
+                       of="memory (B, S)")
 
     def decode(
         self,
@@ -223,6 +225,7 @@ class Transformer(nn.Module):
 
     def loss(self, batch: TranslationBatch, label_smoothing: float = 0.0) -> torch.Tensor:
         """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
+        check_real("label_smoothing", label_smoothing, min_value=0.0, max_value=1.0)
         logits = self(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
         target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
         return label_smoothing_loss(logits, target, label_smoothing, ignore_index=-100)

@@ -50,7 +50,8 @@ def _check_layer_norm(x: object, a: object, b: object, eps: object) -> None:
         assert isinstance(p, torch.Tensor)
         if p.shape[0] != d:
             raise ValueError(
-                f"{name} must have one entry per feature, shape ({d},), got {tuple(p.shape)}"
+                f"{name} must have one entry per feature of x, shape ({d},), got "
+                f"{tuple(p.shape)}"
             )
         check_same_dtype("x", x, p.dtype, of=name)
     check_real("eps", eps, min_value=0.0)
@@ -250,7 +251,7 @@ class AddNorm(nn.Module):
         self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
     ) -> torch.Tensor:
         check_input("x", x, self, size=self.norm.d_model, what="d_model")
-        check_callable("sublayer", sublayer, signature="sublayer(x)")
+        check_callable("sublayer", sublayer, signature="sublayer(x)", nargs=1)
         if self.norm_first:
             return x + self._sublayer(sublayer, self.norm(x))  # (eq-tf-prenorm)
         return self.norm(x + self._sublayer(sublayer, x))  # (eq-tf-postnorm)

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import (
+    check_device,
     check_int,
     check_last_dim,
     check_positive_int,
@@ -80,7 +81,7 @@ def positional_encoding(
     check_positive_int("max_len", max_len)
     check_positive_int("d_model", d_model)
     check_real("base", base, min_value=1.0, strict_min=True)
-    dtype = _check_dtype(dtype)
+    dtype, device = _check_dtype(dtype), check_device("device", device)
     omega = _frequencies(d_model, base, device)  # (ceil(D/2),)
     pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
     angle = pos[:, None] * omega[None, :]  # (L, ceil(D/2))
@@ -135,7 +136,7 @@ def relative_position_map(
             f"d_model must be even for the rotation map (sine/cosine pairs), got {d_model}"
         )
     check_real("base", base, min_value=1.0, strict_min=True)
-    dtype = _check_dtype(dtype)
+    dtype, device = _check_dtype(dtype), check_device("device", device)
     angle = _frequencies(d_model, base, device) * offset  # (D/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)  # (D/2,)
     blocks = torch.stack(
