@@ -194,3 +194,37 @@ def test_bad_input_gives_clear_errors():
     with pytest.raises(ValueError, match="dropout"):
         Seq2SeqEncoder(11, 4, 6, dropout=1.5)
     assert isinstance(encoded, Encoded)
+
+
+def test_float64_equals_torch_gru_and_the_decoder_equations():
+    torch.manual_seed(6)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True).double()
+    src, lengths = batch(6)
+    encoded = encoder(src, lengths)
+    for b, n in enumerate(lengths.tolist()):  # nn.GRU on each unpadded sentence
+        out, h_n = encoder.rnn(encoder.embedding(src[b : b + 1, :n]))
+        assert torch.allclose(encoded.outputs[b, :n], out[0], atol=1e-15, rtol=1e-12)
+    assert encoded.outputs.dtype == torch.float64
+    decoder = BahdanauDecoder(9, 5, 7, context_size=12).double()
+    s0 = decoder.init_state(encoded)
+    logits, s1, alpha = decoder.step(torch.tensor([1, 1, 1]), s0, encoded)
+    att = decoder.attention
+    e = torch.tanh(att.W_q(s0)[:, None] + att.W_k(encoded.outputs)) @ att.w_v.weight[0]
+    expected_alpha = torch.softmax(e.masked_fill(~encoded.mask, float("-inf")), -1)
+    c = (expected_alpha[..., None] * encoded.outputs).sum(1)
+    expected_s1 = decoder.cell(torch.cat([decoder.embedding(torch.tensor([1, 1, 1])), c], -1), s0)
+    assert torch.allclose(alpha, expected_alpha, atol=1e-15, rtol=1e-13)
+    assert torch.allclose(s1, expected_s1, atol=1e-15, rtol=1e-13)
+    assert torch.allclose(logits, decoder.W_o(torch.cat([s1, c], -1)), atol=1e-14, rtol=1e-12)
+    tgt_in = torch.tensor([[1, 4, 5], [1, 7, 0], [1, 3, 0]])
+    plain = Seq2SeqDecoder(9, 5, 7, context_size=12).double()
+    forced, _ = plain(tgt_in, encoded)
+    s = plain.init_state(encoded)
+    for i in range(3):
+        step_logits, s, _ = plain.step(tgt_in[:, i], s, encoded)
+        assert torch.allclose(step_logits, forced[:, i], atol=1e-14, rtol=1e-12)
+    targets = torch.tensor([[4, 5, 2], [7, 2, 0], [3, 2, 0]])
+    loss = masked_cross_entropy(forced, targets, targets != 0)
+    reference = F.cross_entropy(forced.reshape(-1, 9), targets.reshape(-1), ignore_index=0)
+    assert loss.dtype == torch.float64
+    assert torch.allclose(loss, reference, atol=1e-15, rtol=1e-13)

@@ -124,3 +124,17 @@ def test_add_norm_rejects_a_sublayer_that_changes_the_shape(norm_first):
         add_norm(x, lambda h: h.tolist())
     with pytest.raises(ValueError, match="x must have d_model=4"):
         add_norm(torch.randn(2, 3, 5), nn.Linear(5, 5))
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_add_norm_in_float64_is_the_formula(norm_first):
+    torch.manual_seed(7)
+    add_norm = AddNorm(5, norm_first=norm_first).double()
+    with torch.no_grad():
+        add_norm.norm.a.normal_(), add_norm.norm.b.normal_()
+    x, linear = torch.randn(3, 4, 5, dtype=torch.float64), nn.Linear(5, 5).double()
+    ln = lambda h: torch.nn.functional.layer_norm(h, (5,), add_norm.norm.a, add_norm.norm.b)  # noqa: E731
+    expected = x + linear(ln(x)) if norm_first else ln(x + linear(x))
+    out = add_norm(x, linear)
+    assert out.dtype == torch.float64
+    assert torch.allclose(out, expected, atol=1e-14, rtol=1e-13)
