@@ -106,7 +106,9 @@ def check_probability(name: str, value: Any) -> float:
     return value
 
 
-def check_same_dtype(name: str, value: torch.Tensor, dtype: torch.dtype, *, of: str) -> torch.Tensor:
+def check_same_dtype(
+    name: str, value: torch.Tensor, dtype: torch.dtype, *, of: str
+) -> torch.Tensor:
     """Return ``value`` if its dtype is ``dtype``; otherwise a ``TypeError`` naming both.
 
     ``of`` says whose dtype ``value`` must match, e.g. ``"the module's parameters"``
@@ -194,11 +196,15 @@ def check_device(name: str, value: Any) -> torch.device | None:
     if value is None:
         return None
     if not isinstance(value, (str, torch.device)):
-        raise TypeError(f"{name} must be a torch.device, a str such as 'cpu' or None, got {_describe(value)}")
+        raise TypeError(
+            f"{name} must be a torch.device, a str such as 'cpu' or None, got {_describe(value)}"
+        )
     try:
         return torch.device(value)
     except RuntimeError:
-        raise ValueError(f"{name} must name a device such as 'cpu' or 'cuda', got {value!r}") from None
+        raise ValueError(
+            f"{name} must name a device such as 'cpu' or 'cuda', got {value!r}"
+        ) from None
 
 
 def check_token_ids(

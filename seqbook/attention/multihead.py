@@ -280,7 +280,8 @@ class MultiHeadAttention(nn.Module):
                 theirs.v_proj_weight.copy_(blocks[2])
             theirs.out_proj.weight.copy_(self.W_O.T)
             if bias:
-                theirs.in_proj_bias.copy_(torch.cat([self.b_Q.flatten(), self.b_K.flatten(), self.b_V.flatten()]))
+                biases = (self.b_Q, self.b_K, self.b_V)
+                theirs.in_proj_bias.copy_(torch.cat([b.flatten() for b in biases]))  # (3E,)
                 theirs.out_proj.bias.copy_(self.b_O)
         return theirs
 

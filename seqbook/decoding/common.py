@@ -29,6 +29,7 @@ import torch
 
 from seqbook._checks import (
     check_callable,
+    check_device,
     check_int,
     check_positive_int,
     check_real,
@@ -67,9 +68,11 @@ class Hypotheses:
 
 
 def check_search_args(
-    step_fn: object, bos: object, eos: object, max_len: object, batch_size: object
-) -> tuple[int, int, int, int]:
-    """Validate the arguments every search shares; return ``bos, eos, max_len, N``.
+    step_fn: object, bos: object, eos: object, max_len: object, batch_size: object,
+    device: object,
+) -> tuple[int, int, int, int, torch.device | None]:
+    """Validate the arguments every search shares; return ``bos, eos, max_len, N,
+    device``.
 
     ``bos`` need not be an id the step function can *predict* (a probability table
     may have no row for ``<bos>``, as in the decoding chapter), only one it can read;
@@ -82,7 +85,8 @@ def check_search_args(
     if bos == eos:
         raise ValueError(f"bos and eos must differ, both are {bos}")
     max_len = check_positive_int("max_len", max_len)
-    return bos, eos, max_len, check_positive_int("batch_size", batch_size)
+    N = check_positive_int("batch_size", batch_size)
+    return bos, eos, max_len, N, check_device("device", device)
 
 
 def check_length_penalty(length_penalty: float) -> float:

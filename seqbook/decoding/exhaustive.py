@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_device, check_positive_int
+from seqbook._checks import check_positive_int
 from seqbook.decoding.common import (
     Hypotheses,
     StepFn,
@@ -75,8 +75,8 @@ def exhaustive_search(
         >>> result.tokens, round(result.probability.item(), 2), result.candidates
         ([[0, 1]], 0.2, 16)
     """
-    bos, eos, max_len, N = check_search_args(step_fn, bos, eos, max_len, batch_size)
-    alpha, device = check_length_penalty(length_penalty), check_device("device", device)
+    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
+    alpha = check_length_penalty(length_penalty)
     max_prefixes = check_positive_int("max_prefixes", max_prefixes)
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, M, t)
     log_prob = torch.zeros(N, 1, device=device)  # (N, M)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_device
 from seqbook.decoding.common import (
     Hypotheses,
     StepFn,
@@ -60,8 +59,7 @@ def greedy_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
-    bos, eos, max_len, N = check_search_args(step_fn, bos, eos, max_len, batch_size)
-    device = check_device("device", device)
+    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, 1, 1)
     log_prob = torch.zeros(N, device=device)
     finished = torch.zeros(N, dtype=torch.bool, device=device)

@@ -55,7 +55,9 @@ def check_decoder_inputs(
     check_batch(name, ids, encoded.outputs.shape[0], of="encoded.outputs")
 
 
-def check_decoder_state(state: object, module: nn.Module, batch_size: int, hidden_size: int) -> None:
+def check_decoder_state(
+    state: object, module: nn.Module, batch_size: int, hidden_size: int
+) -> None:
     """Validate the state a decoder step continues from."""
     check_input("state", state, module, ndim=2, size=hidden_size, what="hidden_size")
     assert isinstance(state, torch.Tensor)

@@ -122,7 +122,9 @@ def _torch_options(module: nn.Module, kind: type) -> dict:
     activation = module.activation
     if activation is F.relu or isinstance(activation, nn.ReLU):
         activation = "relu"
-    elif activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
+    elif activation is F.gelu or (
+        isinstance(activation, nn.GELU) and activation.approximate == "none"
+    ):
         activation = "gelu"
     return dict(
         d_model=module.self_attn.embed_dim,
@@ -197,7 +199,9 @@ class EncoderBlock(nn.Module):
         self.norm_first = norm_first
         self.last_attention: torch.Tensor | None = None
 
-    def _check_forward(self, src: object, src_mask: object, padding: object, is_causal: object) -> None:
+    def _check_forward(
+        self, src: object, src_mask: object, padding: object, is_causal: object
+    ) -> None:
         check_input("src", src, self, ndim=3, size=self.d_model, what="d_model")
         assert isinstance(src, torch.Tensor)
         B, T, _ = src.shape

@@ -44,6 +44,15 @@ def _check_dtype(dtype: object) -> torch.dtype:
     return dtype
 
 
+def _check_table(
+    max_len: object, d_model: object, base: object, device: object, dtype: object
+) -> tuple[torch.dtype, torch.device | None]:
+    check_positive_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
+    check_real("base", base, min_value=1.0, strict_min=True)
+    return _check_dtype(dtype), check_device("device", device)
+
+
 def positional_encoding(
     max_len: int,
     d_model: int,
@@ -78,10 +87,7 @@ def positional_encoding(
         >>> pe[0]                                   # sin(0) = 0, cos(0) = 1
         tensor([0., 1., 0., 1., 0., 1., 0., 1.])
     """
-    check_positive_int("max_len", max_len)
-    check_positive_int("d_model", d_model)
-    check_real("base", base, min_value=1.0, strict_min=True)
-    dtype, device = _check_dtype(dtype), check_device("device", device)
+    dtype, device = _check_table(max_len, d_model, base, device, dtype)
     omega = _frequencies(d_model, base, device)  # (ceil(D/2),)
     pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
     angle = pos[:, None] * omega[None, :]  # (L, ceil(D/2))
@@ -185,14 +191,18 @@ class PositionalEncoding(nn.Module):
         table = positional_encoding(max_len, d_model, base, dtype=torch.float64)  # (L, D)
         self.register_buffer("pe", table, persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _check_input(self, x: object) -> None:
         check_tensor("x", x, ndim=3, floating=True)
+        assert isinstance(x, torch.Tensor)
         check_last_dim("x", x, self.d_model, what="d_model")
         if x.shape[1] > self.max_len:
             raise ValueError(
                 f"x has {x.shape[1]} positions but the positional encoding was built for "
                 f"max_len={self.max_len}; build it with a larger max_len"
             )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
         return self.dropout(x + self.pe[: x.shape[1]].to(x.dtype))  # (B, T, d_model)
 
     def extra_repr(self) -> str:
