@@ -94,8 +94,11 @@ class Vocab:
                 raise TypeError(
                     f"corpus[{position}] must be a sequence of tokens, got the str {tokens!r}"
                 )
-            _check_tokens(f"corpus[{position}]", tokens)
-            counts.update(tokens)
+            try:
+                counts.update(tokens)
+            except TypeError:  # not iterable, or an unhashable token: say which
+                _check_tokens(f"corpus[{position}]", tokens)
+                raise
         for special in self.SPECIALS:
             counts.pop(special, None)
         kept = sorted(
@@ -138,10 +141,13 @@ class Vocab:
                 f"tokens must be a sequence of tokens, got the str {tokens!r}; "
                 "tokenize it first"
             )
-        _check_tokens("tokens", tokens)
         check_bool("add_bos", add_bos)
         check_bool("add_eos", add_eos)
-        ids = [self[token] for token in tokens]
+        try:
+            ids = [self[token] for token in tokens]
+        except TypeError:  # not iterable, or an unhashable token: say which
+            _check_tokens("tokens", tokens)
+            raise
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
 
     def decode(self, ids: Iterable[int], skip_specials: bool = True) -> list[str]:
