@@ -128,10 +128,18 @@ def check_same_dtype(
 
 
 def parameter_dtype(module: torch.nn.Module) -> torch.dtype | None:
-    """The dtype of a module's first floating-point parameter (``None`` if it has none)."""
-    for parameter in module.parameters():
-        if parameter.is_floating_point():
+    """The dtype of a module's first floating-point parameter (``None`` if it has none).
+
+    Walks ``_parameters`` and ``_modules`` directly: ``module.parameters()`` builds
+    sets of every submodule and parameter, too slow for a check made at every step
+    of a decoder."""
+    for parameter in module._parameters.values():
+        if parameter is not None and parameter.is_floating_point():
             return parameter.dtype
+    for child in module._modules.values():
+        dtype = parameter_dtype(child) if child is not None else None
+        if dtype is not None:
+            return dtype
     return None
 
 

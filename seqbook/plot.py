@@ -96,16 +96,19 @@ def heatmap(
     if isinstance(matrix, torch.Tensor):
         matrix = matrix.detach().cpu().numpy()
     try:
-        matrix = np.asarray(matrix, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"matrix must be a 2-D array of numbers, got {type(matrix).__name__}") from None
+        matrix = np.asarray(matrix)
+    except (TypeError, ValueError):  # ragged nested lists
+        matrix = np.asarray(None)
+    numeric = np.issubdtype(matrix.dtype, np.number) or matrix.dtype == bool
+    if not numeric or np.issubdtype(matrix.dtype, np.complexfloating):
+        raise TypeError(f"matrix must be a 2-D array of numbers, got dtype {matrix.dtype}")
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
     _check_axes(ax)
     if not isinstance(fmt, str):
         raise TypeError(f"fmt must be a format string such as '.2f', got {fmt!r}")
-    try:
-        format(1.0, fmt)
+    try:  # with an entry of the matrix's own dtype: "d" formats ints, not floats
+        format(matrix.flat[0] if matrix.size else 1.0, fmt)
     except ValueError:
         raise ValueError(f"fmt must be a format spec for numbers such as '.2f', got {fmt!r}") from None
     for flag, value in (("colorbar", colorbar), ("annotate", annotate)):

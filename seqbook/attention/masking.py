@@ -53,11 +53,11 @@ def check_mask(
     if mask.dtype != torch.bool and not (floating and mask.is_floating_point()):
         kinds = "boolean or floating-point (added to the scores)" if floating else "boolean"
         raise TypeError(f"{name} must be a {kinds} tensor ({meaning}), got dtype {mask.dtype}")
-    shape = torch.Size(shape)
-    try:
-        fits = torch.broadcast_shapes(mask.shape, shape) == shape
-    except RuntimeError:
-        fits = False
+    shape = tuple(shape)
+    # broadcasting must not enlarge shape: each trailing size is 1 or equal
+    fits = mask.dim() <= len(shape) and all(
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(shape))
+    )
     if not fits:
         raise ValueError(
             f"{name} must broadcast to the shape {tuple(shape)} of {of}, "

@@ -7,7 +7,7 @@ features per time step.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -81,7 +81,7 @@ def pad_batch(
     check_real("pad_value", pad_value)
     tensors = []
     for b, seq in enumerate(sequences):
-        if isinstance(seq, (str, bytes)) or not isinstance(seq, (Sequence, torch.Tensor)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (Iterable, torch.Tensor)):
             raise TypeError(
                 f"sequences[{b}] must be a list of token ids or a tensor, got "
                 f"{type(seq).__name__}"

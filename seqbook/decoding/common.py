@@ -127,10 +127,10 @@ def call_step(
             f"eos must be one of the step function's token ids [0, {V}) (the vocabulary "
             f"size V of its log-probabilities), got eos={eos}"
         )
-    if bool(torch.isnan(log_probs).any()):
-        raise ValueError(f"step_fn returned NaN log-probabilities at step {t}")
     tolerance = 8 * torch.finfo(log_probs.dtype).eps  # rounding in a log-softmax
-    if bool((log_probs > tolerance).any()):
+    if bool((~(log_probs <= tolerance)).any()):  # one pass: NaN and values above 0
+        if bool(torch.isnan(log_probs).any()):
+            raise ValueError(f"step_fn returned NaN log-probabilities at step {t}")
         raise ValueError(
             f"step_fn must return log-probabilities (<= 0), got values up to "
             f"{log_probs.max().item():.4g} at step {t}; did it return probabilities or "

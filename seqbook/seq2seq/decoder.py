@@ -141,8 +141,13 @@ class Seq2SeqDecoder(nn.Module):
         """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
         check_decoder_inputs("y_prev", y_prev, 1, encoded, self, self.vocab_size, self.context_size)
         check_decoder_state(state, self, y_prev.shape[0], self.hidden_size)
+        return self._step(self.embedding(y_prev), state, encoded)
+
+    def _step(
+        self, y_emb: torch.Tensor, s_prev: torch.Tensor, encoded: Encoded
+    ) -> tuple[torch.Tensor, torch.Tensor, None]:
         c = encoded.state  # (B, D)
-        x = torch.cat([self.embedding(y_prev), c], dim=-1).unsqueeze(1)  # (B, 1, E + D)
-        _, s = self.rnn(x, state.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
+        x = torch.cat([y_emb, c], dim=-1).unsqueeze(1)  # (B, 1, E + D)
+        _, s = self.rnn(x, s_prev.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
         s = s.squeeze(0)  # (B, H)
         return self.W_o(torch.cat([s, c], dim=-1)), s, None  # (B, V)  (eq-s2s-output)

@@ -152,11 +152,13 @@ class EncoderDecoder(nn.Module):
 
         The sources are encoded once; each call feeds the last token of every prefix
         and the decoder state (kept as the search's state, ``(N, K, H)``) through one
-        decoder step. ``<pad>`` and ``<bos>`` get probability 0.
+        decoder step. ``<pad>`` and ``<bos>`` get probability 0. The encoder output
+        and the states are the model's own, so each step skips the decoder's argument
+        checks; only the new tokens are checked.
         """
         with torch.no_grad():
             encoded = self.encode(src, src_lengths)
-        N, V = src.shape[0], self.decoder.vocab_size
+        N, V, decoder = src.shape[0], self.decoder.vocab_size, self.decoder
         expanded: dict[int, Encoded] = {}
 
         def step(
@@ -167,10 +169,10 @@ class EncoderDecoder(nn.Module):
                 expanded[K] = Encoded(*(x.repeat_interleave(K, dim=0) for x in encoded))
             enc = expanded[K]  # (N * K, ...)
             with torch.no_grad():
-                check_token_ids("prefixes (bos and the tokens so far)", prefixes, V)
-                s = self.decoder.init_state(enc) if state is None else state.reshape(N * K, -1)
                 y_prev = prefixes[:, :, -1].reshape(N * K).to(src.device)  # (N * K,)
-                logits, s, _ = self.decoder.step(y_prev, s, enc)  # (N * K, V)
+                check_token_ids("prefixes (bos and the tokens so far)", y_prev, V)
+                s = decoder.init_state(enc) if state is None else state.reshape(N * K, -1)
+                logits, s, _ = decoder._step(decoder.embedding(y_prev), s, enc)  # (N * K, V)
                 log_probs = torch.log_softmax(logits, dim=-1)
                 log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
             return log_probs.view(N, K, -1), s.view(N, K, -1)  # (N, K, V), (N, K, H)
