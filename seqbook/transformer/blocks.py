@@ -33,12 +33,13 @@ from seqbook.transformer.norm import AddNorm, LayerNorm
 
 __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
 
-Activation = str | Callable[[torch.Tensor], torch.Tensor]
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
-def _check_activation(activation: object) -> Activation:
-    if activation in _ACTIVATIONS or (callable(activation) and not isinstance(activation, str)):
+def _check_activation(activation: object) -> str | Callable[[torch.Tensor], torch.Tensor]:
+    if isinstance(activation, str) and activation in _ACTIVATIONS:
+        return activation
+    if callable(activation) and not isinstance(activation, str):
         return activation  # type: ignore[return-value]
     raise ValueError(
         f"activation must be 'relu', 'gelu' or a callable (as in torch), got {activation!r}"
@@ -78,14 +79,14 @@ class FeedForward(nn.Module):
         d_model: int,
         d_ff: int,
         dropout: float = 0.0,
-        activation: Activation = "relu",
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
         bias: bool = True,
     ) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
-        self.activation_name = _check_activation(activation)
-        self.activation = _ACTIVATIONS.get(activation, activation)  # type: ignore[call-overload]
+        self.activation_spec = _check_activation(activation)
+        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
         check_bool("bias", bias)
         self.linear_1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1
         self.linear_2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
@@ -182,7 +183,7 @@ class EncoderBlock(nn.Module):
         num_heads: int,
         d_ff: int,
         dropout: float = 0.1,
-        activation: Activation = "relu",
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
         layer_norm_eps: float = 1e-5,
         *,
         norm_first: bool = False,
@@ -267,7 +268,7 @@ class EncoderBlock(nn.Module):
         ffn, norm = self.feed_forward, self.add_norm_1.norm
         theirs = nn.TransformerEncoderLayer(
             self.d_model, self.self_attention.num_heads, ffn.linear_1.out_features,
-            self.add_norm_1.dropout.p, ffn.activation_name, norm.eps, batch_first=True,
+            self.add_norm_1.dropout.p, ffn.activation_spec, norm.eps, batch_first=True,
             norm_first=self.norm_first, bias=ffn.linear_1.bias is not None,
             device=norm.a.device, dtype=norm.a.dtype,
         )
@@ -332,7 +333,7 @@ class DecoderBlock(nn.Module):
         num_heads: int,
         d_ff: int,
         dropout: float = 0.1,
-        activation: Activation = "relu",
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
         layer_norm_eps: float = 1e-5,
         *,
         norm_first: bool = False,
@@ -449,7 +450,7 @@ class DecoderBlock(nn.Module):
         ffn, norm = self.feed_forward, self.add_norm_1.norm
         theirs = nn.TransformerDecoderLayer(
             self.d_model, self.self_attention.num_heads, ffn.linear_1.out_features,
-            self.add_norm_1.dropout.p, ffn.activation_name, norm.eps, batch_first=True,
+            self.add_norm_1.dropout.p, ffn.activation_spec, norm.eps, batch_first=True,
             norm_first=self.norm_first, bias=ffn.linear_1.bias is not None,
             device=norm.a.device, dtype=norm.a.dtype,
         )
