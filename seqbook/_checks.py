@@ -7,6 +7,7 @@ instead of a silent broadcast or a shape error deep inside torch.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Collection
 from typing import Any
@@ -73,7 +74,8 @@ def check_tensor(
 ) -> torch.Tensor:
     """Return ``value`` if it is a tensor of the given rank(s) and kind of dtype.
 
-    ``floating=True`` asks for a floating-point dtype, ``False`` for an integer one.
+    ``floating=True`` asks for a floating-point dtype, ``False`` for an integer one
+    (not bool).
     """
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_describe(value)}")
@@ -86,7 +88,9 @@ def check_tensor(
             )
     if floating is True and not value.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
-    if floating is False and (value.is_floating_point() or value.is_complex()):
+    if floating is False and (
+        value.is_floating_point() or value.is_complex() or value.dtype == torch.bool
+    ):
         raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
     return value
 
@@ -102,7 +106,9 @@ def check_probability(name: str, value: Any) -> float:
     return value
 
 
-def check_same_dtype(name: str, value: torch.Tensor, dtype: torch.dtype, *, of: str) -> torch.Tensor:
+def check_same_dtype(
+    name: str, value: torch.Tensor, dtype: torch.dtype, *, of: str
+) -> torch.Tensor:
     """Return ``value`` if its dtype is ``dtype``; otherwise a ``TypeError`` naming both.
 
     ``of`` says whose dtype ``value`` must match, e.g. ``"the module's parameters"``
@@ -110,23 +116,120 @@ def check_same_dtype(name: str, value: torch.Tensor, dtype: torch.dtype, *, of: 
     "expected m1 and m2 to have the same dtype" deep inside a matrix product.
     """
     if value.dtype != dtype:
+        hint = (
+            f"(e.g. {name}.to({dtype}) or module.to({value.dtype}))"
+            if "module" in of else f"(e.g. {name}.to({dtype}))"
+        )
         raise TypeError(
             f"{name} has dtype {value.dtype} but {of} have dtype {dtype}; convert one to "
-            f"the other (e.g. {name}.to({dtype}) or module.to({value.dtype}))"
+            f"the other {hint}"
         )
     return value
 
 
-def check_token_ids(name: str, value: Any, vocab_size: int, *, ndim: int | tuple[int, ...] | None = None) -> torch.Tensor:
-    """Return ``value`` if it is an integer tensor of ids in ``[0, vocab_size)``."""
-    value = check_tensor(name, value, ndim=ndim, floating=False)
-    if value.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids, got dtype torch.bool")
-    if value.numel() and (int(value.min()) < 0 or int(value.max()) >= vocab_size):
+def parameter_dtype(module: torch.nn.Module) -> torch.dtype | None:
+    """The dtype of a module's first floating-point parameter (``None`` if it has none).
+
+    Walks ``_parameters`` and ``_modules`` directly: ``module.parameters()`` builds
+    sets of every submodule and parameter, too slow for a check made at every step
+    of a decoder."""
+    for parameter in module._parameters.values():
+        if parameter is not None and parameter.is_floating_point():
+            return parameter.dtype
+    for child in module._modules.values():
+        dtype = parameter_dtype(child) if child is not None else None
+        if dtype is not None:
+            return dtype
+    return None
+
+
+def check_input(
+    name: str, value: Any, module: torch.nn.Module, *, ndim: int | tuple[int, ...] | None = None,
+    size: int | None = None, what: str = "",
+) -> torch.Tensor:
+    """Return ``value`` if it is a floating tensor a module can read.
+
+    Checks the rank (``ndim``), the size of the last dimension (``size``, called
+    ``what`` in the message, e.g. ``"d_model"``) and that the dtype is that of the
+    module's parameters.
+    """
+    check_tensor(name, value, ndim=ndim, floating=True)
+    if size is not None:
+        check_last_dim(name, value, size, what=what)
+    dtype = parameter_dtype(module)
+    if dtype is not None:
+        check_same_dtype(name, value, dtype, of="the module's parameters")
+    return value
+
+
+def check_batch(name: str, value: torch.Tensor, batch_size: int, *, of: str) -> torch.Tensor:
+    """Return ``value`` if its first dimension is ``batch_size`` (that of ``of``)."""
+    if value.dim() == 0 or value.shape[0] != batch_size:
         raise ValueError(
-            f"{name} must hold token ids in [0, {vocab_size}) (the vocabulary size), "
-            f"got ids from {int(value.min())} to {int(value.max())}"
+            f"{name} must have the batch size of {of} ({batch_size}) in its first "
+            f"dimension, got shape {tuple(value.shape)}"
         )
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (not an int, not a tensor)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {_describe(value)}")
+    return value
+
+
+def check_callable(name: str, value: Any, *, signature: str = "", nargs: int | None = None) -> Any:
+    """Return ``value`` if it can be called (``signature`` describes how), with
+    ``nargs`` positional arguments where its signature can be read."""
+    how = f" as {signature}" if signature else ""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable{how}, got {_describe(value)}")
+    if nargs is not None:
+        try:
+            inspect.signature(value).bind(*([None] * nargs))
+        except TypeError:
+            raise TypeError(
+                f"{name} must be callable{how} (with {nargs} positional argument"
+                f"{'s' if nargs != 1 else ''}), got {getattr(value, '__name__', value)!r} "
+                f"with signature {inspect.signature(value)}"
+            ) from None
+        except ValueError:  # a builtin without a readable signature: trust it
+            pass
+    return value
+
+
+def check_device(name: str, value: Any) -> torch.device | None:
+    """Return ``value`` as a ``torch.device`` (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, torch.device)):
+        raise TypeError(
+            f"{name} must be a torch.device, a str such as 'cpu' or None, got {_describe(value)}"
+        )
+    try:
+        return torch.device(value)
+    except RuntimeError:
+        raise ValueError(
+            f"{name} must name a device such as 'cpu' or 'cuda', got {value!r}"
+        ) from None
+
+
+def check_token_ids(
+    name: str, value: Any, vocab_size: int, *, ndim: int | tuple[int, ...] | None = None,
+    of: str = "the vocabulary size",
+) -> torch.Tensor:
+    """Return ``value`` if it is an integer tensor of ids in ``[0, vocab_size)``.
+
+    ``of`` says where ``vocab_size`` comes from in the message."""
+    value = check_tensor(name, value, ndim=ndim, floating=False)
+    if value.numel():
+        low, high = int(value.min()), int(value.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"{name} must hold token ids in [0, {vocab_size}) ({of}), "
+                f"got ids from {low} to {high}"
+            )
     return value
 
 
@@ -134,7 +237,7 @@ def check_last_dim(name: str, value: torch.Tensor, size: int, *, what: str) -> t
     """Return ``value`` if its last dimension is ``size`` (``what`` names it, e.g. ``d_model``)."""
     if value.dim() == 0 or value.shape[-1] != size:
         raise ValueError(
-            f"{name} must have {what} = {size} features in its last dimension, "
+            f"{name} must have {what}={size} features in its last dimension, "
             f"got shape {tuple(value.shape)}"
         )
     return value

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_int, check_real, check_tensor
+from seqbook._checks import check_choice, check_int, check_real, check_same_dtype, check_tensor
 
 __all__ = [
     "cross_entropy",
@@ -24,13 +24,15 @@ __all__ = [
 ]
 
 
-def _check_distribution(name: str, p: torch.Tensor, atol: float = 1e-5) -> torch.Tensor:
+def _check_distribution(name: str, p: object) -> torch.Tensor:
     check_tensor(name, p, floating=True)
+    assert isinstance(p, torch.Tensor)
     if p.dim() == 0:
         raise ValueError(f"{name} must have a class dimension, got a scalar")
     if bool((p < 0).any()):
         raise ValueError(f"{name} must be non-negative (a probability distribution)")
     total = p.sum(-1)
+    atol = max(1e-5, 10 * torch.finfo(p.dtype).eps)  # float16 sums are coarser
     if not torch.allclose(total, torch.ones_like(total), atol=atol):
         raise ValueError(
             f"{name} must sum to 1 over its last dimension, got sums between "
@@ -39,9 +41,9 @@ def _check_distribution(name: str, p: torch.Tensor, atol: float = 1e-5) -> torch
     return p
 
 
-def _check_pair(p: torch.Tensor, q: torch.Tensor) -> None:
-    _check_distribution("p", p)
-    _check_distribution("q", q)
+def _check_pair(p: object, q: object) -> None:
+    p, q = _check_distribution("p", p), _check_distribution("q", q)
+    check_same_dtype("q", q, p.dtype, of="p")
     if p.shape != q.shape:
         raise ValueError(
             f"p and q must have the same shape, got {tuple(p.shape)} and {tuple(q.shape)}"
@@ -113,8 +115,28 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(-1)  # (eq-loss-kl)
 
 
+def _check_targets(
+    target: object, num_classes: object, epsilon: object, *, where: str = ""
+) -> tuple[int, float]:
+    check_tensor("target", target, floating=False)
+    assert isinstance(target, torch.Tensor)
+    if target.dtype == torch.bool:
+        raise TypeError("target must hold integer class indices, got dtype torch.bool")
+    C = check_int("num_classes", num_classes, min_value=2)
+    epsilon = check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
+    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= C):
+        raise ValueError(
+            f"target must hold class indices in [0, {C}){where}, got values from "
+            f"{int(target.min())} to {int(target.max())}"
+        )
+    return C, epsilon
+
+
 def smoothed_targets(
-    target: torch.Tensor, num_classes: int, epsilon: float
+    target: torch.Tensor,
+    num_classes: int,
+    epsilon: float,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     r"""The label-smoothed target distribution with the uniform prior.
 
@@ -130,6 +152,8 @@ def smoothed_targets(
         target: class indices in ``[0, C)``.
         num_classes: :math:`C` >= 2.
         epsilon: the smoothing :math:`\epsilon \in [0, 1]`.
+        dtype: the floating-point dtype of the result (default: torch's default,
+            float32); the distribution is computed in it.
 
     Shapes:
         target: ``(...)``, integer.
@@ -139,16 +163,43 @@ def smoothed_targets(
         >>> smoothed_targets(torch.tensor([2]), num_classes=4, epsilon=0.2)
         tensor([[0.0500, 0.0500, 0.8500, 0.0500]])
     """
-    check_tensor("target", target, floating=False)
-    C = check_int("num_classes", num_classes, min_value=2)
-    epsilon = check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
-    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= C):
-        raise ValueError(
-            f"target must hold class indices in [0, {C}), got values from "
-            f"{int(target.min())} to {int(target.max())}"
-        )
-    one_hot = torch.nn.functional.one_hot(target.long(), C).float()  # (..., C)
+    C, epsilon = _check_targets(target, num_classes, epsilon)
+    dtype = torch.get_default_dtype() if dtype is None else dtype
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    one_hot = torch.nn.functional.one_hot(target.long(), C).to(dtype)  # (..., C)
     return (1 - epsilon) * one_hot + epsilon / C  # (eq-loss-label-smoothing)
+
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_loss_arguments(
+    logits: object, target: object, epsilon: object, ignore_index: object, reduction: object
+) -> torch.Tensor:
+    """Validate the arguments of :func:`label_smoothing_loss`; return the positions kept."""
+    check_tensor("logits", logits, floating=True)
+    check_tensor("target", target, floating=False)
+    assert isinstance(logits, torch.Tensor) and isinstance(target, torch.Tensor)
+    check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
+    check_int("ignore_index", ignore_index)
+    check_choice("reduction", reduction, REDUCTIONS)
+    if logits.dim() == 0 or logits.shape[:-1] != target.shape:
+        raise ValueError(
+            "target must have the shape of logits without the class dimension, got "
+            f"logits {tuple(logits.shape)} and target {tuple(target.shape)}"
+        )
+    if logits.shape[-1] < 2:
+        raise ValueError(f"logits must score at least 2 classes, got shape {tuple(logits.shape)}")
+    keep = target != ignore_index  # (...)
+    if reduction == "mean" and not bool(keep.any()):
+        raise ValueError(
+            "target must have at least one entry that is not ignore_index (the mean of "
+            "no losses is undefined; reduction='sum' gives 0)"
+        )
+    where = f" (the classes of logits) or ignore_index={ignore_index}"
+    _check_targets(target[keep], logits.shape[-1], epsilon, where=where)
+    return keep
 
 
 def label_smoothing_loss(
@@ -156,8 +207,9 @@ def label_smoothing_loss(
     target: torch.Tensor,
     epsilon: float,
     ignore_index: int = -100,
+    reduction: str = "mean",
 ) -> torch.Tensor:
-    r"""Mean cross-entropy between smoothed targets and ``softmax(logits)``.
+    r"""Cross-entropy between smoothed targets and ``softmax(logits)``.
 
     .. math::
         \mathcal{L} = \frac{1}{|\mathcal{N}|} \sum_{n \in \mathcal{N}}
@@ -168,19 +220,22 @@ def label_smoothing_loss(
 
     over the positions :math:`\mathcal{N}` whose target is not ``ignore_index``
     (padding). Equal to ``F.cross_entropy(logits.reshape(-1, C), target.reshape(-1),
-    label_smoothing=epsilon, ignore_index=ignore_index)``; ``epsilon=0`` is the plain
-    cross-entropy.
+    label_smoothing=epsilon, ignore_index=ignore_index, reduction=reduction)``, in
+    the dtype of ``logits`` (float64 logits: float64-accurate); ``epsilon=0`` is the
+    plain cross-entropy.
 
     Args:
         logits: unnormalised scores :math:`\mathbf{z}`, classes last.
         target: class indices, or ``ignore_index`` where there is nothing to predict.
-        epsilon: the smoothing :math:`\epsilon \in [0, 1]`.
-        ignore_index: the target value to skip.
+        epsilon: the smoothing :math:`\epsilon \in [0, 1]` (torch's ``label_smoothing``).
+        ignore_index: the target value to skip (torch's default, -100).
+        reduction: ``"mean"`` over the kept positions (torch's default), ``"sum"``,
+            or ``"none"``: one loss per position, 0 where the target is ignored.
 
     Shapes:
         logits: ``(..., C)``.
         target: ``(...)``, integer, the shape of ``logits`` without its last dimension.
-        returns: a scalar.
+        returns: a scalar, or ``(...)`` for ``reduction="none"``.
 
     Example:
         >>> logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
@@ -190,21 +245,14 @@ def label_smoothing_loss(
         >>> round(label_smoothing_loss(logits, target, 0.3).item(), 4)
         0.6395
     """
-    check_tensor("logits", logits, floating=True)
-    check_tensor("target", target, floating=False)
-    epsilon = check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
-    check_int("ignore_index", ignore_index)
-    if logits.dim() == 0 or logits.shape[:-1] != target.shape:
-        raise ValueError(
-            "target must have the shape of logits without the class dimension, got "
-            f"logits {tuple(logits.shape)} and target {tuple(target.shape)}"
-        )
-    C = logits.shape[-1]
-    if C < 2:
-        raise ValueError(f"logits must score at least 2 classes, got shape {tuple(logits.shape)}")
-    keep = target != ignore_index  # (...)
-    if not bool(keep.any()):
-        raise ValueError("target must have at least one entry that is not ignore_index")
+    keep = _check_loss_arguments(logits, target, epsilon, ignore_index, reduction)
     log_q = torch.log_softmax(logits[keep], dim=-1)  # (N, C)
-    p = smoothed_targets(target[keep], C, epsilon).to(log_q.dtype)  # (N, C)
-    return -(p * log_q).sum(-1).mean()  # (eq-loss-smoothed)
+    p = smoothed_targets(target[keep], logits.shape[-1], epsilon, log_q.dtype)  # (N, C)
+    losses = -(p * log_q).sum(-1)  # (N,)  (eq-loss-smoothed)
+    if reduction == "mean":
+        return losses.mean()
+    if reduction == "sum":
+        return losses.sum()
+    return torch.zeros(target.shape, dtype=losses.dtype, device=losses.device).masked_scatter(
+        keep, losses
+    )  # (...)

@@ -9,9 +9,15 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 
+from seqbook._checks import check_bool
 from seqbook.train import History
 
 __all__ = ["plot_history", "heatmap"]
+
+
+def _check_axes(ax: object) -> None:
+    if ax is not None and not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
 
 
 def plot_history(
@@ -30,6 +36,11 @@ def plot_history(
     """
     if not isinstance(history, History):
         raise TypeError(f"history must be a seqbook.train.History, got {type(history).__name__}")
+    if (isinstance(metrics, str) or not isinstance(metrics, (list, tuple))
+            or not all(isinstance(m, str) for m in metrics)):
+        raise TypeError(f"metrics must be a list of metric names, got {metrics!r}")
+    _check_axes(ax)
+    check_bool("log", log)
     missing = [m for m in metrics if m not in history.metrics]
     if missing:
         raise ValueError(f"metrics {missing} not in history.metrics ({sorted(history.metrics)})")
@@ -84,13 +95,34 @@ def heatmap(
     """
     if isinstance(matrix, torch.Tensor):
         matrix = matrix.detach().cpu().numpy()
-    matrix = np.asarray(matrix)
+    try:
+        matrix = np.asarray(matrix)
+    except (TypeError, ValueError):  # ragged nested lists
+        matrix = np.asarray(None)
+    numeric = np.issubdtype(matrix.dtype, np.number) or matrix.dtype == bool
+    if not numeric or np.issubdtype(matrix.dtype, np.complexfloating):
+        raise TypeError(f"matrix must be a 2-D array of numbers, got dtype {matrix.dtype}")
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
+    _check_axes(ax)
+    if not isinstance(fmt, str):
+        raise TypeError(f"fmt must be a format string such as '.2f', got {fmt!r}")
+    try:  # with an entry of the matrix's own dtype: "d" formats ints, not floats
+        format(matrix.flat[0] if matrix.size else 1.0, fmt)
+    except ValueError:
+        raise ValueError(f"fmt must be a format spec for numbers such as '.2f', got {fmt!r}") from None
+    for flag, value in (("colorbar", colorbar), ("annotate", annotate)):
+        check_bool(flag, value)
     rows, cols = matrix.shape
     for name, labels, size in (("xticklabels", xticklabels, cols), ("yticklabels", yticklabels, rows)):
+        if labels is not None and (isinstance(labels, str) or not hasattr(labels, "__len__")):
+            raise TypeError(f"{name} must be a list of labels, got {labels!r}")
         if labels is not None and len(labels) != size:
-            raise ValueError(f"{name} must have {size} entries, got {len(labels)}")
+            what = "columns" if name == "xticklabels" else "rows"
+            raise ValueError(
+                f"{name} must have {size} entries (the {what} of matrix {matrix.shape}), "
+                f"got {len(labels)}"
+            )
     if ax is None:
         _, ax = plt.subplots(figsize=(max(3.0, 0.45 * cols + 1.5), max(2.5, 0.4 * rows + 1)))
     image = ax.imshow(matrix, cmap=cmap, aspect="auto", **imshow_kwargs)

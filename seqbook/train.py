@@ -16,7 +16,13 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from seqbook._checks import check_positive_int, check_real
+from seqbook._checks import (
+    check_bool,
+    check_callable,
+    check_device,
+    check_positive_int,
+    check_real,
+)
 from seqbook.utils import Timer, to_device
 
 __all__ = ["History", "fit"]
@@ -35,6 +41,39 @@ class History:
     @property
     def final_loss(self) -> float:
         return self.epoch_loss[-1]
+
+
+def _check_fit_arguments(
+    model: object, loss_fn: object, batches: object, optimizer: object, epochs: object,
+    clip: object, eval_fn: object, device: object, progress: object, desc: object,
+) -> tuple[int, float | None, torch.device]:
+    """Validate the arguments of :func:`fit`; return epochs, clip and the device."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_callable("loss_fn", loss_fn, signature="loss_fn(model, batch)", nargs=2)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    epochs = check_positive_int("epochs", epochs)
+    if clip is not None:
+        clip = check_real("clip", clip, min_value=0.0, strict_min=True)
+    if not callable(batches):
+        if isinstance(batches, (str, bytes)) or not isinstance(batches, Iterable):
+            raise TypeError(f"batches must be iterable, got {type(batches).__name__}")
+        if iter(batches) is batches:  # a generator would be empty from epoch 2 on
+            raise TypeError(
+                "batches must be re-iterable (a list, a DataLoader) or a function returning "
+                "an iterable; got a one-shot iterator"
+            )
+    if eval_fn is not None:
+        check_callable("eval_fn", eval_fn, signature="eval_fn(model) -> dict", nargs=1)
+    check_bool("progress", progress)
+    if not isinstance(desc, str):
+        raise TypeError(f"desc must be a str, got {type(desc).__name__}")
+    device = check_device("device", device)
+    if device is None:
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
+    return epochs, clip, device
 
 
 def fit(
@@ -87,27 +126,9 @@ def fit(
         >>> history.final_loss < history.epoch_loss[0]
         True
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable as loss_fn(model, batch), got {loss_fn!r}")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    epochs = check_positive_int("epochs", epochs)
-    if clip is not None:
-        clip = check_real("clip", clip, min_value=0.0, strict_min=True)
-    if not callable(batches):
-        if not isinstance(batches, Iterable):
-            raise TypeError(f"batches must be iterable, got {type(batches).__name__}")
-        if iter(batches) is batches:  # a generator would be empty from epoch 2 on
-            raise TypeError(
-                "batches must be re-iterable (a list, a DataLoader) or a function returning "
-                "an iterable; got a one-shot iterator"
-            )
-    if device is None:
-        first = next(model.parameters(), None)
-        device = first.device if first is not None else torch.device("cpu")
-
+    epochs, clip, device = _check_fit_arguments(
+        model, loss_fn, batches, optimizer, epochs, clip, eval_fn, device, progress, desc
+    )
     history = History()
     parameters = [p for p in model.parameters() if p.requires_grad]
     with Timer() as timer:
@@ -145,9 +166,15 @@ def fit(
             if eval_fn is not None:
                 model.eval()
                 with torch.no_grad():
-                    for name, value in eval_fn(model).items():
-                        history.metrics.setdefault(name, []).append(float(value))
-                        postfix[name] = f"{float(value):.4f}"
+                    metrics = eval_fn(model)
+                if not isinstance(metrics, dict):
+                    raise TypeError(
+                        f"eval_fn must return a dict of metric names to numbers, got "
+                        f"{type(metrics).__name__}"
+                    )
+                for name, value in metrics.items():
+                    history.metrics.setdefault(name, []).append(float(value))
+                    postfix[name] = f"{float(value):.4f}"
             bar.set_postfix(postfix)
     history.seconds = timer.seconds
     return history

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqbook._checks import check_int
+from seqbook._checks import check_device, check_int
 
 __all__ = ["seed_everything", "default_device", "to_device", "Timer"]
 
@@ -58,14 +58,19 @@ def to_device(batch: Any, device: torch.device | str) -> Any:
         >>> x.device.type, names
         ('cpu', ['ab', 'c'])
     """
+    device = check_device("device", device)
+    return _to_device(batch, device)
+
+
+def _to_device(batch: Any, device: torch.device) -> Any:
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
     if isinstance(batch, Mapping):
-        return type(batch)({k: to_device(v, device) for k, v in batch.items()})
+        return type(batch)({k: _to_device(v, device) for k, v in batch.items()})
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a NamedTuple
-        return type(batch)(*(to_device(v, device) for v in batch))
+        return type(batch)(*(_to_device(v, device) for v in batch))
     if isinstance(batch, Sequence) and not isinstance(batch, (str, bytes)):
-        return type(batch)(to_device(v, device) for v in batch)
+        return type(batch)(_to_device(v, device) for v in batch)
     return batch
 
 

@@ -83,3 +83,20 @@ def test_bad_input():
         attention(queries, keys, values, torch.ones(2, 6))
     with pytest.raises(ValueError, match="keys"):
         attention(queries, keys[0], values)
+
+
+def test_float64_follows_the_formula_to_float64_accuracy():
+    torch.manual_seed(5)
+    attention = AdditiveAttention(3, 5, 7).double()
+    queries = torch.randn(2, 4, 3, dtype=torch.float64)
+    keys, values = torch.randn(2, 6, 5, dtype=torch.float64), torch.randn(2, 6, 2, dtype=torch.float64)
+    mask = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])
+    context, weights = attention(queries, keys, values, mask)
+    W_q, W_k, w_v = attention.W_q.weight, attention.W_k.weight, attention.w_v.weight[0]
+    e = torch.tanh((queries @ W_q.T)[:, :, None] + (keys @ W_k.T)[:, None]) @ w_v  # (B, T_q, T_k)
+    expected = torch.softmax(e.masked_fill(~mask[:, None], float("-inf")), -1)
+    assert context.dtype == torch.float64
+    assert torch.allclose(weights, expected, atol=1e-15, rtol=1e-13)
+    assert torch.allclose(context, expected @ values, atol=1e-15, rtol=1e-13)
+    with pytest.raises(TypeError, match="values has dtype torch.float32 but keys have dtype torch.float64"):
+        attention(queries, keys, values.float())

@@ -70,7 +70,7 @@ def test_default_scale_is_one_over_sqrt_d_k():
 def test_dropout_zeroes_and_rescales_but_keeps_the_weights():
     torch.manual_seed(4)
     Q, K, V = torch.randn(50, 4), torch.randn(30, 4), torch.ones(30, 1)
-    output, weights = scaled_dot_product_attention(Q, K, V, dropout=0.5)
+    output, weights = scaled_dot_product_attention(Q, K, V, dropout_p=0.5)
     assert torch.allclose(weights.sum(-1), torch.ones(50), atol=1e-6)
     # with all values 1, the output is the sum of the surviving, rescaled weights
     assert not torch.allclose(output, torch.ones(50, 1), atol=1e-3)
@@ -100,17 +100,75 @@ def test_bad_shapes_are_rejected(shapes, match):
 
 def test_bad_masks_and_arguments_are_rejected():
     Q, K, V = torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3)
-    with pytest.raises(ValueError, match="mask must broadcast"):
+    with pytest.raises(ValueError, match="attn_mask must broadcast"):
         scaled_dot_product_attention(Q, K, V, torch.ones(5, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match="mask must broadcast"):
+    with pytest.raises(ValueError, match="attn_mask must broadcast"):
         scaled_dot_product_attention(Q, K, V, torch.ones(3, 5, 7, dtype=torch.bool))
-    with pytest.raises(TypeError, match="boolean"):
-        scaled_dot_product_attention(Q, K, V, torch.zeros(5, 7))
-    with pytest.raises(ValueError, match="dropout"):
-        scaled_dot_product_attention(Q, K, V, dropout=1.0)
-    with pytest.raises(ValueError, match="dropout"):
-        scaled_dot_product_attention(Q, K, V, dropout=-0.1)
+    with pytest.raises(TypeError, match="attn_mask must be a boolean or floating-point"):
+        scaled_dot_product_attention(Q, K, V, torch.zeros(5, 7, dtype=torch.long))
+    with pytest.raises(ValueError, match="dropout_p"):
+        scaled_dot_product_attention(Q, K, V, dropout_p=1.0)
+    with pytest.raises(ValueError, match="dropout_p"):
+        scaled_dot_product_attention(Q, K, V, dropout_p=-0.1)
     with pytest.raises(TypeError, match="Q"):
         scaled_dot_product_attention(Q.long(), K, V)
     with pytest.raises(TypeError, match="K"):
         scaled_dot_product_attention(Q, K.numpy(), V)
+    with pytest.raises(TypeError, match="is_causal must be a bool"):
+        scaled_dot_product_attention(Q, K, V, is_causal=1)
+    with pytest.raises(ValueError, match="either attn_mask or is_causal"):
+        scaled_dot_product_attention(Q, K, V, causal_mask(5, 7), is_causal=True)
+
+
+@pytest.mark.parametrize("which", ["K", "V"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
+def test_mixed_dtypes_name_both(which, dtype):
+    Q, K, V = torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3)
+    args = dict(Q=Q, K=K, V=V)
+    args[which] = args[which].to(dtype)
+    with pytest.raises(TypeError, match=rf"same dtype.*{which} {dtype}"):
+        scaled_dot_product_attention(**args)
+
+
+def test_float64_equals_torch_with_float_bias_bool_mask_and_is_causal():
+    torch.manual_seed(5)
+    Q = torch.randn(2, 3, 5, 8, dtype=torch.float64)
+    K = torch.randn(2, 3, 7, 8, dtype=torch.float64)
+    V = torch.randn(2, 3, 7, 4, dtype=torch.float64)
+    bias = torch.randn(3, 5, 7, dtype=torch.float64)  # a per-head position bias
+    bias[0, 1] = float("-inf")  # head 0, query 1: sees nothing
+    bias[1, :, 2] = float("-inf")
+    cases = [
+        (dict(), dict()),
+        (dict(attn_mask=bias), dict(attn_mask=bias)),
+        (dict(attn_mask=bias > 0), dict(attn_mask=bias > 0)),
+        (dict(is_causal=True), dict(is_causal=True)),  # (5, 7): aligned at the start
+        (dict(scale=0.3, attn_mask=bias), dict(scale=0.3, attn_mask=bias)),
+    ]
+    for ours_kwargs, torch_kwargs in cases:
+        output, weights = scaled_dot_product_attention(Q, K, V, **ours_kwargs)
+        expected = F.scaled_dot_product_attention(Q, K, V, **torch_kwargs)
+        assert output.dtype == weights.dtype == torch.float64
+        assert torch.allclose(output, expected, atol=1e-12, rtol=0), ours_kwargs
+    output, weights = scaled_dot_product_attention(Q, K, V, bias)
+    assert torch.equal(weights[:, 0, 1], torch.zeros(2, 7))  # fully masked: 0, as torch
+    assert torch.equal(weights[:, 1, :, 2], torch.zeros(2, 5))
+
+
+def test_float_mask_is_converted_to_the_queries_dtype():
+    torch.manual_seed(6)
+    Q, K, V = (torch.randn(4, 6, dtype=torch.float64) for _ in range(3))
+    bias32 = torch.zeros(4, 4)
+    bias32[:, 0] = float("-inf")
+    output, weights = scaled_dot_product_attention(Q, K, V, bias32)
+    assert output.dtype == torch.float64 and (weights[:, 0] == 0).all()
+    expected, _ = scaled_dot_product_attention(Q, K, V, bias32 == 0)
+    assert torch.allclose(output, expected, atol=1e-12, rtol=0)
+
+
+def test_float_bias_shifts_the_scores():
+    torch.manual_seed(7)
+    Q, K, V = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)
+    bias = torch.randn(3, 5)
+    _, weights = scaled_dot_product_attention(Q, K, V, bias)
+    assert torch.allclose(weights, torch.softmax(Q @ K.T / 2 + bias, -1), atol=1e-6)

@@ -91,3 +91,20 @@ def test_bad_shapes():
         nadaraya_watson(x, torch.empty(0), torch.empty(0))
     with pytest.raises(TypeError, match="keys"):
         nadaraya_watson(x, torch.arange(5), x)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_float64_matches_the_formula_to_float64_accuracy(kernel):
+    g = torch.Generator().manual_seed(4)
+    queries = torch.rand(7, 2, dtype=torch.float64, generator=g) * 4
+    keys = torch.rand(30, 2, dtype=torch.float64, generator=g) * 4
+    values = torch.randn(30, 3, dtype=torch.float64, generator=g)
+    predictions, weights = nadaraya_watson(queries, keys, values, kernel, bandwidth=0.9)
+    u = torch.cdist(queries, keys, compute_mode="donot_use_mm_for_euclid_dist") / 0.9
+    alpha = torch.exp(-0.5 * u**2) if kernel == "gaussian" else (1 - u**2).clamp(min=0)
+    expected = alpha / alpha.sum(1, keepdim=True)
+    assert predictions.dtype == torch.float64
+    assert torch.allclose(weights, expected, atol=1e-15, rtol=1e-12)
+    assert torch.allclose(predictions, expected @ values, atol=1e-14, rtol=1e-12)
+    with pytest.raises(TypeError, match="keys has dtype torch.float32 but queries have dtype torch.float64"):
+        nadaraya_watson(queries, keys.float(), values)

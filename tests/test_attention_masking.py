@@ -93,3 +93,14 @@ def test_causal_mask():
 def test_causal_mask_rejects_bad_sizes(args, error):
     with pytest.raises(error, match="T_"):
         causal_mask(*args)
+
+
+def test_float64_equals_torch_softmax_to_float64_accuracy():
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randn(4, 5, 6, dtype=torch.float64, generator=g) * 10
+    mask = torch.rand(4, 5, 6, generator=g) > 0.3
+    mask[..., 0] = True
+    expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
+    weights = masked_softmax(scores, mask)
+    assert weights.dtype == torch.float64
+    assert torch.allclose(weights, expected, atol=1e-16, rtol=1e-14)

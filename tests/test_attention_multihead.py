@@ -5,9 +5,11 @@ from torch import nn
 from seqbook.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 
 
-def torch_twin(d_model=12, num_heads=3, bias=True, seed=0):
+def torch_twin(d_model=12, num_heads=3, bias=True, seed=0, dtype=torch.float32, **kwargs):
     torch.manual_seed(seed)
-    reference = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=True)
+    reference = nn.MultiheadAttention(
+        d_model, num_heads, bias=bias, batch_first=True, dtype=dtype, **kwargs
+    )
     if bias:  # torch starts its biases at zero; make them count
         with torch.no_grad():
             reference.in_proj_bias.normal_()
@@ -20,46 +22,116 @@ def test_equals_torch_self_attention(bias):
     reference, ours = torch_twin(bias=bias)
     x = torch.randn(4, 6, 12)
     expected, expected_weights = reference(x, x, x, average_attn_weights=False)
-    output, weights = ours(x, x, x)
+    output, weights = ours(x, x, x, average_attn_weights=False)
     assert torch.allclose(output, expected, atol=1e-5)
     assert torch.allclose(weights, expected_weights, atol=1e-6)
+    # torch's defaults: weights averaged over the heads
+    _, expected_mean = reference(x, x, x)
+    _, mean = ours(x, x, x)
+    assert mean.shape == (4, 6, 6)
+    assert torch.allclose(mean, expected_mean, atol=1e-6)
 
 
-def test_equals_torch_with_key_padding_and_causal_masks():
+def test_same_masks_as_torch_with_the_same_meaning():
     reference, ours = torch_twin(seed=1)
     x = torch.randn(3, 5, 12)
     lengths = torch.tensor([5, 3, 1])
-    keep = torch.arange(5) < lengths[:, None]  # (B, T), True = real token
-    causal = causal_mask(5)
-    expected, expected_weights = reference(
-        x, x, x, key_padding_mask=~keep, attn_mask=~causal, average_attn_weights=False
-    )
-    output, weights = ours(x, x, x, key_padding_mask=keep, attn_mask=causal)
+    padding = torch.arange(5) >= lengths[:, None]  # (B, T), True = padding, as torch
+    future = ~causal_mask(5)  # True = may not attend, as torch
+    kwargs = dict(key_padding_mask=padding, attn_mask=future, average_attn_weights=False)
+    expected, expected_weights = reference(x, x, x, **kwargs)
+    output, weights = ours(x, x, x, **kwargs)
     assert torch.allclose(output, expected, atol=1e-5)
     assert torch.allclose(weights, expected_weights, atol=1e-6)
     assert (weights[2, :, :, 1:] == 0).all()
+    # is_causal=True applies the causal mask (torch needs attn_mask as well)
+    causal_output, _ = ours(x, x, x, key_padding_mask=padding, is_causal=True)
+    assert torch.allclose(causal_output, expected, atol=1e-5)
 
 
 def test_equals_torch_in_cross_attention_with_different_lengths():
     reference, ours = torch_twin(seed=2)
     query, memory = torch.randn(2, 4, 12), torch.randn(2, 7, 12)
-    keep = torch.tensor([[True] * 7, [True] * 5 + [False] * 2])
-    expected, _ = reference(query, memory, memory, key_padding_mask=~keep)
-    output, weights = ours(query, memory, memory, key_padding_mask=keep)
+    padding = torch.tensor([[False] * 7, [False] * 5 + [True] * 2])
+    expected, _ = reference(query, memory, memory, key_padding_mask=padding)
+    output, weights = ours(query, memory, memory, key_padding_mask=padding,
+                           average_attn_weights=False)
     assert weights.shape == (2, 3, 4, 7)
     assert torch.allclose(output, expected, atol=1e-5)
+
+
+def test_float64_equals_torch_with_float_masks_kdim_vdim_and_per_head_masks():
+    reference, ours = torch_twin(d_model=8, num_heads=2, seed=3, dtype=torch.float64,
+                                 kdim=5, vdim=3)
+    assert ours.W_K.shape == (2, 5, 4) and ours.W_V.shape == (2, 3, 4)
+    g = torch.Generator().manual_seed(0)
+    query = torch.randn(3, 4, 8, dtype=torch.float64, generator=g)
+    key = torch.randn(3, 6, 5, dtype=torch.float64, generator=g)
+    value = torch.randn(3, 6, 3, dtype=torch.float64, generator=g)
+    bias = torch.randn(4, 6, dtype=torch.float64, generator=g)  # additive, (T_q, T_k)
+    per_head = torch.rand(3 * 2, 4, 6, generator=g) > 0.7  # torch's (B * h, T_q, T_k)
+    per_head[:, :, 0] = False
+    padding = torch.zeros(3, 6, dtype=torch.float64)
+    padding[1, 4:] = float("-inf")  # a float key padding mask
+    for kwargs in (
+        dict(),
+        dict(attn_mask=bias),
+        dict(attn_mask=per_head),
+        dict(key_padding_mask=padding, attn_mask=bias),
+        dict(key_padding_mask=padding.isinf(), attn_mask=per_head),
+    ):
+        expected, expected_weights = reference(query, key, value, average_attn_weights=False,
+                                               **kwargs)
+        output, weights = ours(query, key, value, average_attn_weights=False, **kwargs)
+        assert output.dtype == torch.float64
+        assert torch.allclose(output, expected, atol=1e-12, rtol=0), kwargs
+        assert torch.allclose(weights, expected_weights, atol=1e-12, rtol=0), kwargs
+
+
+@pytest.mark.parametrize("kdim, vdim, bias", [(None, None, True), (None, None, False), (5, 3, True)])
+def test_to_torch_round_trip(kdim, vdim, bias):
+    torch.manual_seed(4)
+    ours = MultiHeadAttention(8, 2, 0.0, bias, kdim=kdim, vdim=vdim).double().eval()
+    if bias:
+        with torch.no_grad():
+            for b in (ours.b_Q, ours.b_K, ours.b_V, ours.b_O):
+                b.normal_()
+    theirs = ours.to_torch().eval()
+    assert theirs.batch_first
+    assert (theirs.in_proj_weight is None) == (kdim is not None)  # separate projections
+    query = torch.randn(2, 3, 8, dtype=torch.float64)
+    key = torch.randn(2, 5, kdim or 8, dtype=torch.float64)
+    value = torch.randn(2, 5, vdim or 8, dtype=torch.float64)
+    expected, _ = theirs(query, key, value)
+    output, _ = ours(query, key, value)
+    assert torch.allclose(output, expected, atol=1e-12, rtol=0)
+    back = MultiHeadAttention.from_torch(theirs)
+    for a, b in zip(ours.parameters(), back.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_to_torch_needs_torch_head_sizes():
+    with pytest.raises(ValueError, match="d_k = d_v = d_model / num_heads"):
+        MultiHeadAttention(8, 2, d_k=3, d_v=4).to_torch()
+
+
+def test_need_weights_false_returns_none():
+    _, ours = torch_twin()
+    x = torch.randn(2, 3, 12)
+    output, weights = ours(x, x, x, need_weights=False)
+    assert weights is None and torch.allclose(output, ours(x, x, x)[0])
 
 
 def test_per_head_masks_and_fully_masked_rows():
     _, ours = torch_twin(seed=3)
     x = torch.randn(2, 4, 12)
-    mask = torch.ones(2, 3, 4, 4, dtype=torch.bool)
-    mask[0, 1, 2] = False  # head 1 of sequence 0: query 2 sees nothing
-    output, weights = ours(x, x, x, attn_mask=mask)
-    assert torch.equal(weights[0, 1, 2], torch.zeros(4))
+    ignore = torch.zeros(2, 3, 4, 4, dtype=torch.bool)  # (B, h, T_q, T_k): ours only
+    ignore[0, 1, 2] = True  # head 1 of sequence 0: query 2 sees nothing
+    output, weights = ours(x, x, x, attn_mask=ignore, average_attn_weights=False)
+    assert torch.equal(weights[0, 1, 2], torch.zeros(4))  # torch would give NaN
     assert not torch.isnan(output).any()
-    three_d = torch.ones(2, 4, 4, dtype=torch.bool).tril()
-    _, weights = ours(x, x, x, attn_mask=three_d)
+    future = ~torch.ones(2, 1, 4, 4, dtype=torch.bool).tril()  # broadcast over heads
+    _, weights = ours(x, x, x, attn_mask=future, average_attn_weights=False)
     assert (weights.triu(1) == 0).all()
 
 
@@ -70,7 +142,7 @@ def test_heads_are_scaled_dot_product_attention_of_the_projections():
         for b in (mha.b_Q, mha.b_K, mha.b_V, mha.b_O):
             b.normal_()
     q, k = torch.randn(2, 3, 8), torch.randn(2, 6, 8)
-    output, weights = mha(q, k, k)
+    output, weights = mha(q, k, k, average_attn_weights=False)
     heads = []
     for i in range(2):
         head, w = scaled_dot_product_attention(
@@ -98,12 +170,13 @@ def test_dropout_only_in_training():
     assert not torch.equal(mha(x, x, x)[0], mha(x, x, x)[0])
 
 
-def test_from_torch_copies_dtype():
-    reference = nn.MultiheadAttention(8, 4, batch_first=True).double()
+def test_from_torch_copies_dtype_dropout_and_accepts_sequence_first_modules():
+    reference = nn.MultiheadAttention(8, 4, dropout=0.25).double()  # batch_first=False
     ours = MultiHeadAttention.from_torch(reference)
-    assert ours.W_Q.dtype == torch.float64
+    assert ours.W_Q.dtype == torch.float64 and ours.dropout == 0.25
     x = torch.randn(2, 3, 8, dtype=torch.float64)
-    assert torch.allclose(ours(x, x, x)[0], reference(x, x, x)[0], atol=1e-10)
+    expected = reference.eval()(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1))[0]
+    assert torch.allclose(ours.eval()(x, x, x)[0], expected.transpose(0, 1), atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -113,6 +186,7 @@ def test_from_torch_copies_dtype():
         (dict(d_model=0, num_heads=1), ValueError, "d_model"),
         (dict(d_model=8, num_heads=0), ValueError, "num_heads"),
         (dict(d_model=8, num_heads=2, d_k=0), ValueError, "d_k"),
+        (dict(d_model=8, num_heads=2, kdim=0), ValueError, "kdim"),
         (dict(d_model=8, num_heads=2, dropout=1.0), ValueError, "dropout"),
         (dict(d_model=8, num_heads=2, bias=1), TypeError, "bias"),
     ],
@@ -133,11 +207,13 @@ def test_bad_forward_input():
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError, match="d_model=8"):
         mha(torch.randn(2, 5, 6), x, x)
+    with pytest.raises(ValueError, match="kdim=8"):
+        mha(x, torch.randn(2, 5, 6), x)
     with pytest.raises(ValueError, match="query"):
         mha(torch.randn(5, 8), x, x)
     with pytest.raises(ValueError, match="same length"):
         mha(x, x, x[:, :4])
-    with pytest.raises(ValueError, match="batch size"):
+    with pytest.raises(ValueError, match="key must have the batch size of query"):
         mha(x, x[:1], x[:1])
     with pytest.raises(ValueError, match="key_padding_mask must broadcast"):
         mha(x, x, x, key_padding_mask=torch.ones(2, 4, dtype=torch.bool))
@@ -145,14 +221,20 @@ def test_bad_forward_input():
         mha(x, x, x, attn_mask=torch.ones(4, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match="attn_mask must broadcast"):
         mha(x, x, x, attn_mask=torch.ones(2, 3, 5, 5, dtype=torch.bool))
-    with pytest.raises(TypeError, match="boolean"):
-        mha(x, x, x, key_padding_mask=torch.zeros(2, 5))
+    with pytest.raises(ValueError, match=r"3-D attn_mask must have shape \(B \* num_heads"):
+        mha(x, x, x, attn_mask=torch.ones(2, 5, 5, dtype=torch.bool))
+    with pytest.raises(TypeError, match="key_padding_mask must be a boolean or floating"):
+        mha(x, x, x, key_padding_mask=torch.zeros(2, 5, dtype=torch.long))
+    with pytest.raises(TypeError, match="need_weights must be a bool"):
+        mha(x, x, x, None, torch.ones(5, 5, dtype=torch.bool))  # torch's positional order
+    with pytest.raises(TypeError, match="query has dtype torch.float64 but the module"):
+        mha(x.double(), x, x)
+    with pytest.raises(TypeError, match="value has dtype torch.float16"):
+        mha(x, x, x.half())
 
 
 def test_from_torch_rejects_unsupported_modules():
     with pytest.raises(TypeError, match="MultiheadAttention"):
         MultiHeadAttention.from_torch(nn.Linear(2, 2))
-    with pytest.raises(ValueError, match="kdim"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
     with pytest.raises(ValueError, match="add_bias_kv"):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))

@@ -38,3 +38,18 @@ def test_bad_input():
         pool(torch.randn(2, 5, 3), torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="hidden_size"):
         AttentionPooling(3, 0)
+
+
+def test_float64_follows_the_formula_to_float64_accuracy():
+    torch.manual_seed(1)
+    pool = AttentionPooling(4, 6).double()
+    bags = torch.randn(3, 5, 4, dtype=torch.float64)
+    mask = torch.tensor([[True] * 5, [True] * 2 + [False] * 3, [True] * 4 + [False]])
+    pooled, weights = pool(bags, mask)
+    scores = (torch.tanh(bags @ pool.W.weight.T + pool.W.bias) @ pool.w.weight.T).squeeze(-1)
+    expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
+    assert pooled.dtype == torch.float64
+    assert torch.allclose(weights, expected, atol=1e-15, rtol=1e-13)
+    assert torch.allclose(pooled, (expected[..., None] * bags).sum(1), atol=1e-15, rtol=1e-13)
+    with pytest.raises(TypeError, match="bags has dtype torch.float32 but the module"):
+        pool(bags.float())

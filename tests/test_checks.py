@@ -19,5 +19,5 @@ def test_new_checks():
         check_token_ids("src", torch.tensor([0.0]), 4)
     with pytest.raises(TypeError, match="bool"):
         check_token_ids("src", torch.tensor([True]), 4)
-    with pytest.raises(ValueError, match="memory must have d_model = 8"):
+    with pytest.raises(ValueError, match="memory must have d_model=8"):
         check_last_dim("memory", torch.zeros(2, 3, 4), 8, what="d_model")

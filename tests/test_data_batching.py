@@ -56,3 +56,14 @@ def test_lengths_to_mask_bad_input():
         lengths_to_mask(torch.tensor([-1]))
     with pytest.raises(ValueError, match="max_len"):
         lengths_to_mask(torch.tensor([4]), max_len=2)
+
+
+def test_pad_batch_accepts_any_iterable_of_ids_and_names_bad_ones():
+    import numpy as np
+
+    padded, lengths, _ = pad_batch([np.array([5, 6]), range(3), (7,)])
+    assert padded.tolist() == [[5, 6, 0], [0, 1, 2], [7, 0, 0]] and lengths.tolist() == [2, 3, 1]
+    with pytest.raises(TypeError, match=r"sequences\[1\] must be a list of token ids"):
+        pad_batch([[1, 2], "ab"])
+    with pytest.raises(TypeError, match="pad_value"):
+        pad_batch([[1, 2]], pad_value="0")

@@ -43,7 +43,7 @@ def test_number_translation_is_seeded_and_sized():
         ({"max_number": -1}, ValueError, "max_number"),
         ({"num_valid": -5}, ValueError, "num_valid"),
         ({"num_train": 0}, ValueError, "num_train"),
-        ({"max_number": 9, "num_valid": 5, "num_test": 5}, ValueError, "num_train"),
+        ({"max_number": 9, "num_valid": 5, "num_test": 5}, ValueError, "num_valid \\+ num_test must leave at least one"),
         ({"max_number": 99, "num_train": 200}, ValueError, "max_number \\+ 1"),
         ({"seed": 0.5}, TypeError, "seed"),
     ],

@@ -204,3 +204,102 @@ def test_beam_search_on_gpu():
 
     gpu = beam_search(step, 8, EOS, beam_size=3, max_len=6, batch_size=4, device="cuda")
     assert gpu.log_prob.device.type == "cuda" and len(gpu.tokens) == 4
+
+
+SEARCHES = {
+    "greedy": lambda step, **kw: greedy_search(step, BOS, kw.pop("eos", EOS), max_len=3, **kw),
+    "beam": lambda step, **kw: beam_search(step, BOS, kw.pop("eos", EOS), beam_size=2, max_len=3, **kw),
+    "exhaustive": lambda step, **kw: exhaustive_search(step, BOS, kw.pop("eos", EOS), max_len=3, **kw),
+}
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_eos_outside_the_vocabulary_is_refused(search):
+    # V = 4 (A B C <eos>): eos = 5 and 7 are not columns of the step function's output
+    for eos in (5, 7):
+        with pytest.raises(ValueError, match=rf"eos must be one of the step function's token ids \[0, 4\).*eos={eos}"):
+            SEARCHES[search](slide_step, eos=eos)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda lp: torch.full_like(lp, float("nan")), "NaN log-probabilities at step 1"),
+        (lambda lp: lp.exp(), r"log-probabilities \(<= 0\).*probabilities or logits"),
+        (lambda lp: lp + 3.0, r"log-probabilities \(<= 0\), got values up to"),
+        (lambda lp: torch.where(lp > -1, torch.inf, lp), r"log-probabilities \(<= 0\), got values up to inf"),
+    ],
+    ids=["nan", "probabilities", "logits", "plus-inf"],
+)
+def test_step_functions_that_do_not_return_log_probabilities_are_refused(search, bad, match):
+    def step(prefixes, state):
+        log_probs, state = slide_step(prefixes, state)
+        return bad(log_probs), state
+
+    with pytest.raises(ValueError, match=match):
+        SEARCHES[search](step)
+
+
+def test_nan_at_a_later_step_is_caught_with_its_step():
+    def step(prefixes, state):
+        log_probs, state = slide_step(prefixes, state)
+        return (log_probs * float("nan") if prefixes.shape[-1] == 3 else log_probs), state
+
+    with pytest.raises(ValueError, match="NaN log-probabilities at step 3"):
+        beam_search(step, BOS, EOS, beam_size=2, max_len=4)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_bad_step_functions_and_devices(search):
+    with pytest.raises(TypeError, match=r"step_fn must be callable as step_fn\(prefixes, state\)"):
+        SEARCHES[search]("not a function")
+    with pytest.raises(ValueError, match="device must name a device"):
+        SEARCHES[search](slide_step, device="gpu0")
+    with pytest.raises(TypeError, match="device must be a torch.device"):
+        SEARCHES[search](slide_step, device=0.5)
+
+
+def test_reorder_state_checks_its_parent():
+    state = torch.arange(12).view(2, 3, 2)  # (N, K, H)
+    with pytest.raises(ValueError, match=r"parent must hold row indices in \[0, 3\).*to 3"):
+        reorder_state(state, torch.tensor([[0, 3], [1, 1]]))
+    with pytest.raises(ValueError, match=r"parent must hold row indices in \[0, 3\).*from -1"):
+        reorder_state({"h": state}, torch.tensor([[0, -1], [1, 1]]))
+    with pytest.raises(ValueError, match=r"\(N, K, \.\.\.\) with N = 1"):
+        reorder_state(state, torch.tensor([[0, 1]]))
+    with pytest.raises(TypeError, match="parent must have an integer dtype"):
+        reorder_state(state, torch.tensor([[0.0, 1.0], [1.0, 1.0]]))
+    with pytest.raises(ValueError, match="parent must have 2 dimensions"):
+        reorder_state(state, torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.75])
+def test_float64_step_functions_give_float64_accurate_scores(alpha):
+    step32 = random_markov(3, 5, 7)
+
+    def step64(prefixes, state):
+        log_probs, _ = step32(prefixes, None)
+        return log_probs.double() - 1e-9, None  # a shift that float32 cannot represent
+
+    def exact_log_prob(n, tokens):  # the sum of float64 log-probabilities, token by token
+        prefix, total = torch.tensor([[[5]]]).expand(3, 1, 1), 0.0
+        for token in tokens:
+            log_probs, _ = step64(prefix.contiguous(), None)
+            total += log_probs[n, 0, token].item()
+            prefix = torch.cat([prefix, torch.full((3, 1, 1), token)], -1)
+        return total
+
+    for search in (
+        lambda s: greedy_search(s, bos=5, eos=EOS, max_len=4, batch_size=3),
+        lambda s: beam_search(s, bos=5, eos=EOS, beam_size=3, max_len=4, length_penalty=alpha,
+                              batch_size=3),
+        lambda s: exhaustive_search(s, bos=5, eos=EOS, max_len=4, length_penalty=alpha,
+                                    batch_size=3),
+    ):
+        out = search(step64)
+        assert out.log_prob.dtype == out.score.dtype == torch.float64
+        for n, tokens in enumerate(out.tokens):
+            generated = tokens + [EOS] * bool(out.finished[n])
+            expected = exact_log_prob(n, generated)
+            assert out.log_prob[n].item() == pytest.approx(expected, rel=1e-14, abs=1e-15)

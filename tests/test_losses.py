@@ -112,3 +112,49 @@ def test_bad_input():
         label_smoothing_loss(torch.randn(2, 1), torch.tensor([0, 0]), 0.1)
     with pytest.raises(ValueError, match="num_classes"):
         smoothed_targets(torch.tensor([0]), 1, 0.1)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.7])
+def test_float64_equals_torch_to_float64_accuracy(reduction, epsilon):
+    g = torch.Generator().manual_seed(2)
+    logits = torch.randn(4, 6, 11, dtype=torch.float64, generator=g) * 3
+    target = torch.randint(0, 11, (4, 6), generator=g)
+    target[2, 4:] = -100
+    ours = label_smoothing_loss(logits, target, epsilon, reduction=reduction)
+    expected = F.cross_entropy(logits.reshape(-1, 11), target.reshape(-1),
+                               label_smoothing=epsilon, reduction=reduction)
+    assert ours.dtype == torch.float64
+    assert torch.allclose(ours, expected.reshape(ours.shape), rtol=1e-13, atol=1e-14)
+    if reduction == "none":
+        assert (ours[2, 4:] == 0).all()
+
+
+def test_smoothed_targets_in_float64_are_exact():
+    p = smoothed_targets(torch.tensor([1, 0]), 3, 0.1, dtype=torch.float64)
+    assert p.dtype == torch.float64
+    assert p[0, 1].item() == 1 - 0.1 + 0.1 / 3 and p[0, 0].item() == 0.1 / 3
+
+
+def test_float64_divergences_equal_torch():
+    p = random_distributions(5, 7, seed=3).double()
+    q = random_distributions(5, 7, seed=4).double()
+    kl = kl_divergence(p, q)
+    expected = F.kl_div(q.log(), p, reduction="none").sum(-1)
+    assert kl.dtype == torch.float64
+    assert torch.allclose(kl, expected, rtol=1e-13, atol=1e-15)
+    expected_h = -(p * q.log()).sum(-1)
+    assert torch.allclose(cross_entropy(p, q), expected_h, rtol=1e-13, atol=1e-15)
+    assert torch.allclose(entropy(p), -(p * p.log()).sum(-1), rtol=1e-13, atol=1e-15)
+
+
+def test_mixed_dtypes_and_reductions_are_checked():
+    p = random_distributions(2, 3)
+    with pytest.raises(TypeError, match="q has dtype torch.float64 but p have dtype torch.float32"):
+        kl_divergence(p, p.double())
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        label_smoothing_loss(torch.randn(2, 3), torch.tensor([0, 1]), 0.1, reduction="batchmean")
+    with pytest.raises(TypeError, match="dtype must be a floating-point"):
+        smoothed_targets(torch.tensor([0]), 3, 0.1, dtype=torch.long)
+    all_ignored = torch.tensor([-100, -100])
+    assert label_smoothing_loss(torch.randn(2, 3), all_ignored, 0.1, reduction="sum") == 0

@@ -202,3 +202,14 @@ def test_bad_input_gives_clear_errors():
         bleu_d2l(["A"], ["A"], 0)
     with pytest.raises(TypeError, match="references"):
         sentence_bleu(["a"], "a")
+
+
+def test_unhashable_tokens_are_named():
+    with pytest.raises(TypeError, match=r"hypotheses\[1\] must hold hashable tokens .* \['b'\] \(list\)"):
+        corpus_bleu([["a"], ["a", ["b"]]], [[["a"]], [["a", "b"]]])
+    with pytest.raises(TypeError, match=r"references\[0\]\[1\] must hold hashable tokens"):
+        corpus_bleu([["a", "b"]], [[["a", "b"], ["a", {}]]])
+    with pytest.raises(TypeError, match="label_tokens must hold hashable tokens"):
+        bleu_d2l(["a"], ["a", ["b"]], 2)
+    with pytest.raises(TypeError, match="effective_order must be a bool"):
+        corpus_bleu([["a"]], [[["a"]]], effective_order="yes")

@@ -5,8 +5,12 @@ import torch
 from seqbook.notebook import _plain, glue
 
 
-def test_glue_returns_nothing_outside_a_notebook():
-    assert glue("a_number", 3.5) is None
+def test_glue_shows_the_value_only_when_asked_where_myst_nb_is_missing(monkeypatch, capsys):
+    monkeypatch.setitem(__import__("sys").modules, "myst_nb", None)  # as in Colab
+    glue("a_number", np.float64(3.5))
+    assert capsys.readouterr().out == ""
+    glue("a_number", np.float64(3.5), display=True)
+    assert capsys.readouterr().out.strip() == "3.5"  # shown as a plain number
 
 
 def test_numbers_are_glued_as_plain_python_numbers():

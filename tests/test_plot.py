@@ -33,3 +33,12 @@ def test_plot_history_with_metrics():
     with pytest.raises(TypeError, match="history"):
         plot_history({"loss": [1]})
     plt.close("all")
+
+
+def test_heatmap_keeps_integer_matrices_for_integer_formats():
+    ax = heatmap(torch.tensor([[1, 20], [3, 4]]), annotate=True, fmt="d")
+    assert [t.get_text() for t in ax.texts] == ["1", "20", "3", "4"]
+    with pytest.raises(ValueError, match="fmt must be a format spec"):
+        heatmap(torch.rand(2, 2), annotate=True, fmt="d")
+    with pytest.raises(TypeError, match="matrix must be a 2-D array of numbers"):
+        heatmap([["a", "b"]])

@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook.decoding import greedy_search
+from seqbook.decoding import exhaustive_search, greedy_search
 from seqbook.seq2seq import (
     BahdanauDecoder,
     Encoded,
@@ -125,8 +125,28 @@ def test_step_function_drives_greedy_search_like_teacher_forcing():
         assert predicted[: len(tokens)] == tokens
         if out.finished[b]:
             assert predicted[len(tokens)] == 2
-    beam = model.generate(src, lengths, max_len=6, beam_size=3)
-    assert torch.all(beam.log_prob >= out.log_prob - 1e-5) or len(beam.tokens) == 3
+
+
+def test_searches_over_a_translator_keep_their_guarantees():
+    torch.manual_seed(4)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True)
+    model = EncoderDecoder(encoder, BahdanauDecoder(6, 5, 7, 12)).eval()  # V = 6
+    src, lengths = batch(4)
+    step = model.step_function(src, lengths)
+    greedy = greedy_search(step, 1, 2, max_len=4, batch_size=3)
+    # beam size 1 is greedy search
+    one = model.generate(src, lengths, max_len=4, beam_size=1)
+    assert one.tokens == greedy.tokens
+    assert torch.allclose(one.log_prob, greedy.log_prob, atol=1e-6)
+    # exhaustive search is the optimum: no search scores better on the same max_len
+    exact = exhaustive_search(step, 1, 2, max_len=4, batch_size=3)
+    for k in (1, 2, 3):
+        beam = model.generate(src, lengths, max_len=4, beam_size=k)
+        assert (beam.score <= exact.score + 1e-6).all()
+    # wider than all prefixes of max_len - 1 tokens (<pad>, <bos> have p = 0): exhaustive
+    wide = model.generate(src, lengths, max_len=4, beam_size=4**3)
+    assert torch.allclose(wide.score, exact.score, atol=1e-6)
+    assert wide.tokens == exact.tokens
 
 
 def test_a_small_translator_learns():
@@ -149,7 +169,7 @@ def test_bad_input_gives_clear_errors():
         encoder(src, torch.tensor([5, 0, 1]))
     with pytest.raises(ValueError, match="lengths must have one entry"):
         encoder(src, torch.tensor([5, 3]))
-    with pytest.raises(ValueError, match="src ids"):
+    with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 11\)"):
         encoder(src + 20, lengths)
     with pytest.raises(TypeError, match="src"):
         encoder(src.float(), lengths)
@@ -174,3 +194,37 @@ def test_bad_input_gives_clear_errors():
     with pytest.raises(ValueError, match="dropout"):
         Seq2SeqEncoder(11, 4, 6, dropout=1.5)
     assert isinstance(encoded, Encoded)
+
+
+def test_float64_equals_torch_gru_and_the_decoder_equations():
+    torch.manual_seed(6)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True).double()
+    src, lengths = batch(6)
+    encoded = encoder(src, lengths)
+    for b, n in enumerate(lengths.tolist()):  # nn.GRU on each unpadded sentence
+        out, h_n = encoder.rnn(encoder.embedding(src[b : b + 1, :n]))
+        assert torch.allclose(encoded.outputs[b, :n], out[0], atol=1e-15, rtol=1e-12)
+    assert encoded.outputs.dtype == torch.float64
+    decoder = BahdanauDecoder(9, 5, 7, context_size=12).double()
+    s0 = decoder.init_state(encoded)
+    logits, s1, alpha = decoder.step(torch.tensor([1, 1, 1]), s0, encoded)
+    att = decoder.attention
+    e = torch.tanh(att.W_q(s0)[:, None] + att.W_k(encoded.outputs)) @ att.w_v.weight[0]
+    expected_alpha = torch.softmax(e.masked_fill(~encoded.mask, float("-inf")), -1)
+    c = (expected_alpha[..., None] * encoded.outputs).sum(1)
+    expected_s1 = decoder.cell(torch.cat([decoder.embedding(torch.tensor([1, 1, 1])), c], -1), s0)
+    assert torch.allclose(alpha, expected_alpha, atol=1e-15, rtol=1e-13)
+    assert torch.allclose(s1, expected_s1, atol=1e-15, rtol=1e-13)
+    assert torch.allclose(logits, decoder.W_o(torch.cat([s1, c], -1)), atol=1e-14, rtol=1e-12)
+    tgt_in = torch.tensor([[1, 4, 5], [1, 7, 0], [1, 3, 0]])
+    plain = Seq2SeqDecoder(9, 5, 7, context_size=12).double()
+    forced, _ = plain(tgt_in, encoded)
+    s = plain.init_state(encoded)
+    for i in range(3):
+        step_logits, s, _ = plain.step(tgt_in[:, i], s, encoded)
+        assert torch.allclose(step_logits, forced[:, i], atol=1e-14, rtol=1e-12)
+    targets = torch.tensor([[4, 5, 2], [7, 2, 0], [3, 2, 0]])
+    loss = masked_cross_entropy(forced, targets, targets != 0)
+    reference = F.cross_entropy(forced.reshape(-1, 9), targets.reshape(-1), ignore_index=0)
+    assert loss.dtype == torch.float64
+    assert torch.allclose(loss, reference, atol=1e-15, rtol=1e-13)

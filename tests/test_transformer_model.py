@@ -1,5 +1,6 @@
 import pytest
 import torch
+from torch import nn
 
 from seqbook.decoding import greedy_search
 from seqbook.seq2seq import evaluate_translator, number_translation_task
@@ -75,7 +76,7 @@ def test_embeddings_are_scaled_and_pad_is_zero():
     model = small_model()
     assert torch.equal(model.src_embedding.weight[0], torch.zeros(16))
     ids = torch.tensor([[3, 4]])
-    expected = model.tgt_embedding(ids) * 4 + model.positional.pe[:2]
+    expected = model.tgt_embedding(ids) * 4 + model.positional.pe[:2].float()
     assert torch.allclose(model.embed(ids, model.tgt_embedding), expected)
 
 
@@ -113,9 +114,9 @@ def test_bad_input(task):
         Transformer(10, 2, d_model=8, num_heads=2)
     model = small_model(max_len=5)
     too_long = torch.full((1, 6), 4)
-    with pytest.raises(ValueError, match="max_len=5"):
+    with pytest.raises(ValueError, match="src has 6 positions .* max_len=5"):
         model(too_long, torch.tensor([6]), torch.tensor([[1]]))
-    with pytest.raises(ValueError, match="max_len=5"):
+    with pytest.raises(ValueError, match="tgt_in has 6 positions .* max_len=5"):
         model(torch.tensor([[4, 2]]), torch.tensor([2]), torch.full((1, 6), 4))
     with pytest.raises(ValueError, match="src_lengths"):
         model(torch.tensor([[4, 2]]), torch.tensor([2, 2]), torch.tensor([[1]]))
@@ -123,6 +124,57 @@ def test_bad_input(task):
         model(torch.tensor([[4, 2]]), torch.tensor([2]), torch.tensor([1]))
     with pytest.raises(TypeError, match="TransformerConfig"):
         build_transformer(task, object())
+
+
+def test_bad_ids_and_lengths_name_the_argument():
+    model = small_model()  # source vocabulary 12, target vocabulary 11
+    src, lengths, tgt = torch.tensor([[4, 5, 2]]), torch.tensor([3]), torch.tensor([[1, 5]])
+    with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 12\).*to 13"):
+        model(src + 8, lengths, tgt)
+    with pytest.raises(ValueError, match=r"src must hold token ids .* from -3"):
+        model(src - 5, lengths, tgt)
+    with pytest.raises(ValueError, match=r"tgt_in must hold token ids in \[0, 11\)"):
+        model(src, lengths, tgt + 10)
+    with pytest.raises(ValueError, match=r"src_lengths must lie in \[1, 3\] \(src has 3 positions\)"):
+        model(src, torch.tensor([5]), tgt)
+    with pytest.raises(ValueError, match=r"src_lengths must lie in \[1, 3\]"):
+        model(src, torch.tensor([0]), tgt)
+    with pytest.raises(ValueError, match="tgt_in must have the batch size of src"):
+        model(src, lengths, tgt.expand(2, -1))
+    with pytest.raises(ValueError, match="pad_id must be < src_vocab_size=3"):
+        Transformer(3, 10, d_model=8, num_heads=2, pad_id=5, bos_id=1, eos_id=2)
+    with pytest.raises(ValueError, match="prefixes"):
+        greedy_search(model.step_function(src, lengths), bos=20, eos=2, max_len=3)
+
+
+def test_float64_model_equals_torch_layers_built_from_its_blocks():
+    torch.manual_seed(6)
+    model = Transformer(12, 11, d_model=16, num_heads=4, num_layers=2, d_ff=24, dropout=0.0,
+                        norm_first=True, activation="gelu").double().eval()
+    src = torch.tensor([[4, 5, 6, 2], [7, 2, 0, 0]])
+    lengths, tgt = torch.tensor([4, 2]), torch.tensor([[1, 5, 6], [1, 3, 0]])
+    padding = torch.tensor([[False] * 4, [False] * 2 + [True] * 2])
+    encoder = nn.TransformerEncoder(model.encoder_blocks[0].to_torch(), 2,
+                                    norm=model.encoder_norm.to_torch(), enable_nested_tensor=False)
+    decoder = nn.TransformerDecoder(model.decoder_blocks[0].to_torch(), 2,
+                                    norm=model.decoder_norm.to_torch())
+    for i in range(2):  # the stacks' layers are copies of the first: give them ours
+        encoder.layers[i] = model.encoder_blocks[i].to_torch()
+        decoder.layers[i] = model.decoder_blocks[i].to_torch()
+    encoder.eval(), decoder.eval()
+    memory = encoder(model.embed(src, model.src_embedding), src_key_padding_mask=padding)
+    future = nn.Transformer.generate_square_subsequent_mask(3, dtype=torch.float64)
+    out = decoder(model.embed(tgt, model.tgt_embedding), memory, tgt_mask=future,
+                  memory_key_padding_mask=padding)
+    expected = model.output(out)
+    assert torch.allclose(model(src, lengths, tgt), expected, atol=1e-12, rtol=0)
+
+
+def test_defaults_follow_torch():
+    model = Transformer(10, 10, d_model=8, num_heads=2)
+    reference = nn.Transformer(d_model=8, nhead=2, batch_first=True)
+    assert model.norm_first is reference.encoder.layers[0].norm_first is False
+    assert model.encoder_blocks[0].add_norm_1.dropout.p == reference.encoder.layers[0].dropout1.p
 
 
 @pytest.mark.parametrize("training", [True, False])

@@ -37,12 +37,12 @@ def test_output_is_standardised_and_constant_input_is_finite():
     assert torch.equal(LayerNorm(4)(torch.full((1, 4), 3.0)), torch.zeros(1, 4))
 
 
-def test_seed_form_with_sample_std_differs():
-    # the seed's (x - mean) / (s + eps) with the sample std is off by sqrt(d/(d-1))
+def test_notes_form_with_sample_std_differs():
+    # Aryaman's notes' (x - mean) / (s + eps) with the sample std is off by sqrt(d/(d-1))
     x = torch.randn(6, 8)
-    seed_form = (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5)
+    notes_form = (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5)
     ours = layer_norm(x, torch.ones(8), torch.zeros(8))
-    ratio = (ours / seed_form).median()
+    ratio = (ours / notes_form).median()
     assert ratio.item() == pytest.approx((8 / 7) ** 0.5, rel=1e-3)
 
 
@@ -50,7 +50,7 @@ def test_add_norm_pre_and_post():
     torch.manual_seed(2)
     x = torch.randn(2, 3, 4)
     linear = nn.Linear(4, 4)
-    pre, post = AddNorm(4), AddNorm(4, norm_first=False)
+    pre, post = AddNorm(4, norm_first=True), AddNorm(4)  # post-norm: torch's default
     assert torch.allclose(pre(x, linear), x + linear(pre.norm(x)))
     assert torch.allclose(post(x, linear), post.norm(x + linear(x)))
     # post-norm output is normalised, pre-norm output is not
@@ -58,7 +58,7 @@ def test_add_norm_pre_and_post():
 
 
 def test_add_norm_dropout_only_in_training():
-    add_norm = AddNorm(4, dropout=0.5)
+    add_norm = AddNorm(4, dropout=0.5, norm_first=True)
     x = torch.randn(20, 4)
     ones = lambda h: torch.ones_like(h)  # noqa: E731
     assert torch.equal(add_norm.eval()(x, ones), x + 1)
@@ -86,3 +86,55 @@ def test_bad_input():
         AddNorm(4)(torch.randn(2, 4), "not a function")
     with pytest.raises(ValueError, match="dropout"):
         AddNorm(4, dropout=1.0)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_float64_equals_torch_and_round_trips(bias):
+    torch.manual_seed(3)
+    reference = nn.LayerNorm(6, eps=1e-3, bias=bias, dtype=torch.float64)
+    with torch.no_grad():
+        reference.weight.normal_()
+        if bias:
+            reference.bias.normal_()
+    ours = LayerNorm.from_torch(reference)
+    assert ours.a.dtype == torch.float64 and (ours.b is None) == (not bias)
+    x = torch.randn(3, 5, 6, dtype=torch.float64) * 4 + 1
+    assert torch.allclose(ours(x), reference(x), atol=1e-13, rtol=0)
+    back = ours.to_torch()
+    assert torch.allclose(back(x), reference(x), atol=1e-13, rtol=0)
+    b = None if not bias else reference.bias
+    expected = torch.nn.functional.layer_norm(x, (6,), reference.weight, b, 1e-3)
+    assert torch.allclose(layer_norm(x, reference.weight, b, 1e-3), expected, atol=1e-13, rtol=0)
+
+
+def test_dtypes_must_agree():
+    with pytest.raises(TypeError, match="x has dtype torch.float64 but the module's parameters"):
+        LayerNorm(4)(torch.randn(2, 4, dtype=torch.float64))
+    with pytest.raises(TypeError, match="x has dtype torch.float32 but a have dtype torch.float64"):
+        layer_norm(torch.randn(2, 4), torch.ones(4, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_add_norm_rejects_a_sublayer_that_changes_the_shape(norm_first):
+    add_norm = AddNorm(4, norm_first=norm_first)
+    x = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"sublayer must return a tensor of its input's shape \(2, 3, 4\)"):
+        add_norm(x, nn.Linear(4, 1))  # (2, 3, 1) would broadcast silently
+    with pytest.raises(ValueError, match="sublayer must return a tensor"):
+        add_norm(x, lambda h: h.tolist())
+    with pytest.raises(ValueError, match="x must have d_model=4"):
+        add_norm(torch.randn(2, 3, 5), nn.Linear(5, 5))
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_add_norm_in_float64_is_the_formula(norm_first):
+    torch.manual_seed(7)
+    add_norm = AddNorm(5, norm_first=norm_first).double()
+    with torch.no_grad():
+        add_norm.norm.a.normal_(), add_norm.norm.b.normal_()
+    x, linear = torch.randn(3, 4, 5, dtype=torch.float64), nn.Linear(5, 5).double()
+    ln = lambda h: torch.nn.functional.layer_norm(h, (5,), add_norm.norm.a, add_norm.norm.b)  # noqa: E731
+    expected = x + linear(ln(x)) if norm_first else ln(x + linear(x))
+    out = add_norm(x, linear)
+    assert out.dtype == torch.float64
+    assert torch.allclose(out, expected, atol=1e-14, rtol=1e-13)

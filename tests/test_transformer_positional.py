@@ -77,3 +77,19 @@ def test_bad_input():
         module(torch.randn(5, 8))
     with pytest.raises(ValueError, match="dropout"):
         PositionalEncoding(8, dropout=1.0)
+    with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype"):
+        positional_encoding(5, 8, dtype=torch.long)
+
+
+def test_float64_tables_are_float64_accurate():
+    pe = positional_encoding(50, 12, dtype=torch.float64)
+    assert pe.dtype == torch.float64
+    pos, i = 37, 4
+    assert pe[pos, 2 * i].item() == pytest.approx(math.sin(pos / 10000 ** (8 / 12)), abs=1e-15)
+    M = relative_position_map(5, 12, dtype=torch.float64)
+    assert torch.allclose(pe[:45] @ M.T, pe[5:], atol=1e-13, rtol=0)
+    # the module adds float64-accurate positions to float64 input
+    module = PositionalEncoding(d_model=12, max_len=50).double()
+    x = torch.zeros(1, 50, 12, dtype=torch.float64)
+    assert torch.equal(module(x)[0], pe)
+    assert PositionalEncoding(12, 50)(torch.zeros(1, 3, 12)).dtype == torch.float32

@@ -34,9 +34,22 @@ def test_seed_everything_rejects_bad_seeds(bad, error):
         seed_everything(bad)
 
 
-def test_default_device_matches_cuda_availability():
-    expected = "cuda" if torch.cuda.is_available() else "cpu"
-    assert default_device().type == expected
+@pytest.mark.parametrize("available, expected", [(True, "cuda"), (False, "cpu")])
+def test_default_device_follows_cuda_availability(monkeypatch, available, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: available)
+    assert default_device() == torch.device(expected)
+
+
+def test_default_device_holds_tensors():
+    x = torch.ones(3, device=default_device())
+    assert x.device.type == default_device().type and x.sum().item() == 3
+
+
+def test_to_device_names_a_bad_device():
+    with pytest.raises(ValueError, match="device must name a device"):
+        to_device(torch.zeros(1), "gpu")
+    with pytest.raises(TypeError, match="device must be a torch.device"):
+        to_device(torch.zeros(1), 3.5)
 
 
 def test_to_device_walks_nested_containers_and_keeps_other_values():

@@ -1,8 +1,13 @@
 """Attention: kernel regression, masks, dot-product, additive and multi-head attention.
 
 The chapter "Attention mechanisms" (``book/attention.md``) explains every piece.
-Masks follow one convention throughout: a boolean mask is **True where attention is
-allowed**; ``torch.nn.MultiheadAttention`` uses the opposite (True = ignore).
+An argument named like one of PyTorch's has PyTorch's meaning, masks included:
+``scaled_dot_product_attention``'s boolean ``attn_mask`` is True where attention is
+**allowed** (as ``F.scaled_dot_product_attention``'s), ``MultiHeadAttention``'s
+``key_padding_mask`` and ``attn_mask`` are True where it is **forbidden** (as
+``nn.MultiheadAttention``'s), and float masks are added to the scores. The book's own
+``mask`` arguments (``masked_softmax``, ``AdditiveAttention``, ``AttentionPooling``)
+are keep masks, True = attend (see :mod:`seqbook.attention.masking`).
 """
 
 from seqbook.attention.additive import AdditiveAttention

@@ -9,7 +9,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
+from seqbook._checks import (
+    check_batch,
+    check_input,
+    check_positive_int,
+    check_same_dtype,
+    check_tensor,
+)
 from seqbook.attention.masking import check_mask, masked_softmax
 
 __all__ = ["AdditiveAttention"]
@@ -40,7 +46,8 @@ class AdditiveAttention(nn.Module):
             decoder step).
         keys: ``(B, T_k, K)``.
         values: ``(B, T_k, V)``.
-        mask: boolean, True = attend: a 2-D mask is always a key padding mask
+        mask: boolean **keep mask**, True = attend (the opposite of
+            ``nn.MultiheadAttention``'s masks): a 2-D mask is always a key padding mask
             ``(B, T_k)`` (e.g. from :func:`seqbook.data.pad_batch`); a 3-D mask
             must broadcast to ``(B, T_q, T_k)`` (a causal mask: ``(1, T_q, T_k)``).
         returns: context ``(B, T_q, V)`` and weights ``(B, T_q, T_k)``, or
@@ -73,6 +80,35 @@ class AdditiveAttention(nn.Module):
         hidden = self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1)  # (B, T_q, T_k, H)
         return self.w_v(torch.tanh(hidden)).squeeze(-1)  # (B, T_q, T_k)  (eq-attn-additive)
 
+    def _check_forward(
+        self, queries: object, keys: object, values: object, mask: object
+    ) -> torch.Tensor | None:
+        """Validate the arguments of :meth:`forward`; return the mask as
+        ``(B, T_q, T_k)``-broadcastable (a 2-D key padding mask gets a query axis)."""
+        check_input("queries", queries, self, ndim=(2, 3), size=self.query_size, what="query_size")
+        check_input("keys", keys, self, ndim=3, size=self.key_size, what="key_size")
+        check_tensor("values", values, ndim=3, floating=True)
+        assert isinstance(queries, torch.Tensor) and isinstance(keys, torch.Tensor)
+        assert isinstance(values, torch.Tensor)
+        check_same_dtype("values", values, keys.dtype, of="keys")
+        B, T_k = queries.shape[0], keys.shape[1]
+        T_q = 1 if queries.dim() == 2 else queries.shape[1]
+        check_batch("keys", keys, B, of="queries")
+        check_batch("values", values, B, of="queries")
+        if values.shape[1] != T_k:
+            raise ValueError(
+                f"values must have one row per key of keys ({T_k}), got shape "
+                f"{tuple(values.shape)}"
+            )
+        if mask is None:
+            return None
+        check_tensor("mask", mask, ndim=(2, 3))
+        assert isinstance(mask, torch.Tensor)
+        if mask.dim() == 2:  # a key padding mask (B, T_k)
+            check_mask("mask", mask, (B, T_k), of="keys (B, T_k)")
+            mask = mask.unsqueeze(1)  # (B, 1, T_k)
+        return check_mask("mask", mask, (B, T_q, T_k), of="the scores of queries and keys")
+
     def forward(
         self,
         queries: torch.Tensor,
@@ -81,42 +117,10 @@ class AdditiveAttention(nn.Module):
         mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(context, weights)`` for each query (shapes in the class docstring)."""
-        check_tensor("queries", queries, ndim=(2, 3), floating=True)
-        check_tensor("keys", keys, ndim=3, floating=True)
-        check_tensor("values", values, ndim=3, floating=True)
-        single = queries.dim() == 2
-        if single:
-            queries = queries.unsqueeze(1)  # (B, 1, Q)
-        B, T_q, Q = queries.shape
-        if Q != self.query_size:
-            raise ValueError(
-                f"queries must have size query_size={self.query_size} in the last "
-                f"dimension, got shape {tuple(queries.shape)}"
-            )
-        if keys.shape[-1] != self.key_size:
-            raise ValueError(
-                f"keys must have size key_size={self.key_size} in the last dimension, "
-                f"got shape {tuple(keys.shape)}"
-            )
-        if keys.shape[0] != B or values.shape[0] != B:
-            raise ValueError(
-                f"queries, keys and values must have the same batch size, got "
-                f"{B}, {keys.shape[0]} and {values.shape[0]}"
-            )
-        if values.shape[1] != keys.shape[1]:
-            raise ValueError(
-                f"values must have one row per key ({keys.shape[1]}), got shape "
-                f"{tuple(values.shape)}"
-            )
-        T_k = keys.shape[1]
-        if mask is not None:
-            check_tensor("mask", mask, ndim=(2, 3))
-            if mask.dim() == 2:  # a key padding mask (B, T_k)
-                check_mask("mask", mask, torch.Size((B, T_k)))
-                mask = mask.unsqueeze(1)  # (B, 1, T_k)
-            check_mask("mask", mask, torch.Size((B, T_q, T_k)))
-
-        weights = masked_softmax(self.scores(queries, keys), mask)  # (B, T_q, T_k)
+        mask = self._check_forward(queries, keys, values, mask)
+        single = queries.dim() == 2  # one query per sequence: a decoder step
+        q = queries.unsqueeze(1) if single else queries  # (B, T_q, Q)
+        weights = masked_softmax(self.scores(q, keys), mask)  # (B, T_q, T_k)
         context = weights @ values  # (B, T_q, V)  (eq-attn-pooling)
         if single:
             return context.squeeze(1), weights.squeeze(1)  # (B, V), (B, T_k)

@@ -12,29 +12,82 @@ import math
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_real, check_tensor
-from seqbook.attention.masking import check_mask, masked_softmax
+from seqbook._checks import check_bool, check_probability, check_real, check_tensor
+from seqbook.attention.masking import causal_mask, check_mask, masked_softmax
 
 __all__ = ["scaled_dot_product_attention"]
 
 
-def _leading_shape(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> torch.Size:
-    """The broadcast batch shape of Q, K and V, or a ValueError naming the shapes."""
+def _check_arguments(
+    Q: object,
+    K: object,
+    V: object,
+    attn_mask: object,
+    dropout_p: object,
+    is_causal: object,
+    scale: object,
+) -> tuple[torch.Tensor | None, float]:
+    """Validate the arguments; return the mask to apply (causal included) and the scale."""
+    for name, tensor in (("Q", Q), ("K", K), ("V", V)):
+        check_tensor(name, tensor, floating=True)
+        assert isinstance(tensor, torch.Tensor)
+        if tensor.dim() < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dimensions (..., T, d), got shape "
+                f"{tuple(tensor.shape)}"
+            )
+    assert isinstance(Q, torch.Tensor) and isinstance(K, torch.Tensor)
+    assert isinstance(V, torch.Tensor)
+    if K.dtype != Q.dtype or V.dtype != Q.dtype:
+        raise TypeError(
+            f"Q, K and V must have the same dtype, got Q {Q.dtype}, K {K.dtype} and "
+            f"V {V.dtype}; convert them, e.g. K.to(Q.dtype)"
+        )
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            f"Q and K must have the same d_k (last dimension), got Q {tuple(Q.shape)} "
+            f"and K {tuple(K.shape)}"
+        )
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            f"K and V must have one value per key (dimension -2), got K "
+            f"{tuple(K.shape)} and V {tuple(V.shape)}"
+        )
     try:
-        return torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+        torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+        leading = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2])  # the scores'
     except RuntimeError:
         raise ValueError(
             "the leading (batch) dimensions of Q, K and V must broadcast, got shapes "
             f"Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
         ) from None
+    check_probability("dropout_p", dropout_p)
+    is_causal = check_bool("is_causal", is_causal)
+    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else check_real("scale", scale)
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    if attn_mask is not None:
+        if is_causal:
+            raise ValueError(
+                "pass either attn_mask or is_causal=True, not both (as in "
+                "F.scaled_dot_product_attention); merge the causal mask into attn_mask"
+            )
+        check_mask("attn_mask", attn_mask, leading + (T_q, T_k), floating=True,
+                   of="the scores Q K^T (..., T_q, T_k)")
+        assert isinstance(attn_mask, torch.Tensor)
+        if attn_mask.is_floating_point():  # -inf and 0 are exact in every dtype
+            attn_mask = attn_mask.to(Q.dtype)
+    if is_causal:
+        attn_mask = causal_mask(T_q, T_k, device=Q.device)
+    return attn_mask, scale  # type: ignore[return-value]
 
 
 def scaled_dot_product_attention(
     Q: torch.Tensor,
     K: torch.Tensor,
     V: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    dropout: float = 0.0,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
     *,
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -42,24 +95,32 @@ def scaled_dot_product_attention(
 
     .. math::
         \operatorname{Attention}(\mathbf{Q}, \mathbf{K}, \mathbf{V}) =
-        \operatorname{softmax}\!\left(\frac{\mathbf{Q}\mathbf{K}^\top}{\sqrt{d_k}}\right)
-        \mathbf{V}
+        \operatorname{softmax}\!\left(\frac{\mathbf{Q}\mathbf{K}^\top}{\sqrt{d_k}}
+        + \mathbf{M}\right) \mathbf{V}
 
-    The same as ``torch.nn.functional.scaled_dot_product_attention(Q, K, V,
-    attn_mask=mask)`` (whose boolean mask has the same polarity), but it also returns
-    the attention weights, and a query whose keys are all masked gets the zero vector.
+    with :math:`\mathbf{M}` the mask: 0 where attention is allowed, :math:`-\infty`
+    where it is not, or any real bias. The arguments are those of
+    ``torch.nn.functional.scaled_dot_product_attention`` with the same meanings and
+    defaults (a boolean ``attn_mask`` is True where attention is **allowed**, a float
+    one is added to the scores); it also returns the attention weights, and a query
+    whose keys are all masked gets the zero vector (as torch's).
 
     Args:
         Q: queries, floating point.
-        K: keys, with the same ``d_k`` as the queries.
+        K: keys, with the same ``d_k`` and dtype as the queries.
         V: values, one per key.
-        mask: boolean, broadcastable to the scores' shape ``(..., T_q, T_k)``;
-            True = attend, False = ignore (``seqbook.attention.masking``).
-            E.g. a key padding mask ``(B, 1, T_k)`` or a causal mask ``(T_q, T_k)``.
-        dropout: probability in ``[0, 1)`` of zeroing a weight before it is applied to
-            the values (survivors are scaled by ``1 / (1 - dropout)``); applied
-            whenever it is > 0, like ``F.scaled_dot_product_attention``'s
-            ``dropout_p``. Pass 0 at evaluation time.
+        attn_mask: boolean **keep mask** (True = attend, False = ignore; see
+            :mod:`seqbook.attention.masking`) or floating-point mask added to the
+            scores (e.g. a relative-position bias, or :math:`-\infty` to forbid),
+            broadcastable to the scores' shape ``(..., T_q, T_k)``. E.g. a key padding
+            mask ``(B, 1, T_k)`` or a causal mask ``(T_q, T_k)``. A float mask is
+            converted to the queries' dtype.
+        dropout_p: probability in ``[0, 1)`` of zeroing a weight before it is applied
+            to the values (survivors are scaled by ``1 / (1 - dropout_p)``); applied
+            whenever it is > 0, as torch's. Pass 0 at evaluation time.
+        is_causal: apply :func:`~seqbook.attention.causal_mask` (query :math:`i`
+            sees keys :math:`j \le i`, aligned at the first position); not together
+            with ``attn_mask``.
         scale: the factor applied to :math:`\mathbf{Q}\mathbf{K}^\top`; defaults to
             :math:`1/\sqrt{d_k}`.
 
@@ -67,7 +128,7 @@ def scaled_dot_product_attention(
         Q: ``(..., T_q, d_k)``; the leading dimensions of Q, K and V must broadcast.
         K: ``(..., T_k, d_k)``.
         V: ``(..., T_k, d_v)``.
-        mask: broadcastable to ``(..., T_q, T_k)``.
+        attn_mask: broadcastable to ``(..., T_q, T_k)``.
         returns: output ``(..., T_q, d_v)`` and weights ``(..., T_q, T_k)``.
 
     Returns:
@@ -85,40 +146,12 @@ def scaled_dot_product_attention(
         >>> output
         tensor([[13.3024]])
     """
-    for name, tensor in (("Q", Q), ("K", K), ("V", V)):
-        check_tensor(name, tensor, floating=True)
-        if tensor.dim() < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dimensions (..., T, d), got shape "
-                f"{tuple(tensor.shape)}"
-            )
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must have the same d_k (last dimension), got Q {tuple(Q.shape)} "
-            f"and K {tuple(K.shape)}"
-        )
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must have one value per key (dimension -2), got K "
-            f"{tuple(K.shape)} and V {tuple(V.shape)}"
-        )
-    leading = _leading_shape(Q, K, V)
-    dropout = check_real("dropout", dropout, min_value=0.0, max_value=1.0)
-    if dropout == 1.0:
-        raise ValueError("dropout must be < 1, got 1.0")
-    d_k = Q.shape[-1]
-    if scale is None:
-        scale = 1.0 / math.sqrt(d_k)
-    else:
-        scale = check_real("scale", scale)
-    scores_shape = leading + (Q.shape[-2], K.shape[-2])
-    if mask is not None:
-        check_mask("mask", mask, scores_shape)
-
+    mask, scale = _check_arguments(Q, K, V, attn_mask, dropout_p, is_causal, scale)
     # Scaling Q (T_q x d_k numbers) rather than the scores (T_q x T_k) is the same
     # product and about 20% faster for long sequences.
     scores = (Q * scale) @ K.transpose(-2, -1)  # (..., T_q, T_k)  (eq-attn-sdpa)
+    if mask is not None and mask.is_floating_point():  # a bias: add it, drop -inf
+        scores, mask = scores + mask, mask > float("-inf")
     weights = masked_softmax(scores, mask)  # (..., T_q, T_k)  (eq-attn-masked-softmax)
-    used = F.dropout(weights, p=dropout) if dropout > 0 else weights
-    output = used @ V  # (..., T_q, d_v)
-    return output, weights
+    dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+    return dropped @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)

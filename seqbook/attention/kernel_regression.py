@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_choice, check_real, check_tensor
+from seqbook._checks import check_choice, check_real, check_same_dtype, check_tensor
 
 __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 
@@ -54,9 +54,32 @@ def kernel_function(u: torch.Tensor, kernel: str = "gaussian") -> torch.Tensor:
     return torch.clamp(1 - u, min=0)  # triangular, the slides' "Epanechikov"
 
 
-def _as_matrix(name: str, x: torch.Tensor) -> torch.Tensor:
-    check_tensor(name, x, ndim=(1, 2), floating=True)
-    return x.unsqueeze(-1) if x.dim() == 1 else x  # (n, 1) for 1-D data
+def _check_arguments(
+    queries: object, keys: object, values: object, kernel: object, bandwidth: object
+) -> float:
+    """Validate the arguments of :func:`nadaraya_watson`; return the bandwidth."""
+    for name, x in (("queries", queries), ("keys", keys), ("values", values)):
+        check_tensor(name, x, ndim=(1, 2), floating=True)
+    assert isinstance(queries, torch.Tensor) and isinstance(keys, torch.Tensor)
+    assert isinstance(values, torch.Tensor)
+    check_same_dtype("keys", keys, queries.dtype, of="queries")
+    check_same_dtype("values", values, queries.dtype, of="queries")
+    D_q = 1 if queries.dim() == 1 else queries.shape[1]
+    D_k = 1 if keys.dim() == 1 else keys.shape[1]
+    if D_q != D_k:
+        raise ValueError(
+            f"queries and keys must have the same size D, got queries "
+            f"{tuple(queries.shape)} and keys {tuple(keys.shape)}"
+        )
+    if values.shape[0] != keys.shape[0]:
+        raise ValueError(
+            f"values must have one row per key of keys ({keys.shape[0]}), got shape "
+            f"{tuple(values.shape)}"
+        )
+    if keys.shape[0] == 0:
+        raise ValueError("keys must contain at least one key, got none")
+    check_choice("kernel", kernel, KERNELS)
+    return check_real("bandwidth", bandwidth, min_value=0.0, strict_min=True)
 
 
 def nadaraya_watson(
@@ -111,33 +134,17 @@ def nadaraya_watson(
         >>> predictions
         tensor([5.])
     """
-    q = _as_matrix("queries", queries)  # (N, D)
-    k = _as_matrix("keys", keys)  # (M, D)
-    check_tensor("values", values, ndim=(1, 2), floating=True)
-    if q.shape[1] != k.shape[1]:
-        raise ValueError(
-            f"queries and keys must have the same size D, got queries "
-            f"{tuple(queries.shape)} and keys {tuple(keys.shape)}"
-        )
-    if values.shape[0] != k.shape[0]:
-        raise ValueError(
-            f"values must have one row per key ({k.shape[0]}), got shape {tuple(values.shape)}"
-        )
-    if k.shape[0] == 0:
-        raise ValueError("keys must contain at least one key, got none")
-    check_choice("kernel", kernel, KERNELS)
-    h = check_real("bandwidth", bandwidth, min_value=0.0, strict_min=True)
-
+    h = _check_arguments(queries, keys, values, kernel, bandwidth)
+    q = queries.unsqueeze(-1) if queries.dim() == 1 else queries  # (N, D)
+    k = keys.unsqueeze(-1) if keys.dim() == 1 else keys  # (M, D)
+    v = values.unsqueeze(-1) if values.dim() == 1 else values  # (M, V)
     # exact distances: the default matmul shortcut of cdist loses precision
     distance = torch.cdist(q, k, compute_mode="donot_use_mm_for_euclid_dist")  # (N, M)
-    if kernel == "gaussian":
+    if kernel == "gaussian":  # a softmax, which never underflows to 0/0
         weights = torch.softmax(-0.5 * (distance / h) ** 2, dim=1)  # (N, M)  (eq-attn-nw)
     else:
         alpha = kernel_function(distance / h, kernel)  # (N, M)
         total = alpha.sum(dim=1, keepdim=True)  # (N, 1)
         weights = alpha / total.clamp(min=torch.finfo(alpha.dtype).tiny)  # (eq-attn-nw)
-    v = values.unsqueeze(-1) if values.dim() == 1 else values  # (M, V)
     predictions = weights @ v  # (N, V)
-    if values.dim() == 1:
-        predictions = predictions.squeeze(-1)  # (N,)
-    return predictions, weights
+    return (predictions.squeeze(-1) if values.dim() == 1 else predictions), weights

@@ -1,12 +1,23 @@
-r"""Masks for attention: a softmax that skips masked keys, and the causal mask.
+r"""Masks for attention: a softmax that skips masked keys, the causal mask, and the
+translation between the two mask conventions of PyTorch.
 
-Convention of the whole book: a boolean mask is **True where attention is allowed**
-(a real token, a past position) and False where it is not (padding, the future). This
-is the convention of ``torch.nn.functional.scaled_dot_product_attention``'s boolean
-``attn_mask`` and of :func:`seqbook.data.pad_batch`'s mask, so a padding mask can be
-passed on as it is. ``torch.nn.MultiheadAttention`` uses the **opposite** convention
-for its boolean ``key_padding_mask`` and ``attn_mask`` (True = *ignore* this key); to
-translate between the two, negate the mask: ``~mask``.
+Two conventions meet in attention code, and this book uses each one under the name
+PyTorch gives it, with PyTorch's meaning:
+
+* a **keep mask** is True where attention is allowed (a real token, a past position).
+  It is the polarity of :func:`masked_softmax`'s ``mask``, of :func:`causal_mask`, of
+  :func:`seqbook.data.pad_batch`'s mask, and of the boolean ``attn_mask`` of
+  ``torch.nn.functional.scaled_dot_product_attention`` (and of
+  :func:`~seqbook.attention.scaled_dot_product_attention`);
+* an **ignore mask** is True where attention is *forbidden* (padding, the future). It
+  is the polarity of the boolean ``key_padding_mask`` and ``attn_mask`` of
+  ``torch.nn.MultiheadAttention`` and of the ``src_mask``, ``tgt_mask``, ``memory_mask``
+  and ``*_key_padding_mask`` of PyTorch's transformer layers, and so of
+  :class:`~seqbook.attention.MultiHeadAttention` and the transformer blocks.
+
+Negation (``~mask``) turns one into the other. A floating-point mask is neither: it is
+**added** to the scores (0 keeps a score, :math:`-\infty` removes the key, anything
+else is a bias such as a relative-position bias), in both conventions.
 
 Shape letters: ``T_q`` queries, ``T_k`` keys; ``...`` any leading batch dimensions.
 """
@@ -15,34 +26,93 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_int, check_tensor
+from seqbook._checks import check_device, check_int, check_tensor
 
-__all__ = ["masked_softmax", "causal_mask", "check_mask"]
+__all__ = ["masked_softmax", "causal_mask", "check_mask", "merge_masks"]
 
 
-def check_mask(name: str, mask: object, shape: torch.Size) -> torch.Tensor:
-    """Return ``mask`` if it is a boolean tensor that broadcasts to ``shape``.
+def check_mask(
+    name: str,
+    mask: object,
+    shape: torch.Size | tuple[int, ...],
+    *,
+    polarity: str = "keep",
+    floating: bool = False,
+    of: str = "the scores",
+) -> torch.Tensor:
+    """Return ``mask`` if it is a boolean (or, with ``floating``, float) tensor that
+    broadcasts to ``shape`` without enlarging it.
 
-    Broadcasting must not enlarge ``shape`` itself: a mask of shape ``(2, 1, 5)`` fits
-    scores of shape ``(2, 4, 5)``, but a mask of shape ``(3, 4, 5)`` does not.
+    A mask of shape ``(2, 1, 5)`` fits scores of shape ``(2, 4, 5)``; one of shape
+    ``(3, 4, 5)`` does not. ``polarity`` (``"keep"`` or ``"ignore"``) and ``of`` (whose
+    shape ``shape`` is) only word the message.
     """
     check_tensor(name, mask)
     assert isinstance(mask, torch.Tensor)
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"{name} must be a boolean tensor (True = attend), got dtype {mask.dtype}; "
-            "an additive float mask is not supported"
-        )
-    try:
-        fits = torch.broadcast_shapes(mask.shape, shape) == shape
-    except RuntimeError:
-        fits = False
+    meaning = "True = attend" if polarity == "keep" else "True = ignore this key"
+    if mask.dtype != torch.bool and not (floating and mask.is_floating_point()):
+        kinds = "boolean or floating-point (added to the scores)" if floating else "boolean"
+        raise TypeError(f"{name} must be a {kinds} tensor ({meaning}), got dtype {mask.dtype}")
+    shape = tuple(shape)
+    # broadcasting must not enlarge shape: each trailing size is 1 or equal
+    fits = mask.dim() <= len(shape) and all(
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(shape))
+    )
     if not fits:
         raise ValueError(
-            f"{name} must broadcast to the scores' shape {tuple(shape)}, "
+            f"{name} must broadcast to the shape {tuple(shape)} of {of}, "
             f"got shape {tuple(mask.shape)}"
         )
     return mask
+
+
+def merge_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """Combine keep masks and additive float masks into one mask of the same kind.
+
+    Boolean keep masks combine with ``&``; if any mask is floating point, the boolean
+    ones become 0 (keep) or :math:`-\\infty` (drop) and all are added. ``None`` entries
+    are skipped; ``None`` comes back when all are ``None``.
+
+    Example:
+        >>> keep = torch.tensor([True, False, True])
+        >>> merge_masks(keep, torch.tensor([True, True, False]))
+        tensor([ True, False, False])
+        >>> merge_masks(keep, torch.tensor([0.5, 0.0, 0.0]))
+        tensor([0.5000,   -inf, 0.0000])
+    """
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    floats = [m for m in present if m.is_floating_point()]
+    if not floats:
+        merged = present[0]
+        for m in present[1:]:
+            merged = merged & m
+        return merged
+    dtype = floats[0].dtype
+    merged = None
+    for m in present:
+        bias = m.to(dtype) if m.is_floating_point() else _keep_to_bias(m, dtype)
+        merged = bias if merged is None else merged + bias
+    return merged
+
+
+def _keep_to_bias(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A keep mask as an additive mask: 0 where kept, -inf where dropped."""
+    bias = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
+    return bias.masked_fill(~keep, float("-inf"))
+
+
+def _check_softmax_arguments(scores: object, mask: object, dim: object) -> None:
+    check_tensor("scores", scores, floating=True)
+    assert isinstance(scores, torch.Tensor)
+    check_int("dim", dim)
+    if not -scores.dim() <= dim < max(scores.dim(), 1):  # type: ignore[operator]
+        raise ValueError(
+            f"dim must index one of the {scores.dim()} dimensions of scores, got {dim}"
+        )
+    if mask is not None:
+        check_mask("mask", mask, scores.shape, of="scores")
 
 
 def masked_softmax(
@@ -55,12 +125,14 @@ def masked_softmax(
 
     with :math:`m_{ij} \in \{0, 1\}` the mask. A row whose entries are all masked has
     no distribution to normalise; it gets all-zero weights (not NaN), so that the
-    attention output of a query that may see nothing is the zero vector.
+    attention output of a query that may see nothing is the zero vector (as in
+    ``F.scaled_dot_product_attention``).
 
     Args:
         scores: attention scores (energies) :math:`e`, floating point.
-        mask: boolean, broadcastable to ``scores``; True = attend, False = ignore
-            (the opposite of ``nn.MultiheadAttention``). ``None`` = plain softmax.
+        mask: a boolean **keep mask**, broadcastable to ``scores``: True = attend,
+            False = ignore (see :mod:`seqbook.attention.masking`). ``None`` = plain
+            softmax.
         dim: the dimension to normalise over (the keys).
 
     Shapes:
@@ -79,15 +151,9 @@ def masked_softmax(
         tensor([[0.2689, 0.7311, 0.0000],
                 [0.0000, 0.0000, 0.0000]])
     """
-    check_tensor("scores", scores, floating=True)
-    check_int("dim", dim)
-    if not -scores.dim() <= dim < max(scores.dim(), 1):
-        raise ValueError(
-            f"dim must index one of the {scores.dim()} dimensions of scores, got {dim}"
-        )
+    _check_softmax_arguments(scores, mask, dim)
     if mask is None:
         return torch.softmax(scores, dim=dim)
-    check_mask("mask", mask, scores.shape)
     # The most negative finite number instead of -inf: a fully masked row then gives
     # a finite (uniform) softmax instead of 0/0 = NaN, and multiplying by the mask
     # zeroes it. In a row with a real entry, exp(min - max) underflows to exactly 0.
@@ -99,13 +165,16 @@ def masked_softmax(
 def causal_mask(
     T_q: int, T_k: int | None = None, device: torch.device | str | None = None
 ) -> torch.Tensor:
-    r"""The mask that lets query :math:`i` attend to keys :math:`j \le i` only.
+    r"""The keep mask that lets query :math:`i` attend to keys :math:`j \le i` only.
 
     .. math::
         m_{ij} = [\, j \le i \,]
 
     Queries and keys are aligned at their first position (``torch.tril``, as
-    ``F.scaled_dot_product_attention(..., is_causal=True)`` does).
+    ``F.scaled_dot_product_attention(..., is_causal=True)`` does). This is a **keep
+    mask** (True = may attend); ``torch.nn.MultiheadAttention``, the transformer
+    blocks and ``nn.Transformer.generate_square_subsequent_mask`` want the opposite,
+    ``~causal_mask(T)`` (or pass ``is_causal=True``).
 
     Args:
         T_q: number of queries (>= 1).
@@ -123,4 +192,5 @@ def causal_mask(
     """
     check_int("T_q", T_q, min_value=1)
     T_k = T_q if T_k is None else check_int("T_k", T_k, min_value=1)
+    device = check_device("device", device)
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)

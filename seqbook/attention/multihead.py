@@ -1,12 +1,13 @@
 r"""Multi-head attention with explicit per-head projections (Vaswani et al., 2017).
 
 Shape letters: ``B`` batch, ``T_q`` queries, ``T_k`` keys (= values), ``h`` heads,
-``d_model`` the model width, ``d_k`` the per-head size of queries and keys, ``d_v``
-the per-head size of values.
+``d_model`` the model width (of queries and of the output), ``kdim`` and ``vdim`` the
+widths of keys and values (``d_model`` by default), ``d_k`` the per-head size of
+queries and keys, ``d_v`` the per-head size of values.
 
-Mask convention (the book's, see :mod:`seqbook.attention.masking`): **True = attend**.
-``torch.nn.MultiheadAttention`` uses True = ignore; pass ``~mask`` when moving a mask
-from one to the other.
+The forward pass takes ``torch.nn.MultiheadAttention``'s arguments with their meanings
+and defaults: its boolean masks are **ignore masks**, True where attention is
+*forbidden* (see :mod:`seqbook.attention.masking`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,68 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_batch,
+    check_bool,
+    check_input,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+)
 from seqbook.attention.dot_product import scaled_dot_product_attention
-from seqbook.attention.masking import check_mask
+from seqbook.attention.masking import causal_mask, check_mask, merge_masks
 
-__all__ = ["MultiHeadAttention"]
+__all__ = ["MultiHeadAttention", "check_attention_masks"]
+
+
+def _as_keep(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """A PyTorch-style mask (True = ignore, or additive) in the convention of
+    :func:`scaled_dot_product_attention` (True = attend, or additive)."""
+    if mask is None:
+        return None
+    return mask.to(dtype) if mask.is_floating_point() else ~mask
+
+
+def check_attention_masks(
+    key_padding_mask: object,
+    attn_mask: object,
+    B: int,
+    h: int,
+    T_q: int,
+    T_k: int,
+    *,
+    names: tuple[str, str] = ("key_padding_mask", "attn_mask"),
+    of: tuple[str, str] = ("query", "key"),
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Validate ``nn.MultiheadAttention``-style masks (True = ignore, or float).
+
+    ``names`` are the names the caller knows them by (a transformer block's
+    ``src_key_padding_mask`` and ``src_mask``), ``of`` the names of the tensors
+    whose lengths ``T_q`` and ``T_k`` are. Returns the key padding mask as
+    ``(B, 1, 1, T_k)`` and the attention mask broadcastable to ``(B, h, T_q, T_k)``.
+    """
+    padding_name, attn_name = names
+    scores = f"the scores (B, num_heads, T_q, T_k) of {of[0]} and {of[1]}"
+    if key_padding_mask is not None:
+        check_tensor(padding_name, key_padding_mask, ndim=2)
+        check_mask(padding_name, key_padding_mask, (B, T_k), polarity="ignore", floating=True,
+                   of=f"{of[1]} (B, T_k)")
+        assert isinstance(key_padding_mask, torch.Tensor)
+        key_padding_mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
+    if attn_mask is not None:
+        check_tensor(attn_name, attn_mask, ndim=(2, 3, 4))
+        assert isinstance(attn_mask, torch.Tensor)
+        if attn_mask.dim() == 3:  # torch's (B * h, T_q, T_k): one mask per head
+            if attn_mask.shape != (B * h, T_q, T_k):
+                raise ValueError(
+                    f"a 3-D {attn_name} must have shape (B * num_heads, T_q, T_k) = "
+                    f"{(B * h, T_q, T_k)} ({scores}), as in torch; got "
+                    f"{tuple(attn_mask.shape)}"
+                )
+            attn_mask = attn_mask.view(B, h, T_q, T_k)  # (B, h, T_q, T_k)
+        check_mask(attn_name, attn_mask, (B, h, T_q, T_k), polarity="ignore", floating=True,
+                   of=scores)
+    return key_padding_mask, attn_mask  # type: ignore[return-value]
 
 
 class MultiHeadAttention(nn.Module):
@@ -31,38 +89,54 @@ class MultiHeadAttention(nn.Module):
         \operatorname{Concat}(\operatorname{head}_1, \dots, \operatorname{head}_h)
         \, \mathbf{W}^O
 
-    with :math:`\mathbf{W}_i^Q, \mathbf{W}_i^K \in \mathbb{R}^{d_{model} \times d_k}`,
-    :math:`\mathbf{W}_i^V \in \mathbb{R}^{d_{model} \times d_v}` and
+    with :math:`\mathbf{W}_i^Q \in \mathbb{R}^{d_{model} \times d_k}`,
+    :math:`\mathbf{W}_i^K \in \mathbb{R}^{kdim \times d_k}`,
+    :math:`\mathbf{W}_i^V \in \mathbb{R}^{vdim \times d_v}` and
     :math:`\mathbf{W}^O \in \mathbb{R}^{h d_v \times d_{model}}` (plus biases). The
     per-head matrices are stored as they are written: ``W_Q[i]`` is
     :math:`\mathbf{W}_i^Q`.
 
+    The constructor's first four arguments and the forward pass's arguments are those
+    of ``torch.nn.MultiheadAttention`` (always ``batch_first=True``), with the same
+    meanings and defaults: boolean masks are True where attention is **forbidden**,
+    float masks are added to the scores, and the weights returned are averaged over
+    the heads unless ``average_attn_weights=False``. :meth:`from_torch` and
+    :meth:`to_torch` copy the weights between the two. Departures: a query whose keys
+    are all masked gets the zero vector (torch: NaN), and the weights returned are
+    those before dropout.
+
     Args:
-        d_model: width of the inputs and of the output.
+        d_model: width of the queries and of the output (torch's ``embed_dim``).
         num_heads: number of heads :math:`h`.
-        d_k: per-head size of queries and keys; default ``d_model // num_heads``
-            (which must then divide evenly).
-        d_v: per-head size of values; default ``d_model // num_heads``.
-        bias: add biases to the four projections (as ``nn.MultiheadAttention``).
         dropout: dropout on the attention weights, in training mode only.
+        bias: add biases to the four projections.
+        kdim: width of the keys; default ``d_model``.
+        vdim: width of the values; default ``d_model``.
+        d_k: per-head size of queries and keys; default ``d_model // num_heads``
+            (which must then divide evenly). Not in torch, where it is always
+            ``d_model // num_heads``.
+        d_v: per-head size of values; default ``d_model // num_heads``.
 
     Shapes:
         query: ``(B, T_q, d_model)``.
-        key: ``(B, T_k, d_model)``.
-        value: ``(B, T_k, d_model)``.
-        key_padding_mask: ``(B, T_k)``, True = real token (e.g. the mask of
-            :func:`seqbook.data.pad_batch`).
-        attn_mask: ``(T_q, T_k)``, ``(B, T_q, T_k)`` or ``(B, h, T_q, T_k)``,
-            True = may attend (e.g. :func:`seqbook.attention.causal_mask`).
-        returns: output ``(B, T_q, d_model)`` and per-head weights
-            ``(B, h, T_q, T_k)``.
+        key: ``(B, T_k, kdim)``.
+        value: ``(B, T_k, vdim)``.
+        key_padding_mask: ``(B, T_k)``, **True = padding (ignore)**, or float (added).
+            From a keep mask such as :func:`seqbook.data.pad_batch`'s: ``~mask``.
+        attn_mask: ``(T_q, T_k)`` or ``(B * h, T_q, T_k)`` as in torch, or
+            broadcastable to ``(B, h, T_q, T_k)``; **True = may not attend**, or float
+            (added). From :func:`seqbook.attention.causal_mask`: ``~causal_mask(T)``.
+        returns: output ``(B, T_q, d_model)`` and weights ``(B, T_q, T_k)``
+            (averaged over heads), ``(B, h, T_q, T_k)`` (per head, with
+            ``average_attn_weights=False``) or ``None`` (``need_weights=False``).
 
     Example:
         >>> _ = torch.manual_seed(0)
         >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
         >>> x = torch.randn(3, 5, 8)                                # (B, T, d_model)
-        >>> padding = torch.tensor([[True] * 5, [True] * 3 + [False] * 2, [True] * 5])
-        >>> output, weights = mha(x, x, x, key_padding_mask=padding)
+        >>> padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 5])
+        >>> output, weights = mha(x, x, x, key_padding_mask=padding,
+        ...                       average_attn_weights=False)
         >>> tuple(output.shape), tuple(weights.shape)
         ((3, 5, 8), (3, 2, 5, 5))
         >>> weights[1, :, :, 3:].abs().max().item()   # padding gets no attention
@@ -73,14 +147,21 @@ class MultiHeadAttention(nn.Module):
         self,
         d_model: int,
         num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        kdim: int | None = None,
+        vdim: int | None = None,
         d_k: int | None = None,
         d_v: int | None = None,
-        bias: bool = True,
-        dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.num_heads = check_positive_int("num_heads", num_heads)
+        self.dropout = check_probability("dropout", dropout)
+        check_bool("bias", bias)
+        self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
+        self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
         if (d_k is None or d_v is None) and d_model % num_heads:
             raise ValueError(
                 f"num_heads must divide d_model when d_k or d_v is not given, got "
@@ -88,15 +169,10 @@ class MultiHeadAttention(nn.Module):
             )
         self.d_k = d_model // num_heads if d_k is None else check_positive_int("d_k", d_k)
         self.d_v = d_model // num_heads if d_v is None else check_positive_int("d_v", d_v)
-        if not isinstance(bias, bool):
-            raise TypeError(f"bias must be a bool, got {bias!r}")
-        self.dropout = check_real("dropout", dropout, min_value=0.0, max_value=1.0)
-        if self.dropout == 1.0:
-            raise ValueError("dropout must be < 1, got 1.0")
         h, d_k, d_v = self.num_heads, self.d_k, self.d_v
         self.W_Q = nn.Parameter(torch.empty(h, d_model, d_k))
-        self.W_K = nn.Parameter(torch.empty(h, d_model, d_k))
-        self.W_V = nn.Parameter(torch.empty(h, d_model, d_v))
+        self.W_K = nn.Parameter(torch.empty(h, self.kdim, d_k))
+        self.W_V = nn.Parameter(torch.empty(h, self.vdim, d_v))
         self.W_O = nn.Parameter(torch.empty(h * d_v, d_model))
         if bias:
             self.b_Q = nn.Parameter(torch.zeros(h, d_k))
@@ -109,14 +185,20 @@ class MultiHeadAttention(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Xavier-uniform weights (over all heads together, as torch does), zero biases."""
+        """Xavier-uniform weights, zero biases.
+
+        Each projection is initialised as one ``(width, h * d)`` matrix over all heads
+        together. (``nn.MultiheadAttention`` initialises its packed
+        ``(3 d_model, d_model)`` in-projection as a single matrix, whose bound is
+        smaller by :math:`\\sqrt 2`; the two are copies of each other only through
+        :meth:`from_torch`.)
+        """
         for W in (self.W_Q, self.W_K, self.W_V):
-            # one (d_model, h * d) matrix, as if all heads were a single projection
-            h, _, d = W.shape
-            joint = torch.empty(self.d_model, h * d)  # (d_model, h*d)
+            h, width, d = W.shape
+            joint = torch.empty(width, h * d, device=W.device, dtype=W.dtype)  # (width, h*d)
             nn.init.xavier_uniform_(joint)
             with torch.no_grad():
-                W.copy_(joint.view(self.d_model, h, d).transpose(0, 1))  # (h, d_model, d)
+                W.copy_(joint.view(width, h, d).transpose(0, 1))  # (h, width, d)
         nn.init.xavier_uniform_(self.W_O)
         for b in (self.b_Q, self.b_K, self.b_V, self.b_O):
             if b is not None:
@@ -127,10 +209,11 @@ class MultiHeadAttention(nn.Module):
         """A copy of an ``nn.MultiheadAttention``'s weights, computing the same function.
 
         ``nn.MultiheadAttention`` keeps all heads in one ``(3 d_model, d_model)``
-        ``in_proj_weight``; head ``i`` uses rows ``i d_k`` to ``(i+1) d_k`` of each of
-        its three blocks. Only the standard configuration is supported (``kdim`` and
-        ``vdim`` equal to ``embed_dim``, no ``add_bias_kv``, no ``add_zero_attn``).
-        Our module is batch-first; compare it with ``batch_first=True``.
+        ``in_proj_weight`` (or, with ``kdim``/``vdim``, in ``q_proj_weight``,
+        ``k_proj_weight`` and ``v_proj_weight``); head ``i`` uses rows ``i d_k`` to
+        ``(i+1) d_k`` of each. ``bias``, ``kdim``, ``vdim`` and ``dropout`` are copied;
+        ``add_bias_kv`` and ``add_zero_attn`` are not supported. Ours is batch-first
+        whatever the module's ``batch_first`` (the weights do not depend on it).
 
         Example:
             >>> torch_mha = nn.MultiheadAttention(8, 2, batch_first=True)
@@ -143,55 +226,105 @@ class MultiHeadAttention(nn.Module):
             raise TypeError(
                 f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}"
             )
-        if not module._qkv_same_embed_dim:
-            raise ValueError("module must have kdim == vdim == embed_dim")
         if module.bias_k is not None or module.add_zero_attn:
-            raise ValueError("module must not use add_bias_kv or add_zero_attn")
+            raise ValueError("module must not use add_bias_kv or add_zero_attn (unsupported)")
         E, h = module.embed_dim, module.num_heads
         d = E // h
         bias = module.in_proj_bias is not None
-        ours = cls(E, h, bias=bias, dropout=module.dropout)
-        weight = module.in_proj_weight  # (3E, E): rows of W_q, W_k, W_v
-        ours.to(device=weight.device, dtype=weight.dtype)
+        ours = cls(E, h, module.dropout, bias, kdim=module.kdim, vdim=module.vdim)
+        if module._qkv_same_embed_dim:
+            blocks = module.in_proj_weight.split(E)  # 3 x (E, E): y = x block^T
+        else:
+            blocks = (module.q_proj_weight, module.k_proj_weight, module.v_proj_weight)
+        ours.to(device=blocks[0].device, dtype=blocks[0].dtype)
         with torch.no_grad():
-            for i, W in enumerate((ours.W_Q, ours.W_K, ours.W_V)):
-                block = weight[i * E : (i + 1) * E]  # (E, E), y = x block^T
-                W.copy_(block.view(h, d, E).transpose(1, 2))  # (h, E, d)
-                if bias:
-                    (ours.b_Q, ours.b_K, ours.b_V)[i].copy_(
-                        module.in_proj_bias[i * E : (i + 1) * E].view(h, d)  # (h, d)
-                    )
+            for W, block in zip((ours.W_Q, ours.W_K, ours.W_V), blocks):
+                W.copy_(block.view(h, d, -1).transpose(1, 2))  # (h, width, d)
             ours.W_O.copy_(module.out_proj.weight.T)  # (h d_v, E)
             if bias:
+                for b, block in zip((ours.b_Q, ours.b_K, ours.b_V), module.in_proj_bias.split(E)):
+                    b.copy_(block.view(h, d))  # (h, d)
                 ours.b_O.copy_(module.out_proj.bias)
         return ours
+
+    def to_torch(self) -> nn.MultiheadAttention:
+        """An ``nn.MultiheadAttention`` (``batch_first=True``) computing the same function.
+
+        Needs torch's head sizes, ``d_k = d_v = d_model / num_heads``.
+
+        Example:
+            >>> ours = MultiHeadAttention(8, 2, kdim=4, vdim=4)
+            >>> theirs = ours.to_torch()
+            >>> q, kv = torch.randn(2, 3, 8), torch.randn(2, 5, 4)
+            >>> torch.allclose(ours(q, kv, kv)[0], theirs(q, kv, kv)[0], atol=1e-6)
+            True
+        """
+        E, h = self.d_model, self.num_heads
+        if self.d_k * h != E or self.d_v * h != E:
+            raise ValueError(
+                "to_torch needs d_k = d_v = d_model / num_heads (torch's only head sizes), "
+                f"got d_k={self.d_k}, d_v={self.d_v} with d_model={E}, num_heads={h}"
+            )
+        bias = self.b_O is not None
+        theirs = nn.MultiheadAttention(
+            E, h, self.dropout, bias, kdim=self.kdim, vdim=self.vdim, batch_first=True,
+            device=self.W_O.device, dtype=self.W_O.dtype,
+        )
+        blocks = [W.transpose(1, 2).reshape(E, -1) for W in (self.W_Q, self.W_K, self.W_V)]
+        with torch.no_grad():
+            if theirs._qkv_same_embed_dim:
+                theirs.in_proj_weight.copy_(torch.cat(blocks))  # (3E, E)
+            else:
+                theirs.q_proj_weight.copy_(blocks[0])
+                theirs.k_proj_weight.copy_(blocks[1])
+                theirs.v_proj_weight.copy_(blocks[2])
+            theirs.out_proj.weight.copy_(self.W_O.T)
+            if bias:
+                biases = (self.b_Q, self.b_K, self.b_V)
+                theirs.in_proj_bias.copy_(torch.cat([b.flatten() for b in biases]))  # (3E,)
+                theirs.out_proj.bias.copy_(self.b_O)
+        return theirs
+
+    def _check_forward(
+        self,
+        query: object,
+        key: object,
+        value: object,
+        key_padding_mask: object,
+        need_weights: object,
+        attn_mask: object,
+        average_attn_weights: object,
+        is_causal: object,
+    ) -> torch.Tensor | None:
+        """Validate the arguments of :meth:`forward`; return the one mask to apply,
+        as a keep mask or an additive float mask broadcastable to ``(B, h, T_q, T_k)``."""
+        check_input("query", query, self, ndim=3, size=self.d_model, what="d_model")
+        check_input("key", key, self, ndim=3, size=self.kdim, what="kdim")
+        check_input("value", value, self, ndim=3, size=self.vdim, what="vdim")
+        assert isinstance(query, torch.Tensor) and isinstance(key, torch.Tensor)
+        assert isinstance(value, torch.Tensor)
+        check_bool("need_weights", need_weights)
+        check_bool("average_attn_weights", average_attn_weights)
+        check_bool("is_causal", is_causal)
+        (B, T_q, _), T_k, h = query.shape, key.shape[1], self.num_heads
+        check_batch("key", key, B, of="query")
+        check_batch("value", value, B, of="query")
+        if value.shape[1] != T_k:
+            raise ValueError(
+                f"key and value must have the same length T_k, got shapes "
+                f"{tuple(key.shape)} and {tuple(value.shape)}"
+            )
+        key_padding_mask, attn_mask = check_attention_masks(
+            key_padding_mask, attn_mask, B, h, T_q, T_k
+        )
+        causal = causal_mask(T_q, T_k, device=query.device) if is_causal else None
+        return merge_masks(
+            _as_keep(key_padding_mask, query.dtype), _as_keep(attn_mask, query.dtype), causal
+        )
 
     def _project(self, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         projected = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
         return projected if b is None else projected + b.unsqueeze(1)  # (B, h, T, d_k)
-
-    def _combined_mask(
-        self,
-        B: int,
-        T_q: int,
-        T_k: int,
-        key_padding_mask: torch.Tensor | None,
-        attn_mask: torch.Tensor | None,
-    ) -> torch.Tensor | None:
-        scores_shape = torch.Size((B, self.num_heads, T_q, T_k))
-        mask = None
-        if key_padding_mask is not None:
-            check_tensor("key_padding_mask", key_padding_mask, ndim=2)
-            check_mask("key_padding_mask", key_padding_mask, torch.Size((B, T_k)))
-            mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
-        if attn_mask is not None:
-            check_tensor("attn_mask", attn_mask, ndim=(2, 3, 4))
-            if attn_mask.dim() == 3:  # (B, T_q, T_k): the same for every head
-                check_mask("attn_mask", attn_mask, torch.Size((B, T_q, T_k)))
-                attn_mask = attn_mask.unsqueeze(1)  # (B, 1, T_q, T_k)
-            check_mask("attn_mask", attn_mask, scores_shape)
-            mask = attn_mask if mask is None else mask & attn_mask  # (B, h, T_q, T_k)
-        return mask
 
     def forward(
         self,
@@ -199,43 +332,44 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
+        need_weights: bool = True,
         attn_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(output, weights)``, weights per head (shapes in the class docstring)."""
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            check_tensor(name, x, ndim=3, floating=True)
-            if x.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"{name} must have d_model={self.d_model} features in its last "
-                    f"dimension, got shape {tuple(x.shape)}"
-                )
-        B, T_q, _ = query.shape
-        if key.shape[0] != B or value.shape[0] != B:
-            raise ValueError(
-                f"query, key and value must have the same batch size, got "
-                f"{B}, {key.shape[0]} and {value.shape[0]}"
-            )
-        if key.shape[1] != value.shape[1]:
-            raise ValueError(
-                f"key and value must have the same length T_k, got shapes "
-                f"{tuple(key.shape)} and {tuple(value.shape)}"
-            )
-        T_k = key.shape[1]
-        mask = self._combined_mask(B, T_q, T_k, key_padding_mask, attn_mask)
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Return ``(output, weights)`` (shapes in the class docstring).
 
+        Args:
+            query, key, value: as in the class docstring.
+            key_padding_mask: True (or :math:`-\\infty`) at the keys to ignore.
+            need_weights: return the weights (else ``None``).
+            attn_mask: True (or :math:`-\\infty`) where query :math:`i` may not attend
+                to key :math:`j`; a float mask is added to the scores.
+            average_attn_weights: average the returned weights over the heads.
+            is_causal: also apply the causal mask (query :math:`i` sees keys
+                :math:`j \\le i`); unlike torch, needs no ``attn_mask``.
+        """
+        mask = self._check_forward(
+            query, key, value, key_padding_mask, need_weights, attn_mask,
+            average_attn_weights, is_causal,
+        )
+        B, T_q, _ = query.shape
         Q = self._project(query, self.W_Q, self.b_Q)  # (B, h, T_q, d_k)  (eq-attn-head)
         K = self._project(key, self.W_K, self.b_K)  # (B, h, T_k, d_k)
         V = self._project(value, self.W_V, self.b_V)  # (B, h, T_k, d_v)
-        dropout = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout)  # (B, h, T_q, d_v)
+        dropout_p = self.dropout if self.training else 0.0
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout_p)  # (B, h, T_q, d_v)
         concat = heads.transpose(1, 2).reshape(B, T_q, -1)  # (B, T_q, h*d_v)
         output = concat @ self.W_O  # (B, T_q, d_model)  (eq-attn-multihead)
         if self.b_O is not None:
             output = output + self.b_O
-        return output, weights
+        if not need_weights:
+            return output, None
+        return output, weights.mean(dim=1) if average_attn_weights else weights
 
     def extra_repr(self) -> str:
         return (
-            f"d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k}, "
-            f"d_v={self.d_v}, bias={self.b_O is not None}, dropout={self.dropout}"
+            f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}, "
+            f"bias={self.b_O is not None}, kdim={self.kdim}, vdim={self.vdim}, "
+            f"d_k={self.d_k}, d_v={self.d_v}"
         )

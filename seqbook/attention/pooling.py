@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
+from seqbook._checks import check_input, check_positive_int, check_tensor
 from seqbook.attention.masking import check_mask, masked_softmax
 
 __all__ = ["AttentionPooling"]
@@ -39,7 +39,7 @@ class AttentionPooling(nn.Module):
 
     Shapes:
         bags: ``(B, N, D)``.
-        mask: ``(B, N)``, True = a real instance, False = padding.
+        mask: ``(B, N)``, a keep mask: True = a real instance, False = padding.
         returns: the pooled bags ``(B, D)`` and the weights ``(B, N)``.
 
     Example:
@@ -65,15 +65,10 @@ class AttentionPooling(nn.Module):
         self, bags: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(pooled, weights)`` for each bag (shapes in the class docstring)."""
-        check_tensor("bags", bags, ndim=3, floating=True)
-        if bags.shape[-1] != self.input_size:
-            raise ValueError(
-                f"bags must have input_size={self.input_size} features in the last "
-                f"dimension, got shape {tuple(bags.shape)}"
-            )
+        check_input("bags", bags, self, ndim=3, size=self.input_size, what="input_size")
         if mask is not None:
             check_tensor("mask", mask, ndim=2)
-            check_mask("mask", mask, bags.shape[:2])
+            check_mask("mask", mask, bags.shape[:2], of="bags (B, N)")
         scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)  # (B, N)  (eq-attn-bag)
         weights = masked_softmax(scores, mask)  # (B, N)
         pooled = (weights.unsqueeze(-1) * bags).sum(dim=1)  # (B, D)

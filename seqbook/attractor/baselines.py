@@ -147,7 +147,7 @@ class RecurrentTransformer(PatchTransformer):
     def __init__(self, config: BaselineConfig | None = None) -> None:
         config = config or BaselineConfig()
         super().__init__(config)
-        self.block = EncoderBlock(config.d_model, config.num_heads, config.d_ff, norm_first=True)
+        self.block = EncoderBlock(config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True)
 
     def forward(self, s: torch.Tensor, steps: int = 5) -> torch.Tensor:
         s = self._check_spins(s)
@@ -192,7 +192,7 @@ class VisionTransformer(PatchTransformer):
         super().__init__(config)
         layers = check_positive_int("num_layers", config.num_layers)
         self.blocks = nn.ModuleList(
-            EncoderBlock(config.d_model, config.num_heads, config.d_ff, norm_first=True)
+            EncoderBlock(config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True)
             for _ in range(layers)
         )
 

@@ -135,8 +135,9 @@ class SelfAttentionLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("x", x, ndim=3, floating=True)
-        mask = causal_mask(x.shape[1], device=x.device) if self.causal else None  # (n, n)
-        return self.attention(x, x, x, attn_mask=mask)[0]  # (B, n, d)
+        # torch's attn_mask of a multi-head attention is True where attention is forbidden
+        future = ~causal_mask(x.shape[1], device=x.device) if self.causal else None  # (n, n)
+        return self.attention(x, x, x, attn_mask=future, need_weights=False)[0]  # (B, n, d)
 
 
 def attention_stack(d: int, num_layers: int, num_heads: int = 4) -> nn.Sequential:

@@ -7,12 +7,12 @@ features per time step.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from seqbook._checks import check_int, check_tensor
+from seqbook._checks import check_int, check_real, check_tensor
 
 __all__ = ["pad_batch", "lengths_to_mask"]
 
@@ -38,7 +38,11 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.
     longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is None:
         max_len = longest
-    check_int("max_len", max_len, min_value=longest)
+    check_int("max_len", max_len)
+    if max_len < longest:
+        raise ValueError(
+            f"max_len must be >= the longest of lengths ({longest}), got {max_len}"
+        )
     positions = torch.arange(max_len, device=lengths.device)  # (T,)
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
 
@@ -74,9 +78,20 @@ def pad_batch(
         )
     if len(sequences) == 0:
         raise ValueError("sequences must contain at least one sequence, got an empty list")
+    check_real("pad_value", pad_value)
     tensors = []
     for b, seq in enumerate(sequences):
-        tensor = seq if isinstance(seq, torch.Tensor) else torch.as_tensor(list(seq))
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (Iterable, torch.Tensor)):
+            raise TypeError(
+                f"sequences[{b}] must be a list of token ids or a tensor, got "
+                f"{type(seq).__name__}"
+            )
+        try:
+            tensor = seq if isinstance(seq, torch.Tensor) else torch.as_tensor(list(seq))
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(
+                f"sequences[{b}] must hold numbers (token ids or features), got {seq!r:.60}"
+            ) from None
         if tensor.dim() not in (1, 2):
             raise ValueError(
                 f"sequences[{b}] must have shape (T,) or (T, D), got {tuple(tensor.shape)}"

@@ -80,9 +80,12 @@ def number_translation(
     num_test = check_int("num_test", num_test, min_value=0)
     seed = check_int("seed", seed, min_value=0)
     available = max_number + 1 - num_valid - num_test
-    if num_train is None:
-        num_train = available
-    num_train = check_int("num_train", num_train, min_value=1)
+    if available < 1:
+        raise ValueError(
+            f"num_valid + num_test must leave at least one of the max_number + 1 = "
+            f"{max_number + 1} numbers for training, got {num_valid} + {num_test}"
+        )
+    num_train = available if num_train is None else check_int("num_train", num_train, min_value=1)
     if num_train > available:
         raise ValueError(
             f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "

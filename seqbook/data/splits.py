@@ -8,7 +8,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from seqbook._checks import check_int, check_real
+from seqbook._checks import check_callable, check_int, check_real
 
 __all__ = ["Splits", "split_dataset"]
 
@@ -62,6 +62,8 @@ def split_dataset(
             f"got {valid_fraction} + {test_fraction}"
         )
     seed = check_int("seed", seed, min_value=0)
+    if stratify is not None:
+        check_callable("stratify", stratify, signature="stratify(item)", nargs=1)
     groups: dict[Hashable, list[T]] = defaultdict(list)
     for item in items:
         groups[stratify(item) if stratify else None].append(item)

@@ -88,8 +88,9 @@ def surnames(
     """
     if languages is None:
         languages = list(SURNAME_LOCALES)
-    if isinstance(languages, str) or not languages:
-        raise TypeError(f"languages must be a non-empty list of names, got {languages!r}")
+    if (isinstance(languages, str) or not isinstance(languages, (list, tuple))
+            or not languages or not all(isinstance(lang, str) for lang in languages)):
+        raise TypeError(f"languages must be a non-empty list of names, got {languages!r:.60}")
     unknown = [lang for lang in languages if lang not in SURNAME_LOCALES]
     if unknown:
         raise ValueError(

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
-from seqbook._checks import check_choice, check_int
+import numbers
+
+import torch
+
+from seqbook._checks import check_bool, check_choice, check_int
 
 __all__ = ["Vocab", "tokenize"]
 
@@ -35,6 +39,18 @@ def tokenize(text: str, level: str = "char") -> list[str]:
     if level == "char":
         return list(text)
     return _WORD_PATTERN.findall(text)
+
+
+def _check_tokens(name: str, tokens: object) -> None:
+    """A TypeError naming ``name`` unless ``tokens`` is an iterable of hashable tokens."""
+    if not isinstance(tokens, Iterable):
+        raise TypeError(f"{name} must be a sequence of tokens, got {type(tokens).__name__}")
+    for token in tokens:
+        if not isinstance(token, Hashable):
+            raise TypeError(
+                f"{name} must hold hashable tokens (str), got {token!r:.40} "
+                f"({type(token).__name__})"
+            )
 
 
 class Vocab:
@@ -67,6 +83,10 @@ class Vocab:
                 "corpus must be an iterable of token sequences, got a single str; "
                 "wrap it, e.g. Vocab([tokenize(text)])"
             )
+        if not isinstance(corpus, Iterable):
+            raise TypeError(
+                f"corpus must be an iterable of token sequences, got {type(corpus).__name__}"
+            )
         counts: Counter[str] = Counter()
         for position, tokens in enumerate(corpus):
             if isinstance(tokens, str) and len(tokens) != 1:
@@ -74,7 +94,11 @@ class Vocab:
                 raise TypeError(
                     f"corpus[{position}] must be a sequence of tokens, got the str {tokens!r}"
                 )
-            counts.update(tokens)
+            try:
+                counts.update(tokens)
+            except TypeError:  # not iterable, or an unhashable token: say which
+                _check_tokens(f"corpus[{position}]", tokens)
+                raise
         for special in self.SPECIALS:
             counts.pop(special, None)
         kept = sorted(
@@ -117,13 +141,26 @@ class Vocab:
                 f"tokens must be a sequence of tokens, got the str {tokens!r}; "
                 "tokenize it first"
             )
-        ids = [self[token] for token in tokens]
+        check_bool("add_bos", add_bos)
+        check_bool("add_eos", add_eos)
+        try:
+            ids = [self[token] for token in tokens]
+        except TypeError:  # not iterable, or an unhashable token: say which
+            _check_tokens("tokens", tokens)
+            raise
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
 
     def decode(self, ids: Iterable[int], skip_specials: bool = True) -> list[str]:
         """Map ids back to tokens; stops at the first ``<eos>`` when skipping specials."""
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be an iterable of int ids, got {type(ids).__name__}")
+        check_bool("skip_specials", skip_specials)
         tokens = []
         for i in ids:
+            if isinstance(i, torch.Tensor) and i.numel() == 1 and not i.is_floating_point():
+                i = i.item()
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                raise TypeError(f"ids must hold int ids, got {i!r} ({type(i).__name__})")
             i = int(i)
             if not 0 <= i < len(self):
                 raise ValueError(f"ids must lie in [0, {len(self)}), got {i}")

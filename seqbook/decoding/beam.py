@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_positive_int
+from seqbook._checks import check_bool, check_positive_int
 from seqbook.decoding.common import (
     Hypotheses,
     StepFn,
@@ -21,6 +21,11 @@ from seqbook.decoding.common import (
 )
 
 __all__ = ["beam_search"]
+
+
+def _check_beam_args(beam_size: object, length_penalty: object, trace: object) -> tuple:
+    return (check_positive_int("beam_size", beam_size), check_length_penalty(length_penalty),
+            check_bool("trace", trace))
 
 
 def beam_search(
@@ -80,9 +85,8 @@ def beam_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
-    bos, eos, max_len, N = check_search_args(bos, eos, max_len, batch_size)
-    K = check_positive_int("beam_size", beam_size)
-    alpha = check_length_penalty(length_penalty)
+    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
+    K, alpha, trace = _check_beam_args(beam_size, length_penalty, trace)
     prefixes = torch.full((N, K, 1), bos, dtype=torch.long, device=device)  # (N, K, 1)
     # all beams start as the same prefix; only the first is alive, or the k best
     # candidates of step 1 would be k copies of the best one
@@ -92,7 +96,7 @@ def beam_search(
     length = torch.zeros(N, K, dtype=torch.long, device=device)
     state, V, candidates, steps = None, None, 0, []
     for t in range(1, max_len + 1):
-        log_probs, state = call_step(step_fn, prefixes, state, V)  # (N, K, V)
+        log_probs, state = call_step(step_fn, prefixes, state, eos, V)  # (N, K, V)
         V = log_probs.shape[-1]
         log_probs = log_probs.to(log_prob.device)
         candidates += int((~finished & (log_prob > float("-inf"))).sum()) * V

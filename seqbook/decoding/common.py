@@ -27,7 +27,14 @@ from typing import Any
 
 import torch
 
-from seqbook._checks import check_int, check_positive_int, check_real
+from seqbook._checks import (
+    check_callable,
+    check_device,
+    check_int,
+    check_positive_int,
+    check_real,
+    check_tensor,
+)
 
 __all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
 
@@ -61,14 +68,25 @@ class Hypotheses:
 
 
 def check_search_args(
-    bos: int, eos: int, max_len: int, batch_size: int
-) -> tuple[int, int, int, int]:
+    step_fn: object, bos: object, eos: object, max_len: object, batch_size: object,
+    device: object,
+) -> tuple[int, int, int, int, torch.device | None]:
+    """Validate the arguments every search shares; return ``bos, eos, max_len, N,
+    device``.
+
+    ``bos`` need not be an id the step function can *predict* (a probability table
+    may have no row for ``<bos>``, as in the decoding chapter), only one it can read;
+    ``eos`` must be a column of its output, which :func:`call_step` checks at the
+    first step, when the vocabulary size is known.
+    """
+    check_callable("step_fn", step_fn, signature="step_fn(prefixes, state)", nargs=2)
     bos = check_int("bos", bos, min_value=0)
     eos = check_int("eos", eos, min_value=0)
     if bos == eos:
         raise ValueError(f"bos and eos must differ, both are {bos}")
     max_len = check_positive_int("max_len", max_len)
-    return bos, eos, max_len, check_positive_int("batch_size", batch_size)
+    N = check_positive_int("batch_size", batch_size)
+    return bos, eos, max_len, N, check_device("device", device)
 
 
 def check_length_penalty(length_penalty: float) -> float:
@@ -76,9 +94,14 @@ def check_length_penalty(length_penalty: float) -> float:
 
 
 def call_step(
-    step_fn: StepFn, prefixes: torch.Tensor, state: Any, vocab_size: int | None
+    step_fn: StepFn, prefixes: torch.Tensor, state: Any, eos: int, vocab_size: int | None
 ) -> tuple[torch.Tensor, Any]:
-    """Call ``step_fn`` and check that it kept its side of the protocol."""
+    """Call ``step_fn`` and check that it kept its side of the protocol.
+
+    Its output must be ``(N, K, V)`` log-probabilities: finite or :math:`-\\infty`,
+    never NaN and never above 0 (probabilities or logits are refused), with ``eos``
+    one of the ``V`` columns and ``V`` the same at every step.
+    """
     result = step_fn(prefixes, state)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise TypeError(
@@ -86,7 +109,7 @@ def call_step(
             f"returns (log_probs, None); got {type(result).__name__}"
         )
     log_probs, state = result
-    N, K, _ = prefixes.shape
+    N, K, t = prefixes.shape
     if not isinstance(log_probs, torch.Tensor) or not log_probs.is_floating_point():
         raise TypeError(
             f"step_fn must return floating-point log-probabilities, got {log_probs!r:.80}"
@@ -96,9 +119,22 @@ def call_step(
             f"step_fn must return log-probabilities of shape (N, K, V) = ({N}, {K}, V) for "
             f"prefixes of shape {tuple(prefixes.shape)}, got {tuple(log_probs.shape)}"
         )
-    if vocab_size is not None and log_probs.shape[2] != vocab_size:
+    V = log_probs.shape[2]
+    if vocab_size is not None and V != vocab_size:
+        raise ValueError(f"step_fn changed the vocabulary size from {vocab_size} to {V}")
+    if vocab_size is None and eos >= V:
         raise ValueError(
-            f"step_fn changed the vocabulary size from {vocab_size} to {log_probs.shape[2]}"
+            f"eos must be one of the step function's token ids [0, {V}) (the vocabulary "
+            f"size V of its log-probabilities), got eos={eos}"
+        )
+    tolerance = 8 * torch.finfo(log_probs.dtype).eps  # rounding in a log-softmax
+    if bool((~(log_probs <= tolerance)).any()):  # one pass: NaN and values above 0
+        if bool(torch.isnan(log_probs).any()):
+            raise ValueError(f"step_fn returned NaN log-probabilities at step {t}")
+        raise ValueError(
+            f"step_fn must return log-probabilities (<= 0), got values up to "
+            f"{log_probs.max().item():.4g} at step {t}; did it return probabilities or "
+            "logits? Pass them through torch.log_softmax (or .log())"
         )
     return log_probs, state
 
@@ -115,9 +151,11 @@ def reorder_state(state: Any, parent: torch.Tensor) -> Any:
         >>> reorder_state(state, torch.tensor([[2, 2, 0]]))[0].tolist()
         [[4, 5], [4, 5], [0, 1]]
     """
+    check_tensor("parent", parent, ndim=2, floating=False)
     if state is None:
         return None
     if isinstance(state, torch.Tensor):
+        _check_parent(state, parent)
         rows = torch.arange(parent.shape[0], device=parent.device).unsqueeze(1)  # (N, 1)
         return state[rows, parent.to(state.device)]  # (N, K_new, ...)
     if isinstance(state, tuple) and hasattr(state, "_fields"):
@@ -129,15 +167,38 @@ def reorder_state(state: Any, parent: torch.Tensor) -> Any:
     return state
 
 
+def _check_parent(state: torch.Tensor, parent: torch.Tensor) -> None:
+    if state.dim() < 2 or state.shape[0] != parent.shape[0]:
+        raise ValueError(
+            f"a state tensor must have shape (N, K, ...) with N = {parent.shape[0]} (the "
+            f"rows of parent), got shape {tuple(state.shape)}"
+        )
+    K = state.shape[1]
+    if parent.numel() and (int(parent.min()) < 0 or int(parent.max()) >= K):
+        raise ValueError(
+            f"parent must hold row indices in [0, {K}) (K, the rows of the state), got "
+            f"indices from {int(parent.min())} to {int(parent.max())}"
+        )
+
+
 def length_normalized(
     log_prob: torch.Tensor, length: torch.Tensor, length_penalty: float
 ) -> torch.Tensor:
     r"""The score :math:`\frac{1}{L^\alpha} \log P` that ranks finished sequences.
 
+    Args:
+        log_prob: :math:`\log P`, floating point.
+        length: :math:`L`, the number of generated tokens (broadcastable to
+            ``log_prob``; lengths below 1 count as 1).
+        length_penalty: :math:`\alpha` >= 0.
+
     Example:
         >>> length_normalized(torch.tensor([-2.0]), torch.tensor([4]), 0.5).item()
         -1.0
     """
+    check_tensor("log_prob", log_prob, floating=True)
+    check_tensor("length", length)
+    check_length_penalty(length_penalty)
     if length_penalty == 0:
         return log_prob
     L = length.to(log_prob.dtype).clamp(min=1)

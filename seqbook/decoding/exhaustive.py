@@ -75,36 +75,32 @@ def exhaustive_search(
         >>> result.tokens, round(result.probability.item(), 2), result.candidates
         ([[0, 1]], 0.2, 16)
     """
-    bos, eos, max_len, N = check_search_args(bos, eos, max_len, batch_size)
+    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
     alpha = check_length_penalty(length_penalty)
     max_prefixes = check_positive_int("max_prefixes", max_prefixes)
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, M, t)
     log_prob = torch.zeros(N, 1, device=device)  # (N, M)
-    best_score = torch.full((N,), float("-inf"), device=device)
-    best_log_prob = torch.full((N,), float("-inf"), device=device)
-    best_finished = torch.zeros(N, dtype=torch.bool, device=device)
+    best_score = torch.full((N,), float("-inf"), device=device)  # (N,)
+    best_log_prob = torch.full((N,), float("-inf"), device=device)  # (N,)
     best_prefix: list[list[int]] = [[] for _ in range(N)]
     state, V, candidates = None, None, 0
     for t in range(1, max_len + 1):
-        log_probs, state = call_step(step_fn, prefixes, state, V)  # (N, M, V)
-        V = log_probs.shape[-1]
-        M = prefixes.shape[1]
+        log_probs, state = call_step(step_fn, prefixes, state, eos, V)  # (N, M, V)
+        V, M = log_probs.shape[-1], prefixes.shape[1]
         candidates += N * M * V
         # log-probabilities of every extension (eq-dec-sequence-probability)
         total = log_prob.unsqueeze(-1) + log_probs.to(log_prob.device)  # (N, M, V)
         # sequences that end here: with <eos>, or any token at the last step
-        ending = total if t == max_len else total[:, :, eos : eos + 1]  # (N, M, V or 1)
-        scores = length_normalized(ending, torch.tensor(t), alpha).reshape(N, -1)  # (N, M * V')
+        ending = total if t == max_len else total[:, :, eos : eos + 1]  # (N, M, V')
+        scores = length_normalized(ending, torch.tensor(t), alpha).reshape(N, -1)  # (N, M*V')
         top, where = scores.max(dim=1)  # (N,)
-        better = top > best_score
+        better = top > best_score  # (N,)
+        best_score = torch.where(better, top, best_score)
+        best_log_prob = torch.where(better, ending.reshape(N, -1).gather(1, where[:, None])[:, 0],
+                                    best_log_prob)
         for n in better.nonzero().flatten().tolist():
-            width = ending.shape[2]
-            m, v = divmod(int(where[n]), width)
-            token = v if width == V else eos
-            best_prefix[n] = prefixes[n, m, 1:].tolist() + [token]
-            best_score[n] = top[n]
-            best_log_prob[n] = ending[n, m, v]
-            best_finished[n] = token == eos
+            m, v = divmod(int(where[n]), ending.shape[2])
+            best_prefix[n] = prefixes[n, m, 1:].tolist() + [v if t == max_len else eos]
         if t == max_len:
             break
         # extend every live prefix by every token but <eos>, unless impossible
@@ -124,4 +120,5 @@ def exhaustive_search(
         prefixes = torch.cat([prefixes, token.view(1, -1, 1).expand(N, -1, 1)], dim=-1)
         state = reorder_state(state, parent_nm)
     tokens = [strip(p, eos) for p in best_prefix]
-    return Hypotheses(tokens, best_log_prob, best_score, best_finished, candidates)
+    finished = torch.tensor([eos in p for p in best_prefix], device=best_score.device)
+    return Hypotheses(tokens, best_log_prob, best_score, finished, candidates)

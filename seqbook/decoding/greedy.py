@@ -59,14 +59,14 @@ def greedy_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
-    bos, eos, max_len, N = check_search_args(bos, eos, max_len, batch_size)
+    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, 1, 1)
     log_prob = torch.zeros(N, device=device)
     finished = torch.zeros(N, dtype=torch.bool, device=device)
     length = torch.zeros(N, dtype=torch.long, device=device)
     state, V, candidates = None, None, 0
     for _ in range(max_len):
-        log_probs, state = call_step(step_fn, prefixes, state, V)  # (N, 1, V)
+        log_probs, state = call_step(step_fn, prefixes, state, eos, V)  # (N, 1, V)
         V = log_probs.shape[-1]
         log_probs = log_probs[:, 0].to(log_prob.device)  # (N, V)
         candidates += int((~finished).sum()) * V

@@ -103,7 +103,7 @@ class TransformerLM(nn.Module):
         nn.init.normal_(self.embedding.weight, std=d**-0.5)  # as seqbook.transformer
         self.positional = PositionalEncoding(d, config.max_len, dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(d, config.num_heads, config.d_ff, dropout, config.norm_first)
+            EncoderBlock(d, config.num_heads, config.d_ff, dropout, norm_first=config.norm_first)
             for _ in range(config.num_layers)
         )
         self.norm = LayerNorm(d) if config.norm_first else nn.Identity()
@@ -133,9 +133,10 @@ class TransformerLM(nn.Module):
         T = ids.shape[1]
         x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)  (eq-lm-input)
         x = self.positional(x)  # + PE_t
-        mask = causal_mask(T, device=ids.device)  # (T, T)  (eq-lm-causal)
+        mask = causal_mask(T, device=ids.device)  # (T, T), True = may attend  (eq-lm-causal)
         for block in self.blocks:
-            x = block(x, attn_mask=mask)  # (B, T, d_model)  (eq-lm-block)
+            # src_mask means what torch's does: True where attention is forbidden
+            x = block(x, src_mask=~mask)  # (B, T, d_model)  (eq-lm-block)
         return self.readout(self.norm(x)), None  # (B, T, V)  (eq-lm-output)
 
     def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:

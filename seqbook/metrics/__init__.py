@@ -1,4 +1,4 @@
-"""Evaluation metrics for generated sequences: BLEU in the seeds' and the standard form.
+"""Evaluation metrics for generated sequences: BLEU in the DSCI 565 slides' and the standard form.
 
 The chapter "Decoding and BLEU" (``book/decoding_bleu.md``) explains them.
 """

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from seqbook._checks import check_choice, check_positive_int, check_real
+from seqbook._checks import check_bool, check_choice, check_positive_int, check_real
 from seqbook.metrics.ngrams import corpus_ngram_statistics
 
 __all__ = [
@@ -36,6 +36,26 @@ Tokens = Sequence[Hashable]
 
 #: Smoothing methods of Chen & Cherry (2014) and their default values, as in sacrebleu.
 SMOOTH_DEFAULTS: dict[str, float | None] = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
+
+
+def _check_hashable(name: str, tokens: list | tuple) -> None:
+    """A ``TypeError`` naming the first token that cannot be counted (a list, a dict)."""
+    try:
+        set(tokens)
+    except TypeError:
+        bad = next(t for t in tokens if not isinstance(t, Hashable) or _unhashable(t))
+        raise TypeError(
+            f"{name} must hold hashable tokens (str, int, tuple, ...), got {bad!r} "
+            f"({type(bad).__name__})"
+        ) from None
+
+
+def _unhashable(token: object) -> bool:
+    try:
+        hash(token)
+    except TypeError:
+        return True
+    return False
 
 
 def _check_tokens(name: str, tokens: object) -> list:
@@ -57,14 +77,22 @@ def ngram_counts(tokens: Tokens, n: int) -> Counter:
         Counter({('A', 'B'): 1, ('B', 'B'): 1, ('B', 'C'): 1})
     """
     tokens = _check_tokens("tokens", tokens)
-    n = check_positive_int("n", n)
-    return _ngrams(tokens, n)
+    _check_hashable("tokens", tokens)
+    return _ngrams(tokens, check_positive_int("n", n))
 
 
 def _ngrams(tokens: list | tuple, n: int) -> Counter:
     if n == 1:
         return Counter(tokens)
     return Counter(zip(*[tokens[i:] for i in range(n)]))  # C-level, no Python loop
+
+
+def _check_d2l_arguments(pred_tokens: object, label_tokens: object, k: object) -> tuple:
+    pred = _check_tokens("pred_tokens", pred_tokens)
+    label = _check_tokens("label_tokens", label_tokens)
+    _check_hashable("pred_tokens", pred)
+    _check_hashable("label_tokens", label)
+    return pred, label, check_positive_int("k", k)
 
 
 def bleu_d2l(pred_tokens: Tokens, label_tokens: Tokens, k: int) -> float:
@@ -90,9 +118,7 @@ def bleu_d2l(pred_tokens: Tokens, label_tokens: Tokens, k: int) -> float:
         >>> round(bleu_d2l("A B B C D".split(), "A B C D E F".split(), k=3), 4)
         0.594
     """
-    pred = _check_tokens("pred_tokens", pred_tokens)
-    label = _check_tokens("label_tokens", label_tokens)
-    k = check_positive_int("k", k)
+    pred, label, k = _check_d2l_arguments(pred_tokens, label_tokens, k)
     if not pred:
         return 0.0
     score = math.exp(min(0.0, 1 - len(label) / len(pred)))  # (eq-bleu-d2l)
@@ -147,11 +173,7 @@ class BLEUStatistics:
         self, smooth: str = "none", smooth_value: float | None = None, effective_order: bool = False
     ) -> float:
         """BLEU in [0, 1] from these statistics (arguments as in :func:`corpus_bleu`)."""
-        smooth = check_choice("smooth", smooth, tuple(SMOOTH_DEFAULTS))
-        if smooth_value is None:
-            smooth_value = SMOOTH_DEFAULTS[smooth]
-        elif smooth in ("floor", "add-k"):
-            smooth_value = check_real("smooth_value", smooth_value, min_value=0.0)
+        smooth_value = _check_smoothing(smooth, smooth_value, effective_order)
         bp = self.brevity_penalty
         if not any(self.correct):
             return 0.0
@@ -180,7 +202,21 @@ class BLEUStatistics:
         return bp * math.exp(log_mean)  # (eq-bleu-corpus)
 
 
-def _check_corpus(hypotheses: object, references: object) -> tuple[list, list]:
+def _check_smoothing(smooth: object, smooth_value: object, effective_order: object) -> float | None:
+    """Validate the smoothing arguments; return the smoothing value to use."""
+    check_choice("smooth", smooth, tuple(SMOOTH_DEFAULTS))
+    check_bool("effective_order", effective_order)
+    if smooth_value is None:
+        return SMOOTH_DEFAULTS[smooth]  # type: ignore[index]
+    if smooth in ("floor", "add-k"):
+        return check_real("smooth_value", smooth_value, min_value=0.0)
+    return None
+
+
+def _check_corpus(
+    hypotheses: object, references: object, max_order: object
+) -> tuple[list, list, int]:
+    """Validate a corpus; return its hypotheses and references as lists, and max_order."""
     if isinstance(hypotheses, (str, bytes)) or not isinstance(hypotheses, Sequence):
         raise TypeError(
             f"hypotheses must be a list of token lists, got {type(hypotheses).__name__}"
@@ -198,7 +234,10 @@ def _check_corpus(hypotheses: object, references: object) -> tuple[list, list]:
         )
     if len(hypotheses) == 0:
         raise ValueError("hypotheses must contain at least one sentence, got an empty corpus")
-    return list(hypotheses), list(references)
+    max_order = check_positive_int("max_order", max_order)
+    hyps = [_check_tokens(f"hypotheses[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
+    refs = [_check_references(i, r) for i, r in enumerate(references)]
+    return hyps, refs, max_order
 
 
 def _check_references(i: int, refs: object) -> list:
@@ -242,10 +281,7 @@ def bleu_statistics(
         >>> stats.correct, stats.total, stats.hyp_len, stats.ref_len
         ((2, 1), (3, 2), 3, 3)
     """
-    hypotheses, references = _check_corpus(hypotheses, references)
-    max_order = check_positive_int("max_order", max_order)
-    hypotheses = [_check_tokens(f"hypotheses[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
-    references = [_check_references(i, refs) for i, refs in enumerate(references)]
+    hypotheses, references, max_order = _check_corpus(hypotheses, references, max_order)
     # (eq-bleu-clipped), summed over the corpus
     correct, total, hyp_len, ref_len = corpus_ngram_statistics(hypotheses, references, max_order)
     return BLEUStatistics(tuple(correct), tuple(total), hyp_len, ref_len)
@@ -318,6 +354,7 @@ def sentence_bleu(
         0.3872
     """
     hypothesis = _check_tokens("hypothesis", hypothesis)
+    _check_hashable("hypothesis", hypothesis)
     if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
         raise TypeError(
             f"references must be a list of token lists, got {type(references).__name__}"

@@ -29,6 +29,23 @@ def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys[starts], counts
 
 
+def _unhashable_message(hypotheses: list[list], references: list[list[list]]) -> str:
+    """Which token of the corpus cannot be counted (a list, a dict, ...)."""
+    named = [(f"hypotheses[{i}]", h) for i, h in enumerate(hypotheses)]
+    named += [(f"references[{i}][{j}]", r) for i, refs in enumerate(references)
+              for j, r in enumerate(refs)]
+    for name, sentence in named:
+        for token in sentence:
+            try:
+                hash(token)
+            except TypeError:
+                return (
+                    f"{name} must hold hashable tokens (str, int, tuple, ...), got "
+                    f"{token!r} ({type(token).__name__})"
+                )
+    return "every token must be hashable"
+
+
 def corpus_ngram_statistics(
     hypotheses: list[list], references: list[list[list]], max_order: int
 ) -> tuple[list[int], list[int], int, int]:
@@ -50,7 +67,10 @@ def corpus_ngram_statistics(
     sentences = hypotheses + flat_refs  # one corpus: hypotheses first, then references
     lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
     tokens = list(chain.from_iterable(sentences))
-    vocab = {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+    try:
+        vocab = {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+    except TypeError:
+        raise TypeError(_unhashable_message(hypotheses, references)) from None
     ids = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int64, count=len(tokens))  # (L,)
 
     hyp_lengths, ref_lengths = lengths[:N], lengths[N:]

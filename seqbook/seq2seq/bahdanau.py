@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real
+from seqbook._checks import check_positive_int, check_probability
 from seqbook.attention import AdditiveAttention
-from seqbook.seq2seq.decoder import check_decoder_inputs
+from seqbook.seq2seq.decoder import check_decoder_inputs, check_decoder_state, check_encoded
 from seqbook.seq2seq.encoder import Encoded
 
 __all__ = ["BahdanauDecoder"]
@@ -81,24 +81,16 @@ class BahdanauDecoder(nn.Module):
         self.context_size = check_positive_int("context_size", context_size)
         attention_size = hidden_size if attention_size is None else attention_size
         check_positive_int("attention_size", attention_size)
-        check_real("dropout", dropout, min_value=0.0, max_value=0.999)
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
         self.W_s = nn.Linear(context_size, hidden_size)
         self.attention = AdditiveAttention(hidden_size, context_size, attention_size)
         self.cell = nn.GRUCell(embed_size + context_size, hidden_size)
         self.W_o = nn.Linear(hidden_size + context_size, vocab_size)
 
-    def _check_memory(self, encoded: Encoded) -> None:
-        if encoded.outputs.shape[-1] != self.context_size:
-            raise ValueError(
-                f"encoded.outputs must have size context_size={self.context_size}, got "
-                f"shape {tuple(encoded.outputs.shape)}"
-            )
-
     def init_state(self, encoded: Encoded) -> torch.Tensor:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
-        self._check_memory(encoded)
+        check_encoded(encoded, self, self.context_size)
         return torch.tanh(self.W_s(encoded.state))  # (B, H)
 
     def _step(
@@ -113,7 +105,7 @@ class BahdanauDecoder(nn.Module):
         return logits, s, alpha
 
     def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
-        check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self.vocab_size)
+        check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self, self.vocab_size, self.context_size)
         y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
         s = self.init_state(encoded)  # (B, H)
         all_logits, all_weights = [], []
@@ -127,6 +119,6 @@ class BahdanauDecoder(nn.Module):
         self, y_prev: torch.Tensor, state: torch.Tensor, encoded: Encoded
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
-        check_decoder_inputs("y_prev", y_prev, 1, encoded, self.vocab_size)
-        self._check_memory(encoded)
+        check_decoder_inputs("y_prev", y_prev, 1, encoded, self, self.vocab_size, self.context_size)
+        check_decoder_state(state, self, y_prev.shape[0], self.hidden_size)
         return self._step(self.embedding(y_prev), state, encoded)

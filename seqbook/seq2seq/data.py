@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import torch
 
-from seqbook._checks import check_choice, check_int, check_positive_int
+from seqbook._checks import check_bool, check_choice, check_int, check_positive_int
 from seqbook.data import (
     NumberPair,
     Splits,
@@ -23,9 +23,21 @@ from seqbook.data import (
     spell_number,
     tokenize,
 )
+from seqbook.data.numbers import _check_language
 from seqbook.seq2seq.pieces import PieceTokenizer, join_words
 
 __all__ = ["TranslationBatch", "TranslationTask", "number_translation_task"]
+
+
+def check_pairs(pairs: object, name: str = "pairs") -> None:
+    """Validate a non-empty sequence of :class:`~seqbook.data.NumberPair`."""
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
+        raise TypeError(f"{name} must be a list of NumberPair, got {type(pairs).__name__}")
+    if not pairs:
+        raise ValueError(f"{name} must contain at least one pair, got none")
+    bad = next((p for p in pairs if not isinstance(p, NumberPair)), None)
+    if bad is not None:
+        raise TypeError(f"{name} must hold NumberPair items, got {bad!r:.60}")
 
 
 class TranslationBatch(NamedTuple):
@@ -112,8 +124,7 @@ class TranslationTask:
             >>> tuple(batch.src.shape[:1]), bool((batch.tgt_in[:, 0] == 1).all())
             ((4,), True)
         """
-        if not pairs:
-            raise ValueError("pairs must contain at least one pair, got none")
+        check_pairs(pairs)
         encoded = [self.encode(p) for p in pairs]
         src, src_lengths, _ = pad_batch([s for s, _ in encoded])
         bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
@@ -129,7 +140,9 @@ class TranslationTask:
         All pairs are padded once; a batch is a selection of rows, cut to its own
         longest source and target.
         """
+        check_pairs(pairs)
         batch_size = check_positive_int("batch_size", batch_size)
+        check_bool("shuffle", shuffle)
         seed = check_int("seed", seed, min_value=0)
         whole = self.batch(pairs)
         tgt_lengths = whole.tgt_mask.sum(1)  # (B,)
@@ -215,8 +228,10 @@ def number_translation_task(
         >>> task.target_tokens_of("vierunddreißig")
         ['vier', 'und', 'dreißig']
     """
+    check_bool("balanced", balanced)
     if target_tokens is None:
         target_tokens = "pieces" if tgt == "de" else "word"
+    check_choice("target_tokens", target_tokens, ("pieces", "word", "char"))
     if not balanced:
         splits = number_translation("en", tgt, max_number, num_valid, num_test, num_train, seed)
         return TranslationTask(splits, tgt, target_tokens)
@@ -227,6 +242,12 @@ def number_translation_task(
         raise ValueError("balanced=True needs num_train (the numbers are drawn, not all used)")
     num_train = check_positive_int("num_train", num_train)
     seed = check_int("seed", seed, min_value=0)
+    if num_valid + num_test + num_train > max_number + 1:
+        raise ValueError(
+            f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "
+            f"got {num_train} + {num_valid} + {num_test}"
+        )
+    _check_language("tgt", tgt)
     numbers = _balanced_numbers(max_number, num_valid + num_test + num_train, seed)
 
     def pairs(chosen: list[int]) -> list[NumberPair]:

@@ -10,30 +10,58 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_batch,
+    check_input,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    check_token_ids,
+)
 from seqbook.seq2seq.encoder import Encoded
 
-__all__ = ["Seq2SeqDecoder", "check_decoder_inputs"]
+__all__ = ["Seq2SeqDecoder", "check_decoder_inputs", "check_decoder_state", "check_encoded"]
 
 
-def check_decoder_inputs(
-    name: str, ids: torch.Tensor, ndim: int, encoded: Encoded, vocab_size: int
-) -> None:
-    """Validate target ids against the encoder output (shared by both decoders)."""
-    check_tensor(name, ids, ndim=ndim, floating=False)
+def check_encoded(encoded: object, module: nn.Module, context_size: int) -> Encoded:
+    """Validate the encoder output a decoder reads (shared by both decoders)."""
     if not isinstance(encoded, Encoded):
         raise TypeError(
             f"encoded must be the encoder's Encoded output, got {type(encoded).__name__}"
         )
-    if ids.shape[0] != encoded.state.shape[0]:
+    check_input("encoded.outputs", encoded.outputs, module, ndim=3, size=context_size,
+                what="context_size")
+    check_input("encoded.state", encoded.state, module, ndim=2, size=context_size,
+                what="context_size")
+    B, T_x, _ = encoded.outputs.shape
+    check_batch("encoded.state", encoded.state, B, of="encoded.outputs")
+    check_tensor("encoded.mask", encoded.mask, ndim=2)
+    if encoded.mask.dtype != torch.bool or encoded.mask.shape != (B, T_x):
         raise ValueError(
-            f"{name} and encoded must have the same batch size, got {ids.shape[0]} and "
-            f"{encoded.state.shape[0]}"
+            f"encoded.mask must be a boolean (B, T_x) = {(B, T_x)} mask, got "
+            f"{tuple(encoded.mask.shape)} {encoded.mask.dtype}"
         )
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(
-            f"{name} must hold ids in [0, {vocab_size}), got {int(ids.min())}..{int(ids.max())}"
-        )
+    return encoded
+
+
+def check_decoder_inputs(
+    name: str, ids: object, ndim: int, encoded: object, module: nn.Module, vocab_size: int,
+    context_size: int,
+) -> None:
+    """Validate target ids against the encoder output (shared by both decoders)."""
+    encoded = check_encoded(encoded, module, context_size)
+    check_token_ids(name, ids, vocab_size, ndim=ndim)
+    assert isinstance(ids, torch.Tensor)
+    check_batch(name, ids, encoded.outputs.shape[0], of="encoded.outputs")
+
+
+def check_decoder_state(
+    state: object, module: nn.Module, batch_size: int, hidden_size: int
+) -> None:
+    """Validate the state a decoder step continues from."""
+    check_input("state", state, module, ndim=2, size=hidden_size, what="hidden_size")
+    assert isinstance(state, torch.Tensor)
+    check_batch("state", state, batch_size, of="y_prev")
 
 
 class Seq2SeqDecoder(nn.Module):
@@ -87,30 +115,20 @@ class Seq2SeqDecoder(nn.Module):
         check_positive_int("embed_size", embed_size)
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
         self.context_size = check_positive_int("context_size", context_size)
-        check_real("dropout", dropout, min_value=0.0, max_value=0.999)
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
         self.W_s = nn.Linear(context_size, hidden_size)
         self.rnn = nn.GRU(embed_size + context_size, hidden_size, batch_first=True)
         self.W_o = nn.Linear(hidden_size + context_size, vocab_size)
 
-    def _check_context(self, encoded: Encoded) -> torch.Tensor:
-        c = encoded.state
-        if c.shape[-1] != self.context_size:
-            raise ValueError(
-                f"encoded.state must have size context_size={self.context_size}, got shape "
-                f"{tuple(c.shape)}"
-            )
-        return c
-
     def init_state(self, encoded: Encoded) -> torch.Tensor:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
-        return torch.tanh(self.W_s(self._check_context(encoded)))  # (B, H)
+        check_encoded(encoded, self, self.context_size)
+        return torch.tanh(self.W_s(encoded.state))  # (B, H)
 
     def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, None]:
-        check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self.vocab_size)
-        c = self._check_context(encoded)  # (B, D)
-        T_y = tgt_in.shape[1]
+        check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self, self.vocab_size, self.context_size)
+        c, T_y = encoded.state, tgt_in.shape[1]  # (B, D)
         y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
         c_rep = c.unsqueeze(1).expand(-1, T_y, -1)  # (B, T_y, D)
         s0 = self.init_state(encoded).unsqueeze(0)  # (1, B, H)
@@ -121,9 +139,15 @@ class Seq2SeqDecoder(nn.Module):
         self, y_prev: torch.Tensor, state: torch.Tensor, encoded: Encoded
     ) -> tuple[torch.Tensor, torch.Tensor, None]:
         """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
-        check_decoder_inputs("y_prev", y_prev, 1, encoded, self.vocab_size)
-        c = self._check_context(encoded)  # (B, D)
-        x = torch.cat([self.embedding(y_prev), c], dim=-1).unsqueeze(1)  # (B, 1, E + D)
-        _, s = self.rnn(x, state.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
+        check_decoder_inputs("y_prev", y_prev, 1, encoded, self, self.vocab_size, self.context_size)
+        check_decoder_state(state, self, y_prev.shape[0], self.hidden_size)
+        return self._step(self.embedding(y_prev), state, encoded)
+
+    def _step(
+        self, y_emb: torch.Tensor, s_prev: torch.Tensor, encoded: Encoded
+    ) -> tuple[torch.Tensor, torch.Tensor, None]:
+        c = encoded.state  # (B, D)
+        x = torch.cat([y_emb, c], dim=-1).unsqueeze(1)  # (B, 1, E + D)
+        _, s = self.rnn(x, s_prev.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
         s = s.squeeze(0)  # (B, H)
         return self.W_o(torch.cat([s, c], dim=-1)), s, None  # (B, V)  (eq-s2s-output)

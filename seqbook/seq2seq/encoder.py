@@ -13,7 +13,13 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_bool,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    check_token_ids,
+)
 from seqbook.data import lengths_to_mask
 
 __all__ = ["Encoded", "Seq2SeqEncoder"]
@@ -23,7 +29,7 @@ class Encoded(NamedTuple):
     """What the decoder may read: every encoder state, the mask, the summary."""
 
     outputs: torch.Tensor  # (B, T, D) the annotations h_1 ... h_T (zero at padding)
-    mask: torch.Tensor  # (B, T) True at real source tokens
+    mask: torch.Tensor  # (B, T) a keep mask: True at real source tokens
     state: torch.Tensor  # (B, D) the fixed context c: the final state(s)
 
 
@@ -50,7 +56,7 @@ class Seq2SeqEncoder(nn.Module):
 
     Shapes:
         src: ``(B, T)`` ids.
-        lengths: ``(B,)``, each >= 1.
+        src_lengths: ``(B,)``, each >= 1.
         returns: :class:`Encoded` with outputs ``(B, T, D)``, mask ``(B, T)``
             and state ``(B, D)``.
 
@@ -77,10 +83,9 @@ class Seq2SeqEncoder(nn.Module):
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("embed_size", embed_size)
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.bidirectional = bool(bidirectional)
-        check_real("dropout", dropout, min_value=0.0, max_value=0.999)
+        self.bidirectional = check_bool("bidirectional", bidirectional)
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
         # torch's fused GRU; the GRU chapter's own GRU computes the same to 1e-6
         self.rnn = nn.GRU(embed_size, hidden_size, batch_first=True, bidirectional=bidirectional)
 
@@ -89,27 +94,32 @@ class Seq2SeqEncoder(nn.Module):
         """:math:`D`, the size of an annotation and of the summary."""
         return self.hidden_size * (2 if self.bidirectional else 1)
 
-    def forward(self, src: torch.Tensor, lengths: torch.Tensor) -> Encoded:
-        check_tensor("src", src, ndim=2, floating=False)
-        check_tensor("lengths", lengths, ndim=1, floating=False)
+    def _check_forward(self, src: object, src_lengths: object) -> None:
+        check_token_ids("src", src, self.embedding.num_embeddings, ndim=2)
+        check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
+        assert isinstance(src, torch.Tensor) and isinstance(src_lengths, torch.Tensor)
         B, T = src.shape
-        if lengths.shape[0] != B:
+        if src_lengths.shape[0] != B:
             raise ValueError(
-                f"lengths must have one entry per sentence ({B}), got {lengths.shape[0]}"
+                f"src_lengths must have one entry per sentence of src ({B}), got shape "
+                f"{tuple(src_lengths.shape)}"
             )
-        if B and (int(lengths.min()) < 1 or int(lengths.max()) > T):
-            raise ValueError(f"lengths must lie in [1, {T}], got {lengths.tolist()}")
-        V = self.embedding.num_embeddings
-        if src.numel() and (int(src.min()) < 0 or int(src.max()) >= V):
+        if B and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > T):
             raise ValueError(
-                f"src ids must lie in [0, vocab_size={V}), got ids from {int(src.min())} "
-                f"to {int(src.max())}"
+                f"src_lengths must lie in [1, {T}] (src has {T} positions), got "
+                f"{src_lengths.tolist()}"
             )
+
+    def forward(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:
+        self._check_forward(src, src_lengths)
+        T = src.shape[1]
         x = self.dropout(self.embedding(src))  # (B, T, E)
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(
+            x, src_lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
         packed_out, h_n = self.rnn(packed)  # h_n: (directions, B, H)
         outputs, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=T)  # (B, T, D)
         # the forward state after the last real token, the backward after the first
         state = torch.cat(list(h_n), dim=-1)  # (B, D)  (eq-s2s-context)
-        mask = lengths_to_mask(lengths.to(src.device), T)  # (B, T)
+        mask = lengths_to_mask(src_lengths.to(src.device), T)  # (B, T)
         return Encoded(outputs, mask, state)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, check_tensor
+from seqbook._checks import check_int, check_tensor, check_token_ids
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
@@ -20,6 +20,24 @@ from seqbook.seq2seq.decoder import Seq2SeqDecoder
 from seqbook.seq2seq.encoder import Encoded, Seq2SeqEncoder
 
 __all__ = ["EncoderDecoder", "masked_cross_entropy"]
+
+
+def _check_loss_arguments(logits: object, targets: object, mask: object) -> None:
+    check_tensor("logits", logits, ndim=3, floating=True)
+    assert isinstance(logits, torch.Tensor)
+    check_token_ids("targets", targets, logits.shape[-1], ndim=2,
+                    of="the vocabulary size of logits")
+    check_tensor("mask", mask, ndim=2)
+    assert isinstance(targets, torch.Tensor) and isinstance(mask, torch.Tensor)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a boolean keep mask (True = real token), got {mask.dtype}")
+    if logits.shape[:2] != targets.shape or mask.shape != targets.shape:
+        raise ValueError(
+            f"logits (B, T_y, V), targets and mask (B, T_y) must agree, got shapes "
+            f"{tuple(logits.shape)}, {tuple(targets.shape)} and {tuple(mask.shape)}"
+        )
+    if not bool(mask.any()):
+        raise ValueError("mask must mark at least one real target token, got none")
 
 
 def masked_cross_entropy(
@@ -34,7 +52,7 @@ def masked_cross_entropy(
     Args:
         logits: ``(B, T_y, V)``.
         targets: ``(B, T_y)`` ids.
-        mask: ``(B, T_y)`` boolean, True at real target tokens.
+        mask: ``(B, T_y)`` boolean keep mask, True at real target tokens.
 
     Example:
         >>> logits = torch.zeros(1, 2, 4)          # uniform over 4 tokens
@@ -43,16 +61,7 @@ def masked_cross_entropy(
         >>> round(loss.item(), 4)                  # log 4, the padding ignored
         1.3863
     """
-    check_tensor("logits", logits, ndim=3, floating=True)
-    check_tensor("targets", targets, ndim=2, floating=False)
-    check_tensor("mask", mask, ndim=2)
-    if logits.shape[:2] != targets.shape or mask.shape != targets.shape:
-        raise ValueError(
-            f"logits (B, T_y, V), targets and mask (B, T_y) must agree, got shapes "
-            f"{tuple(logits.shape)}, {tuple(targets.shape)} and {tuple(mask.shape)}"
-        )
-    if not bool(mask.any()):
-        raise ValueError("mask must mark at least one real target token, got none")
+    _check_loss_arguments(logits, targets, mask)
     per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T_y)
     mask = mask.to(per_token.dtype)
     return (per_token * mask).sum() / mask.sum()  # (eq-s2s-loss)
@@ -114,6 +123,10 @@ class EncoderDecoder(nn.Module):
         self.pad_id = check_int("pad_id", pad_id, min_value=0)
         self.bos_id = check_int("bos_id", bos_id, min_value=0)
         self.eos_id = check_int("eos_id", eos_id, min_value=0)
+        V = decoder.vocab_size
+        for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
+            if value >= V:
+                raise ValueError(f"{name} must be < the decoder's vocab_size={V}, got {value}")
 
     @property
     def uses_attention(self) -> bool:
@@ -139,11 +152,13 @@ class EncoderDecoder(nn.Module):
 
         The sources are encoded once; each call feeds the last token of every prefix
         and the decoder state (kept as the search's state, ``(N, K, H)``) through one
-        decoder step. ``<pad>`` and ``<bos>`` get probability 0.
+        decoder step. ``<pad>`` and ``<bos>`` get probability 0. The encoder output
+        and the states are the model's own, so each step skips the decoder's argument
+        checks; only the new tokens are checked.
         """
         with torch.no_grad():
             encoded = self.encode(src, src_lengths)
-        N = src.shape[0]
+        N, V, decoder = src.shape[0], self.decoder.vocab_size, self.decoder
         expanded: dict[int, Encoded] = {}
 
         def step(
@@ -154,9 +169,10 @@ class EncoderDecoder(nn.Module):
                 expanded[K] = Encoded(*(x.repeat_interleave(K, dim=0) for x in encoded))
             enc = expanded[K]  # (N * K, ...)
             with torch.no_grad():
-                s = self.decoder.init_state(enc) if state is None else state.reshape(N * K, -1)
                 y_prev = prefixes[:, :, -1].reshape(N * K).to(src.device)  # (N * K,)
-                logits, s, _ = self.decoder.step(y_prev, s, enc)  # (N * K, V)
+                check_token_ids("prefixes (bos and the tokens so far)", y_prev, V)
+                s = decoder.init_state(enc) if state is None else state.reshape(N * K, -1)
+                logits, s, _ = decoder._step(decoder.embedding(y_prev), s, enc)  # (N * K, V)
                 log_probs = torch.log_softmax(logits, dim=-1)
                 log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
             return log_probs.view(N, K, -1), s.view(N, K, -1)  # (N, K, V), (N, K, H)

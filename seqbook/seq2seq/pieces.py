@@ -20,6 +20,20 @@ from seqbook._checks import check_positive_int
 __all__ = ["PieceTokenizer", "join_words"]
 
 
+def _check_strings(
+    name: str, values: object, *, allow_empty_list: bool = True, allow_empty_str: bool = False
+) -> list[str]:
+    """``values`` as a list of str, or a TypeError/ValueError naming ``name``."""
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        got = "a single str" if isinstance(values, str) else type(values).__name__
+        raise TypeError(f"{name} must be an iterable of str, got {got}")
+    values = list(values)
+    bad = [v for v in values if not isinstance(v, str) or (not v and not allow_empty_str)]
+    if bad:
+        raise ValueError(f"{name} must be non-empty strings, got {bad[:3]!r}")
+    return values
+
+
 class PieceTokenizer:
     """Cut text into the longest known pieces, left to right.
 
@@ -40,12 +54,7 @@ class PieceTokenizer:
     """
 
     def __init__(self, pieces: Iterable[str]) -> None:
-        if isinstance(pieces, str):
-            raise TypeError("pieces must be an iterable of str, got a single str")
-        pieces = list(pieces)
-        bad = [p for p in pieces if not isinstance(p, str) or not p]
-        if bad:
-            raise ValueError(f"pieces must be non-empty strings, got {bad[:3]!r}")
+        pieces = _check_strings("pieces", pieces)
         # longest first: the regex tries alternatives in order, so the first that
         # matches at a position is the longest one
         self.pieces: list[str] = sorted(set(pieces), key=lambda p: (-len(p), p))
@@ -120,9 +129,12 @@ class PieceTokenizer:
         """
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
+        bad = next((t for t in texts if not isinstance(t, str)), None)
+        if bad is not None:
+            raise TypeError(f"texts must hold str items, got {bad!r:.60} ({type(bad).__name__})")
         min_count = check_positive_int("min_count", min_count)
         max_new = check_positive_int("max_new", max_new)
-        tokenizer = cls(list(seed_pieces))
+        tokenizer = cls(_check_strings("seed_pieces", seed_pieces, allow_empty_list=True))
         for _ in range(max_new):
             counts = Counter(s for text in texts for s in tokenizer.unexplained(text))
             frequent = [(s, c) for s, c in counts.items() if c >= min_count]
@@ -152,7 +164,6 @@ def join_words(tokens: Sequence[str]) -> str:
         >>> join_words(["mille", "deux", "cent", "un"])
         'mille deux cent un'
     """
-    if isinstance(tokens, str):
-        raise TypeError("tokens must be a list of str, got a single str")
+    tokens = _check_strings("tokens", tokens, allow_empty_list=True, allow_empty_str=True)
     text = " ".join(tokens)
     return text.replace(" - ", "-").replace(" , ", ", ")

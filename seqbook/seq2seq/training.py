@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from seqbook._checks import check_positive_int, check_real
 from seqbook.data import NumberPair
 from seqbook.metrics import corpus_bleu
 from seqbook.seq2seq.bahdanau import BahdanauDecoder
-from seqbook.seq2seq.data import TranslationTask
+from seqbook.seq2seq.data import TranslationTask, check_pairs
 from seqbook.seq2seq.decoder import Seq2SeqDecoder
 from seqbook.seq2seq.encoder import Seq2SeqEncoder
 from seqbook.seq2seq.model import EncoderDecoder
@@ -25,6 +26,11 @@ __all__ = [
     "evaluate_translator",
     "train_translator",
 ]
+
+
+def check_task(task: object) -> None:
+    if not isinstance(task, TranslationTask):
+        raise TypeError(f"task must be a TranslationTask, got {type(task).__name__}")
 
 
 @dataclass
@@ -54,6 +60,7 @@ def build_translator(task: TranslationTask, config: TranslatorConfig) -> Encoder
     """
     if not isinstance(config, TranslatorConfig):
         raise TypeError(f"config must be a TranslatorConfig, got {type(config).__name__}")
+    check_task(task)
     seed_everything(config.seed)
     E = check_positive_int("embed_size", config.embed_size)
     H = check_positive_int("hidden_size", config.hidden_size)
@@ -125,8 +132,14 @@ def evaluate_translator(
             target plus 5.
         batch_size: sentences decoded at once.
     """
-    if not pairs:
-        raise ValueError("pairs must contain at least one pair, got none")
+    if not (isinstance(model, nn.Module) and callable(getattr(model, "generate", None))):
+        raise TypeError(
+            f"model must be a translator with a generate method (EncoderDecoder, "
+            f"Transformer), got {type(model).__name__}"
+        )
+    check_task(task)
+    check_pairs(pairs)
+    check_positive_int("batch_size", batch_size)
     if max_len is None:
         max_len = max(len(task.encode(p)[1]) for p in task.splits.train) + 5
     device = next(model.parameters()).device

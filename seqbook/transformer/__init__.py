@@ -1,8 +1,9 @@
 """The transformer: positional encoding, layer norm, encoder and decoder blocks.
 
-The chapter "Transformers" (``book/transformer.md``) explains every piece. Masks
-follow the book's convention throughout: a boolean mask is **True where attention
-is allowed** (see ``seqbook.attention.masking``).
+The chapter "Transformers" (``book/transformer.md``) explains every piece. The
+blocks take the arguments of PyTorch's transformer layers with PyTorch's meanings
+and defaults; their boolean masks are True where attention is **forbidden** (see
+``seqbook.attention.masking``).
 """
 
 from seqbook.transformer.blocks import DecoderBlock, EncoderBlock, FeedForward

@@ -4,29 +4,46 @@ Shape letters: ``B`` batch, ``T`` target (or encoder) positions, ``S`` source
 positions (the encoder output, "memory"), ``h`` heads, ``d_model`` the model width,
 ``d_ff`` the hidden width of the feed-forward sublayer.
 
-Masks follow the book's convention (:mod:`seqbook.attention.masking`): **True =
-attend**. ``torch.nn.TransformerEncoderLayer`` and ``TransformerDecoderLayer`` use
-True = ignore for their boolean masks; pass ``~mask`` to them.
+The blocks take the arguments of ``torch.nn.TransformerEncoderLayer`` and
+``TransformerDecoderLayer`` (always ``batch_first=True``) with the same meanings and
+defaults: post-norm, dropout 0.1, ReLU, and boolean masks that are True where
+attention is **forbidden** (:mod:`seqbook.attention.masking`); ``from_torch`` and
+``to_torch`` copy the weights between the two.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
-from seqbook.attention import MultiHeadAttention, causal_mask
+from seqbook._checks import (
+    check_batch,
+    check_bool,
+    check_input,
+    check_positive_int,
+    check_probability,
+    check_real,
+)
+from seqbook.attention import MultiHeadAttention
+from seqbook.attention.multihead import check_attention_masks
 from seqbook.transformer.norm import AddNorm, LayerNorm
 
 __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
 
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
-def _check_dropout(dropout: float) -> float:
-    dropout = check_real("dropout", dropout, min_value=0.0, max_value=1.0)
-    if dropout == 1.0:
-        raise ValueError("dropout must be < 1, got 1.0")
-    return dropout
+
+def _check_activation(activation: object) -> str | Callable[[torch.Tensor], torch.Tensor]:
+    if isinstance(activation, str) and activation in _ACTIVATIONS:
+        return activation
+    if callable(activation) and not isinstance(activation, str):
+        return activation  # type: ignore[return-value]
+    raise ValueError(
+        f"activation must be 'relu', 'gelu' or a callable (as in torch), got {activation!r}"
+    )
 
 
 class FeedForward(nn.Module):
@@ -36,16 +53,19 @@ class FeedForward(nn.Module):
         \operatorname{FFN}(\mathbf{x}) = \max(0, \mathbf{x} \mathbf{W}_1 +
         \mathbf{b}_1) \mathbf{W}_2 + \mathbf{b}_2
 
-    applied to every position separately (a :math:`1 \times 1` convolution over time).
-    Dropout on the hidden layer, as in PyTorch's transformer layers.
+    applied to every position separately (a :math:`1 \times 1` convolution over time);
+    ``activation="gelu"`` (or any callable) replaces :math:`\max(0, \cdot)`. Dropout on
+    the hidden layer, as in PyTorch's transformer layers.
 
     Args:
         d_model: input and output width.
         d_ff: hidden width (the paper uses ``4 * d_model``).
         dropout: dropout on the hidden activations.
+        activation: ``"relu"``, ``"gelu"`` or a callable, as in torch's layers.
+        bias: learn the biases :math:`\mathbf{b}_1, \mathbf{b}_2`.
 
     Shapes:
-        x: ``(B, T, d_model)``.
+        x: ``(B, T, d_model)`` (any ``(..., d_model)``).
         returns: ``(B, T, d_model)``.
 
     Example:
@@ -54,39 +74,69 @@ class FeedForward(nn.Module):
         (2, 3, 4)
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        bias: bool = True,
+    ) -> None:
         super().__init__()
-        check_positive_int("d_model", d_model)
+        self.d_model = check_positive_int("d_model", d_model)
         check_positive_int("d_ff", d_ff)
-        self.linear_1 = nn.Linear(d_model, d_ff)  # W_1, b_1
-        self.linear_2 = nn.Linear(d_ff, d_model)  # W_2, b_2
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.activation_spec = _check_activation(activation)
+        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+        check_bool("bias", bias)
+        self.linear_1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1
+        self.linear_2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = F.relu(self.linear_1(x))  # (B, T, d_ff)  (eq-tf-ffn)
+        check_input("x", x, self, size=self.d_model, what="d_model")
+        hidden = self.activation(self.linear_1(x))  # (B, T, d_ff)  (eq-tf-ffn)
         return self.linear_2(self.dropout(hidden))  # (B, T, d_model)
 
 
 def _copy_linear(ours: nn.Linear, theirs: nn.Linear) -> None:
     ours.weight.copy_(theirs.weight)
-    ours.bias.copy_(theirs.bias)
+    if theirs.bias is not None:
+        ours.bias.copy_(theirs.bias)
 
 
 def _copy_norm(ours: LayerNorm, theirs: nn.LayerNorm) -> None:
-    if ours.eps != theirs.eps:
-        raise ValueError(f"layer norm eps differ: {ours.eps} and {theirs.eps}")
     ours.a.copy_(theirs.weight)
-    ours.b.copy_(theirs.bias)
+    if theirs.bias is not None:
+        ours.b.copy_(theirs.bias)
 
 
-def _check_torch_layer(module: nn.Module, kind: type) -> None:
+def _copy_norm_to_torch(ours: LayerNorm, theirs: nn.LayerNorm) -> None:
+    theirs.weight.copy_(ours.a)
+    if ours.b is not None:
+        theirs.bias.copy_(ours.b)
+
+
+def _torch_options(module: nn.Module, kind: type) -> dict:
+    """The constructor arguments of a torch transformer layer, for ours."""
     if not isinstance(module, kind):
         raise TypeError(f"module must be a torch.nn.{kind.__name__}, got {type(module).__name__}")
     activation = module.activation
-    if not (activation is F.relu or isinstance(activation, nn.ReLU)):
-        raise ValueError(f"module must use the ReLU activation, got {activation!r}")
-    if not module.self_attn.batch_first:
-        raise ValueError("module must be built with batch_first=True")
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        activation = "relu"
+    elif activation is F.gelu or (
+        isinstance(activation, nn.GELU) and activation.approximate == "none"
+    ):
+        activation = "gelu"
+    return dict(
+        d_model=module.self_attn.embed_dim,
+        num_heads=module.self_attn.num_heads,
+        d_ff=module.linear1.out_features,
+        dropout=module.dropout.p,
+        activation=activation,
+        layer_norm_eps=module.norm1.eps,
+        norm_first=module.norm_first,
+        bias=module.linear1.bias is not None,
+    )
 
 
 class EncoderBlock(nn.Module):
@@ -97,8 +147,10 @@ class EncoderBlock(nn.Module):
         \operatorname{MultiHead}(\cdot, \cdot, \cdot)), \qquad
         \mathbf{y} = \operatorname{AddNorm}(\mathbf{z}, \operatorname{FFN})
 
-    with :class:`~seqbook.transformer.AddNorm` pre-norm (``norm_first=True``, the
-    Aryaman's notes' eq. 5.5) or post-norm (the paper). The attention weights of the last
+    with :class:`~seqbook.transformer.AddNorm` post-norm (the paper and PyTorch's
+    default) or pre-norm (``norm_first=True``, Aryaman's notes' eq. 5.5). The
+    arguments are those of ``nn.TransformerEncoderLayer`` (``d_ff`` is its
+    ``dim_feedforward``) with the same defaults. The attention weights of the last
     call are kept, detached, in ``last_attention`` for plotting.
 
     Args:
@@ -106,12 +158,16 @@ class EncoderBlock(nn.Module):
         num_heads: number of attention heads :math:`h`.
         d_ff: hidden width of the feed-forward sublayer.
         dropout: dropout on attention weights, sublayer outputs and FFN hidden units.
+        activation: the FFN's ``"relu"``, ``"gelu"`` or a callable.
+        layer_norm_eps: the layer norms' epsilon.
         norm_first: pre-norm (True) or post-norm (False).
+        bias: biases in the linear maps and layer norms.
 
     Shapes:
-        x: ``(B, T, d_model)``.
-        key_padding_mask: ``(B, T)``, True = real token.
-        attn_mask: ``(T, T)``, ``(B, T, T)`` or ``(B, h, T, T)``, True = may attend.
+        src: ``(B, T, d_model)``.
+        src_mask: ``(T, T)``, ``(B * h, T, T)`` or broadcastable to
+            ``(B, h, T, T)``; **True = may not attend**, or float (added).
+        src_key_padding_mask: ``(B, T)``, **True = padding**, or float (added).
         returns: ``(B, T, d_model)``; ``last_attention`` is ``(B, h, T, T)``.
 
     Example:
@@ -126,37 +182,62 @@ class EncoderBlock(nn.Module):
         d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = True,
+        dropout: float = 0.1,
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        layer_norm_eps: float = 1e-5,
+        *,
+        norm_first: bool = False,
+        bias: bool = True,
     ) -> None:
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = check_probability("dropout", dropout)
+        eps = check_real("layer_norm_eps", layer_norm_eps, min_value=0.0, strict_min=True)
         self.d_model = check_positive_int("d_model", d_model)
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        self.add_norm_1 = AddNorm(d_model, dropout, norm_first)
-        self.add_norm_2 = AddNorm(d_model, dropout, norm_first)
+        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
+        self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps, bias)
+        self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps, bias)
         self.norm_first = norm_first
         self.last_attention: torch.Tensor | None = None
 
-    def _attend(self, x, key_padding_mask, attn_mask) -> torch.Tensor:
-        output, weights = self.self_attention(x, x, x, key_padding_mask, attn_mask)
+    def _check_forward(
+        self, src: object, src_mask: object, padding: object, is_causal: object
+    ) -> None:
+        check_input("src", src, self, ndim=3, size=self.d_model, what="d_model")
+        assert isinstance(src, torch.Tensor)
+        B, T, _ = src.shape
+        h = self.self_attention.num_heads
+        names = ("src_key_padding_mask", "src_mask")
+        check_attention_masks(padding, src_mask, B, h, T, T, names=names, of=("src", "src"))
+        check_bool("is_causal", is_causal)
+
+    def _attend(self, x, src_mask, src_key_padding_mask, is_causal) -> torch.Tensor:
+        output, weights = self.self_attention(
+            x, x, x, src_key_padding_mask, attn_mask=src_mask, is_causal=is_causal,
+            average_attn_weights=False,
+        )
         self.last_attention = weights.detach()  # (B, h, T, T)
         return output
 
     def forward(
         self,
-        x: torch.Tensor,
-        key_padding_mask: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
+        src: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        src_key_padding_mask: torch.Tensor | None = None,
+        is_causal: bool = False,
     ) -> torch.Tensor:
-        check_tensor("x", x, ndim=3, floating=True)
-        z = self.add_norm_1(x, lambda h: self._attend(h, key_padding_mask, attn_mask))
+        """Run the block (arguments as ``nn.TransformerEncoderLayer.forward``;
+        ``is_causal=True`` applies the causal mask, with or without ``src_mask``)."""
+        self._check_forward(src, src_mask, src_key_padding_mask, is_causal)
+        z = self.add_norm_1(
+            src, lambda x: self._attend(x, src_mask, src_key_padding_mask, is_causal)
+        )
         return self.add_norm_2(z, self.feed_forward)  # (B, T, d_model)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerEncoderLayer) -> "EncoderBlock":
-        """A copy of a batch-first ReLU ``nn.TransformerEncoderLayer``.
+        """A copy of an ``nn.TransformerEncoderLayer`` (any options but ``batch_first``:
+        ours is batch-first, the weights are the same).
 
         Example:
             >>> layer = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
@@ -165,14 +246,7 @@ class EncoderBlock(nn.Module):
             >>> torch.allclose(ours(x), layer.eval()(x), atol=1e-5)
             True
         """
-        _check_torch_layer(module, nn.TransformerEncoderLayer)
-        ours = cls(
-            module.self_attn.embed_dim,
-            module.self_attn.num_heads,
-            module.linear1.out_features,
-            module.dropout.p,
-            module.norm_first,
-        )
+        ours = cls(**_torch_options(module, nn.TransformerEncoderLayer))
         ours.self_attention = MultiHeadAttention.from_torch(module.self_attn)
         ours.to(device=module.linear1.weight.device, dtype=module.linear1.weight.dtype)
         with torch.no_grad():
@@ -181,6 +255,30 @@ class EncoderBlock(nn.Module):
             _copy_norm(ours.add_norm_1.norm, module.norm1)
             _copy_norm(ours.add_norm_2.norm, module.norm2)
         return ours
+
+    def to_torch(self) -> nn.TransformerEncoderLayer:
+        """An ``nn.TransformerEncoderLayer`` (``batch_first=True``) with these weights.
+
+        Example:
+            >>> ours = EncoderBlock(8, 2, 16, dropout=0.0, activation="gelu").eval()
+            >>> x = torch.randn(2, 4, 8)
+            >>> torch.allclose(ours.to_torch().eval()(x), ours(x), atol=1e-5)
+            True
+        """
+        ffn, norm = self.feed_forward, self.add_norm_1.norm
+        theirs = nn.TransformerEncoderLayer(
+            self.d_model, self.self_attention.num_heads, ffn.linear_1.out_features,
+            self.add_norm_1.dropout.p, ffn.activation_spec, norm.eps, batch_first=True,
+            norm_first=self.norm_first, bias=ffn.linear_1.bias is not None,
+            device=norm.a.device, dtype=norm.a.dtype,
+        )
+        theirs.self_attn = self.self_attention.to_torch()
+        with torch.no_grad():
+            _copy_linear(theirs.linear1, ffn.linear_1)
+            _copy_linear(theirs.linear2, ffn.linear_2)
+            _copy_norm_to_torch(self.add_norm_1.norm, theirs.norm1)
+            _copy_norm_to_torch(self.add_norm_2.norm, theirs.norm2)
+        return theirs
 
 
 class DecoderBlock(nn.Module):
@@ -194,29 +292,36 @@ class DecoderBlock(nn.Module):
         \mathbf{y}' &= \operatorname{AddNorm}(\mathbf{z}_2, \operatorname{FFN})
 
     The queries of the cross-attention come from the decoder, its keys and values are
-    the encoder output :math:`\mathbf{m}` ("memory"). The causal mask makes the
-    output at position :math:`t` independent of the inputs after :math:`t`. The last
-    call's weights are kept in ``last_self_attention`` ``(B, h, T, T)`` and
-    ``last_cross_attention`` ``(B, h, T, S)``.
+    the encoder output :math:`\mathbf{m}` ("memory"). The causal mask (pass
+    ``tgt_is_causal=True``, or a ``tgt_mask``, as in PyTorch: without either the
+    self-attention sees the whole target) makes the output at position :math:`t`
+    independent of the inputs after :math:`t`. The arguments are those of
+    ``nn.TransformerDecoderLayer`` with the same defaults. The last call's weights
+    are kept in ``last_self_attention`` ``(B, h, T, T)`` and ``last_cross_attention``
+    ``(B, h, T, S)``.
 
     Args:
         d_model: model width; ``num_heads`` must divide it.
         num_heads: number of heads in both attention sublayers.
         d_ff: hidden width of the feed-forward sublayer.
-        dropout: as in :class:`EncoderBlock`.
-        norm_first: pre-norm (True) or post-norm (False).
+        dropout, activation, layer_norm_eps, norm_first, bias: as in
+            :class:`EncoderBlock`.
 
     Shapes:
-        x: ``(B, T, d_model)``, the embedded target prefix.
+        tgt: ``(B, T, d_model)``, the embedded target prefix.
         memory: ``(B, S, d_model)``, the encoder output.
-        key_padding_mask: ``(B, T)``, True = real target token.
-        memory_key_padding_mask: ``(B, S)``, True = real source token.
+        tgt_mask: ``(T, T)`` (or as ``src_mask`` of :class:`EncoderBlock`),
+            **True = may not attend**, or float (added).
+        memory_mask: ``(T, S)`` (or likewise), the same for the cross-attention.
+        tgt_key_padding_mask: ``(B, T)``, **True = padding**, or float.
+        memory_key_padding_mask: ``(B, S)``, **True = padding**, or float.
         returns: ``(B, T, d_model)``.
 
     Example:
         >>> block = DecoderBlock(d_model=8, num_heads=2, d_ff=32)
         >>> y, memory = torch.randn(3, 4, 8), torch.randn(3, 6, 8)
-        >>> tuple(block(y, memory).shape), tuple(block.last_cross_attention.shape)
+        >>> out = block(y, memory, tgt_is_causal=True)
+        >>> tuple(out.shape), tuple(block.last_cross_attention.shape)
         ((3, 4, 8), (3, 2, 4, 6))
         >>> block.last_self_attention[0, 0, 0]       # position 0 sees only itself
         tensor([1., 0., 0., 0.])
@@ -227,74 +332,101 @@ class DecoderBlock(nn.Module):
         d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = True,
+        dropout: float = 0.1,
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        layer_norm_eps: float = 1e-5,
+        *,
+        norm_first: bool = False,
+        bias: bool = True,
     ) -> None:
         super().__init__()
-        dropout = _check_dropout(dropout)
+        dropout = check_probability("dropout", dropout)
+        eps = check_real("layer_norm_eps", layer_norm_eps, min_value=0.0, strict_min=True)
         self.d_model = check_positive_int("d_model", d_model)
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        self.add_norm_1 = AddNorm(d_model, dropout, norm_first)
-        self.add_norm_2 = AddNorm(d_model, dropout, norm_first)
-        self.add_norm_3 = AddNorm(d_model, dropout, norm_first)
+        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
+        self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps, bias)
+        self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps, bias)
+        self.add_norm_3 = AddNorm(d_model, dropout, norm_first, eps, bias)
         self.norm_first = norm_first
         self.last_self_attention: torch.Tensor | None = None
         self.last_cross_attention: torch.Tensor | None = None
 
-    def _self_attend(self, y, key_padding_mask, attn_mask) -> torch.Tensor:
-        output, weights = self.self_attention(y, y, y, key_padding_mask, attn_mask)
+    def _check_forward(
+        self, tgt, memory, tgt_mask, memory_mask, tgt_padding, memory_padding,
+        tgt_is_causal, memory_is_causal,
+    ) -> None:
+        check_input("tgt", tgt, self, ndim=3, size=self.d_model, what="d_model")
+        check_input("memory", memory, self, ndim=3, size=self.d_model, what="d_model")
+        (B, T, _), S, h = tgt.shape, memory.shape[1], self.self_attention.num_heads
+        check_batch("memory", memory, B, of="tgt")
+        names = ("tgt_key_padding_mask", "tgt_mask")
+        check_attention_masks(tgt_padding, tgt_mask, B, h, T, T, names=names, of=("tgt", "tgt"))
+        names = ("memory_key_padding_mask", "memory_mask")
+        check_attention_masks(
+            memory_padding, memory_mask, B, h, T, S, names=names, of=("tgt", "memory")
+        )
+        check_bool("tgt_is_causal", tgt_is_causal)
+        check_bool("memory_is_causal", memory_is_causal)
+
+    def _self_attend(self, y, tgt_mask, tgt_key_padding_mask, is_causal) -> torch.Tensor:
+        output, weights = self.self_attention(
+            y, y, y, tgt_key_padding_mask, attn_mask=tgt_mask, is_causal=is_causal,
+            average_attn_weights=False,
+        )
         self.last_self_attention = weights.detach()  # (B, h, T, T)
         return output
 
-    def _cross_attend(self, y, memory, memory_key_padding_mask) -> torch.Tensor:
-        output, weights = self.cross_attention(y, memory, memory, memory_key_padding_mask)
+    def _cross_attend(self, y, memory, memory_mask, memory_key_padding_mask, is_causal):
+        output, weights = self.cross_attention(
+            y, memory, memory, memory_key_padding_mask, attn_mask=memory_mask,
+            is_causal=is_causal, average_attn_weights=False,
+        )
         self.last_cross_attention = weights.detach()  # (B, h, T, S)
         return output
 
     def forward(
         self,
-        x: torch.Tensor,
+        tgt: torch.Tensor,
         memory: torch.Tensor,
-        key_padding_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        tgt_key_padding_mask: torch.Tensor | None = None,
         memory_key_padding_mask: torch.Tensor | None = None,
-        causal: bool = True,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
     ) -> torch.Tensor:
-        """Run the block; ``causal=False`` drops the causal mask (for experiments only)."""
-        check_tensor("x", x, ndim=3, floating=True)
-        check_tensor("memory", memory, ndim=3, floating=True)
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
-        T = x.shape[1]
-        attn_mask = causal_mask(T, device=x.device) if causal else None  # (T, T)
-        z = self.add_norm_1(x, lambda h: self._self_attend(h, key_padding_mask, attn_mask))
+        """Run the block (arguments as ``nn.TransformerDecoderLayer.forward``;
+        ``tgt_is_causal=True`` applies the causal mask, with or without ``tgt_mask``)."""
+        self._check_forward(
+            tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+            memory_key_padding_mask, tgt_is_causal, memory_is_causal,
+        )
+        z = self.add_norm_1(
+            tgt, lambda y: self._self_attend(y, tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+        )
         z = self.add_norm_2(
-            z, lambda h: self._cross_attend(h, memory, memory_key_padding_mask)
+            z, lambda y: self._cross_attend(
+                y, memory, memory_mask, memory_key_padding_mask, memory_is_causal
+            )
         )
         return self.add_norm_3(z, self.feed_forward)  # (B, T, d_model)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoderLayer) -> "DecoderBlock":
-        """A copy of a batch-first ReLU ``nn.TransformerDecoderLayer``.
+        """A copy of an ``nn.TransformerDecoderLayer`` (any options but ``batch_first``).
 
         Example:
             >>> layer = nn.TransformerDecoderLayer(8, 2, 16, 0.0, batch_first=True)
             >>> ours = DecoderBlock.from_torch(layer)
             >>> y, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
             >>> future = ~torch.ones(3, 3, dtype=torch.bool).tril()  # True = ignore
-            >>> torch.allclose(ours(y, memory), layer(y, memory, tgt_mask=future),
-            ...                atol=1e-5)
+            >>> torch.allclose(ours(y, memory, tgt_mask=future),
+            ...                layer(y, memory, tgt_mask=future), atol=1e-5)
             True
         """
-        _check_torch_layer(module, nn.TransformerDecoderLayer)
-        ours = cls(
-            module.self_attn.embed_dim,
-            module.self_attn.num_heads,
-            module.linear1.out_features,
-            module.dropout.p,
-            module.norm_first,
-        )
+        ours = cls(**_torch_options(module, nn.TransformerDecoderLayer))
         ours.self_attention = MultiHeadAttention.from_torch(module.self_attn)
         ours.cross_attention = MultiHeadAttention.from_torch(module.multihead_attn)
         ours.to(device=module.linear1.weight.device, dtype=module.linear1.weight.dtype)
@@ -304,3 +436,29 @@ class DecoderBlock(nn.Module):
             for i, norm in enumerate((module.norm1, module.norm2, module.norm3)):
                 _copy_norm(getattr(ours, f"add_norm_{i + 1}").norm, norm)
         return ours
+
+    def to_torch(self) -> nn.TransformerDecoderLayer:
+        """An ``nn.TransformerDecoderLayer`` (``batch_first=True``) with these weights.
+
+        Example:
+            >>> ours = DecoderBlock(8, 2, 16, dropout=0.0, norm_first=True).eval()
+            >>> y, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+            >>> theirs = ours.to_torch().eval()
+            >>> torch.allclose(theirs(y, memory), ours(y, memory), atol=1e-5)
+            True
+        """
+        ffn, norm = self.feed_forward, self.add_norm_1.norm
+        theirs = nn.TransformerDecoderLayer(
+            self.d_model, self.self_attention.num_heads, ffn.linear_1.out_features,
+            self.add_norm_1.dropout.p, ffn.activation_spec, norm.eps, batch_first=True,
+            norm_first=self.norm_first, bias=ffn.linear_1.bias is not None,
+            device=norm.a.device, dtype=norm.a.dtype,
+        )
+        theirs.self_attn = self.self_attention.to_torch()
+        theirs.multihead_attn = self.cross_attention.to_torch()
+        with torch.no_grad():
+            _copy_linear(theirs.linear1, ffn.linear_1)
+            _copy_linear(theirs.linear2, ffn.linear_2)
+            for i, norm in enumerate((theirs.norm1, theirs.norm2, theirs.norm3)):
+                _copy_norm_to_torch(getattr(self, f"add_norm_{i + 1}").norm, norm)
+        return theirs

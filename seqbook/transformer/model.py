@@ -12,11 +12,21 @@ Its interface mirrors :class:`seqbook.seq2seq.EncoderDecoder`: ``loss(batch)`` f
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_batch,
+    check_input,
+    check_int,
+    check_positive_int,
+    check_real,
+    check_tensor,
+    check_token_ids,
+)
+from seqbook.attention.masking import check_mask
 from seqbook.data import lengths_to_mask
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
@@ -55,9 +65,13 @@ class Transformer(nn.Module):
         num_layers: blocks :math:`N_x` in the encoder, and in the decoder.
         d_ff: hidden width of the feed-forward sublayers.
         dropout: dropout on embeddings, attention weights and sublayer outputs.
-        norm_first: pre-norm (True) or the paper's post-norm (False).
+        norm_first: pre-norm (True) or the paper's post-norm (False, PyTorch's
+            default).
         max_len: longest source or target the positional encoding covers.
         pad_id, bos_id, eos_id: the vocabularies' special ids (shared by both).
+        activation: the feed-forward sublayers' ``"relu"``, ``"gelu"`` or a callable.
+        layer_norm_eps: the layer norms' epsilon.
+        bias: biases in the blocks' linear maps and layer norms.
 
     Shapes:
         src: ``(B, S)`` ids; src_lengths: ``(B,)``; tgt_in: ``(B, T)`` ids starting
@@ -84,30 +98,30 @@ class Transformer(nn.Module):
         num_layers: int = 2,
         d_ff: int = 256,
         dropout: float = 0.1,
-        norm_first: bool = True,
+        norm_first: bool = False,
         max_len: int = 128,
         pad_id: int = 0,
         bos_id: int = 1,
         eos_id: int = 2,
+        *,
+        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        layer_norm_eps: float = 1e-5,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         V_src = check_positive_int("src_vocab_size", src_vocab_size)
         V_tgt = check_positive_int("tgt_vocab_size", tgt_vocab_size)
         self.d_model = check_positive_int("d_model", d_model)
-        check_positive_int("num_heads", num_heads)
-        if d_model % num_heads:
-            raise ValueError(
-                f"num_heads must divide d_model, got d_model={d_model} and "
-                f"num_heads={num_heads}"
-            )
         self.num_layers = check_positive_int("num_layers", num_layers)
-        check_real("dropout", dropout, min_value=0.0, max_value=1.0)
+        self.max_len = check_positive_int("max_len", max_len)
         self.pad_id = check_int("pad_id", pad_id, min_value=0)
         self.bos_id = check_int("bos_id", bos_id, min_value=0)
         self.eos_id = check_int("eos_id", eos_id, min_value=0)
         for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
             if value >= V_tgt:
                 raise ValueError(f"{name} must be < tgt_vocab_size={V_tgt}, got {value}")
+        if pad_id >= V_src:
+            raise ValueError(f"pad_id must be < src_vocab_size={V_src}, got {pad_id}")
         self.src_embedding = nn.Embedding(V_src, d_model, padding_idx=pad_id)
         self.tgt_embedding = nn.Embedding(V_tgt, d_model, padding_idx=pad_id)
         for embedding in (self.src_embedding, self.tgt_embedding):
@@ -115,11 +129,17 @@ class Transformer(nn.Module):
             with torch.no_grad():
                 embedding.weight[pad_id].zero_()
         self.positional = PositionalEncoding(d_model, max_len, dropout)
-        blocks = (d_model, num_heads, d_ff, dropout, norm_first)
-        self.encoder_blocks = nn.ModuleList(EncoderBlock(*blocks) for _ in range(num_layers))
-        self.decoder_blocks = nn.ModuleList(DecoderBlock(*blocks) for _ in range(num_layers))
-        self.encoder_norm = LayerNorm(d_model) if norm_first else nn.Identity()
-        self.decoder_norm = LayerNorm(d_model) if norm_first else nn.Identity()
+        options = dict(norm_first=norm_first, bias=bias)
+        blocks = (d_model, num_heads, d_ff, dropout, activation, layer_norm_eps)
+        self.encoder_blocks = nn.ModuleList(
+            EncoderBlock(*blocks, **options) for _ in range(num_layers)
+        )
+        self.decoder_blocks = nn.ModuleList(
+            DecoderBlock(*blocks, **options) for _ in range(num_layers)
+        )
+        # pre-norm stacks end with a LayerNorm; post-norm blocks already do
+        self.encoder_norm = LayerNorm(d_model, layer_norm_eps, bias) if norm_first else nn.Identity()
+        self.decoder_norm = LayerNorm(d_model, layer_norm_eps, bias) if norm_first else nn.Identity()
         self.output = nn.Linear(d_model, V_tgt)
         self.norm_first = norm_first
 
@@ -128,46 +148,84 @@ class Transformer(nn.Module):
         x = embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)  (eq-tf-embed)
         return self.positional(x)  # (B, T, d_model)
 
+    def _check_ids(self, name: str, ids: object, embedding: nn.Embedding) -> torch.Tensor:
+        check_token_ids(name, ids, embedding.num_embeddings, ndim=2)
+        assert isinstance(ids, torch.Tensor)
+        if ids.shape[1] > self.max_len:
+            raise ValueError(
+                f"{name} has {ids.shape[1]} positions but the model was built for "
+                f"max_len={self.max_len}; build it with a larger max_len"
+            )
+        return ids
+
+    def _check_encode(self, src: object, src_lengths: object) -> None:
+        src = self._check_ids("src", src, self.src_embedding)
+        check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
+        assert isinstance(src_lengths, torch.Tensor)
+        B, S = src.shape
+        if src_lengths.shape[0] != B:
+            raise ValueError(
+                f"src_lengths must have one entry per sentence of src ({B}), got "
+                f"shape {tuple(src_lengths.shape)}"
+            )
+        if B and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > S):
+            raise ValueError(
+                f"src_lengths must lie in [1, {S}] (src has {S} positions), got "
+                f"{src_lengths.tolist()}"
+            )
+
     def encode(
         self, src: torch.Tensor, src_lengths: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The encoder output ("memory") ``(B, S, d_model)`` and its mask ``(B, S)``."""
-        check_tensor("src", src, ndim=2, floating=False)
-        check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
-        if src_lengths.shape[0] != src.shape[0]:
-            raise ValueError(
-                f"src_lengths must have one entry per sentence ({src.shape[0]}), got "
-                f"shape {tuple(src_lengths.shape)}"
-            )
-        src_mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
+        """The encoder output ("memory") ``(B, S, d_model)`` and its padding mask
+        ``(B, S)``, True at padding (as ``memory_key_padding_mask`` in torch)."""
+        self._check_encode(src, src_lengths)
+        padding = ~lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
         x = self.embed(src, self.src_embedding)
         for block in self.encoder_blocks:
-            x = block(x, key_padding_mask=src_mask)  # (B, S, d_model)
-        return self.encoder_norm(x), src_mask
+            x = block(x, src_key_padding_mask=padding)  # (B, S, d_model)
+        return self.encoder_norm(x), padding
+
+    def _check_decode(self, tgt_in: object, memory: object, padding: object) -> None:
+        tgt_in = self._check_ids("tgt_in", tgt_in, self.tgt_embedding)
+        check_input("memory", memory, self, ndim=3, size=self.d_model, what="d_model")
+        assert isinstance(memory, torch.Tensor)
+        check_batch("memory", memory, tgt_in.shape[0], of="tgt_in")
+        if padding is not None:
+            check_tensor("memory_key_padding_mask", padding, ndim=2)
+            check_mask("memory_key_padding_mask", padding, memory.shape[:2], polarity="ignore",
+                       of="memory (B, S)")
 
     def decode(
-        self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor,
+        memory_key_padding_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits ``(B, T, V)`` for every position of the target prefix ``tgt_in``."""
-        check_tensor("tgt_in", tgt_in, ndim=2, floating=False)
+        """Logits ``(B, T, V)`` for every position of the target prefix ``tgt_in``.
+
+        ``memory_key_padding_mask`` ``(B, S)`` is True at the padded source positions
+        (what :meth:`encode` returns)."""
+        self._check_decode(tgt_in, memory, memory_key_padding_mask)
         y = self.embed(tgt_in, self.tgt_embedding)
         for block in self.decoder_blocks:
-            y = block(y, memory, memory_key_padding_mask=src_mask)  # (B, T, d_model)
+            y = block(
+                y, memory, memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=True
+            )  # (B, T, d_model)
         return self.output(self.decoder_norm(y))  # (B, T, V)
 
     def forward(
         self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
     ) -> torch.Tensor:
         """Teacher-forced logits ``(B, T, V)``."""
-        memory, src_mask = self.encode(src, src_lengths)
-        if tgt_in.dim() != 2 or tgt_in.shape[0] != src.shape[0]:
-            raise ValueError(
-                f"tgt_in must be (B, T) with B={src.shape[0]}, got {tuple(tgt_in.shape)}"
-            )
-        return self.decode(tgt_in, memory, src_mask)
+        memory, padding = self.encode(src, src_lengths)
+        check_tensor("tgt_in", tgt_in, ndim=2, floating=False)
+        check_batch("tgt_in", tgt_in, src.shape[0], of="src")
+        return self.decode(tgt_in, memory, padding)
 
     def loss(self, batch: TranslationBatch, label_smoothing: float = 0.0) -> torch.Tensor:
         """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
+        check_real("label_smoothing", label_smoothing, min_value=0.0, max_value=1.0)
         logits = self(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
         target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
         return label_smoothing_loss(logits, target, label_smoothing, ignore_index=-100)
@@ -194,8 +252,8 @@ class Transformer(nn.Module):
         would avoid recomputing the others). ``<pad>`` and ``<bos>`` get probability 0.
         """
         with torch.no_grad():
-            memory, src_mask = self.encode(src, src_lengths)
-        N = src.shape[0]
+            memory, padding = self.encode(src, src_lengths)
+        N, V = src.shape[0], self.tgt_embedding.num_embeddings
         expanded: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
         def step(prefixes: torch.Tensor, state: None) -> tuple[torch.Tensor, None]:
@@ -203,11 +261,12 @@ class Transformer(nn.Module):
             if K not in expanded:  # every prefix of sentence n reads sentence n
                 expanded[K] = (
                     memory.repeat_interleave(K, dim=0),  # (N*K, S, d_model)
-                    src_mask.repeat_interleave(K, dim=0),  # (N*K, S)
+                    padding.repeat_interleave(K, dim=0),  # (N*K, S)
                 )
             mem, mask = expanded[K]
             with torch.no_grad():
                 flat = prefixes.reshape(N * K, t).to(memory.device)  # (N*K, t)
+                check_token_ids("prefixes (bos and the tokens so far)", flat, V)
                 logits = self.decode(flat, mem, mask)[:, -1]  # (N*K, V)
                 log_probs = torch.log_softmax(logits, dim=-1)
                 log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")

@@ -23,13 +23,42 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_bool,
+    check_callable,
+    check_input,
+    check_positive_int,
+    check_probability,
+    check_real,
+    check_same_dtype,
+    check_tensor,
+)
 
 __all__ = ["layer_norm", "LayerNorm", "AddNorm"]
 
 
+def _check_layer_norm(x: object, a: object, b: object, eps: object) -> None:
+    check_tensor("x", x, floating=True)
+    assert isinstance(x, torch.Tensor)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension, got a scalar")
+    d = x.shape[-1]
+    for name, p in (("a", a), ("b", b)):
+        if p is None and name == "b":
+            continue
+        check_tensor(name, p, ndim=1, floating=True)
+        assert isinstance(p, torch.Tensor)
+        if p.shape[0] != d:
+            raise ValueError(
+                f"{name} must have one entry per feature of x, shape ({d},), got "
+                f"{tuple(p.shape)}"
+            )
+        check_same_dtype("x", x, p.dtype, of=name)
+    check_real("eps", eps, min_value=0.0)
+
+
 def layer_norm(
-    x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float = 1e-5
+    x: torch.Tensor, a: torch.Tensor, b: torch.Tensor | None = None, eps: float = 1e-5
 ) -> torch.Tensor:
     r"""Normalise each feature vector to zero mean and unit variance, then scale and shift.
 
@@ -39,11 +68,13 @@ def layer_norm(
         \qquad \bar{x} = \frac{1}{d}\sum_j x_j, \quad
         \sigma_x^2 = \frac{1}{d}\sum_j (x_j - \bar{x})^2
 
+    The same as ``F.layer_norm(x, (d,), a, b, eps)``.
+
     Args:
         x: input, floating point; normalised over its last dimension.
-        a: the gain, one per feature.
-        b: the bias, one per feature.
-        eps: added to the variance (> 0).
+        a: the gain, one per feature, of the dtype of ``x``.
+        b: the bias, one per feature, or ``None`` for none.
+        eps: added to the variance (>= 0).
 
     Shapes:
         x: ``(..., d)``.
@@ -55,22 +86,13 @@ def layer_norm(
         >>> layer_norm(x, torch.ones(3), torch.zeros(3), eps=0.0)
         tensor([[-1.2247,  0.0000,  1.2247]])
     """
-    check_tensor("x", x, floating=True)
-    if x.dim() == 0:
-        raise ValueError("x must have at least one dimension, got a scalar")
-    d = x.shape[-1]
-    for name, p in (("a", a), ("b", b)):
-        check_tensor(name, p, ndim=1, floating=True)
-        if p.shape[0] != d:
-            raise ValueError(
-                f"{name} must have one entry per feature, shape ({d},), got {tuple(p.shape)}"
-            )
-    check_real("eps", eps, min_value=0.0)
+    _check_layer_norm(x, a, b, eps)
     centred = x - x.mean(dim=-1, keepdim=True)  # (..., d)
     # the biased variance (divide by d), written out: torch.var is several times
     # slower on CPU for small rows
     var = (centred * centred).mean(dim=-1, keepdim=True)  # (..., 1)
-    return a * centred / torch.sqrt(var + eps) + b  # (eq-tf-layernorm)
+    normalised = a * centred / torch.sqrt(var + eps)  # (eq-tf-layernorm)
+    return normalised if b is None else normalised + b
 
 
 class LayerNorm(nn.Module):
@@ -81,11 +103,13 @@ class LayerNorm(nn.Module):
         \frac{\mathbf{x} - \bar{x}}{\sqrt{\sigma_x^2 + \epsilon}} + \mathbf{b}
 
     (:func:`layer_norm`.) Computes the same function as ``nn.LayerNorm(d_model,
-    eps=eps)``; :meth:`from_torch` copies one's parameters.
+    eps=eps, bias=bias)``; :meth:`from_torch` copies one's parameters.
 
     Args:
         d_model: number of features :math:`d` in the last dimension.
         eps: added to the variance (> 0; 1e-5 as in PyTorch).
+        bias: learn the bias :math:`\mathbf{b}` (``False``: no bias, as torch's
+            ``bias=False``).
 
     Shapes:
         x: ``(..., d_model)``.
@@ -98,12 +122,15 @@ class LayerNorm(nn.Module):
         (0.0, 1.0)
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+    def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.eps = check_real("eps", eps, min_value=0.0, strict_min=True)
         self.a = nn.Parameter(torch.ones(d_model))
-        self.b = nn.Parameter(torch.zeros(d_model))
+        if check_bool("bias", bias):
+            self.b = nn.Parameter(torch.zeros(d_model))
+        else:
+            self.register_parameter("b", None)
 
     @classmethod
     def from_torch(cls, module: nn.LayerNorm) -> "LayerNorm":
@@ -123,7 +150,7 @@ class LayerNorm(nn.Module):
                 f"normalized_shape={module.normalized_shape}, "
                 f"elementwise_affine={module.elementwise_affine}"
             )
-        ours = cls(module.normalized_shape[0], eps=module.eps)
+        ours = cls(module.normalized_shape[0], eps=module.eps, bias=module.bias is not None)
         ours.to(device=module.weight.device, dtype=module.weight.dtype)
         with torch.no_grad():
             ours.a.copy_(module.weight)
@@ -131,30 +158,44 @@ class LayerNorm(nn.Module):
                 ours.b.copy_(module.bias)
         return ours
 
+    def to_torch(self) -> nn.LayerNorm:
+        """An ``nn.LayerNorm`` with these parameters.
+
+        Example:
+            >>> ours = LayerNorm(5, bias=False)
+            >>> x = torch.randn(2, 5)
+            >>> torch.allclose(ours.to_torch()(x), ours(x), atol=1e-6)
+            True
+        """
+        theirs = nn.LayerNorm(
+            self.d_model, eps=self.eps, bias=self.b is not None,
+            device=self.a.device, dtype=self.a.dtype,
+        )
+        with torch.no_grad():
+            theirs.weight.copy_(self.a)
+            if self.b is not None:
+                theirs.bias.copy_(self.b)
+        return theirs
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, floating=True)
-        if x.dim() == 0 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"x must have d_model={self.d_model} features in its last dimension, "
-                f"got shape {tuple(x.shape)}"
-            )
+        check_input("x", x, self, size=self.d_model, what="d_model")
         return layer_norm(x, self.a, self.b, self.eps)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, eps={self.eps}"
+        return f"d_model={self.d_model}, eps={self.eps}, bias={self.b is not None}"
 
 
 class AddNorm(nn.Module):
     r"""The residual connection and layer norm around a sublayer, pre- or post-norm.
 
     .. math::
-        \text{pre-norm (seed eq. 5.5, default):}\quad
-        \mathbf{x} + \operatorname{Dropout}(\operatorname{Sublayer}(
-        \operatorname{LayerNorm}(\mathbf{x})))
-
-        \text{post-norm (Vaswani et al., 2017):}\quad
+        \text{post-norm (Vaswani et al., 2017; default, as PyTorch):}\quad
         \operatorname{LayerNorm}(\mathbf{x} + \operatorname{Dropout}(
         \operatorname{Sublayer}(\mathbf{x})))
+
+        \text{pre-norm (Aryaman's notes' eq. 5.5, norm_first=True):}\quad
+        \mathbf{x} + \operatorname{Dropout}(\operatorname{Sublayer}(
+        \operatorname{LayerNorm}(\mathbf{x})))
 
     Pre-norm keeps an un-normalised identity path from the input to the output of a
     whole stack, which keeps gradients of the same size in every layer of a deep
@@ -163,8 +204,10 @@ class AddNorm(nn.Module):
     Args:
         d_model: width of the residual stream.
         dropout: dropout on the sublayer's output, before it is added.
-        norm_first: True for pre-norm, False for the paper's post-norm.
+        norm_first: True for pre-norm, False (PyTorch's default) for the paper's
+            post-norm.
         eps: the layer norm's epsilon.
+        bias: the layer norm learns a bias.
 
     Shapes:
         x: ``(B, T, d_model)`` (any ``(..., d_model)``).
@@ -172,33 +215,46 @@ class AddNorm(nn.Module):
         returns: ``(..., d_model)``.
 
     Example:
-        >>> add_norm = AddNorm(4)
+        >>> add_norm = AddNorm(4, norm_first=True)
         >>> x = torch.randn(2, 3, 4)
         >>> torch.equal(add_norm(x, lambda h: torch.zeros_like(h)), x)  # pre-norm
         True
     """
 
     def __init__(
-        self, d_model: int, dropout: float = 0.0, norm_first: bool = True, eps: float = 1e-5
+        self,
+        d_model: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        bias: bool = True,
     ) -> None:
         super().__init__()
-        if not isinstance(norm_first, bool):
-            raise TypeError(f"norm_first must be a bool, got {norm_first!r}")
-        dropout = check_real("dropout", dropout, min_value=0.0, max_value=1.0)
-        if dropout == 1.0:
-            raise ValueError("dropout must be < 1, got 1.0")
-        self.norm_first = norm_first
-        self.norm = LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.norm_first = check_bool("norm_first", norm_first)
+        self.norm = LayerNorm(d_model, eps=eps, bias=bias)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+
+    def _sublayer(
+        self, sublayer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
+    ) -> torch.Tensor:
+        """``sublayer(x)``, which must keep the shape of ``x`` (the residual adds them)."""
+        out = sublayer(x)
+        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(
+                f"sublayer must return a tensor of its input's shape {tuple(x.shape)} "
+                f"(the residual connection adds them), got {got}"
+            )
+        return self.dropout(out)
 
     def forward(
         self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
     ) -> torch.Tensor:
-        if not callable(sublayer):
-            raise TypeError(f"sublayer must be callable, got {type(sublayer).__name__}")
+        check_input("x", x, self, size=self.norm.d_model, what="d_model")
+        check_callable("sublayer", sublayer, signature="sublayer(x)", nargs=1)
         if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))  # (eq-tf-prenorm)
-        return self.norm(x + self.dropout(sublayer(x)))  # (eq-tf-postnorm)
+            return x + self._sublayer(sublayer, self.norm(x))  # (eq-tf-prenorm)
+        return self.norm(x + self._sublayer(sublayer, x))  # (eq-tf-postnorm)
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

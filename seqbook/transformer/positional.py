@@ -18,7 +18,15 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_device,
+    check_int,
+    check_last_dim,
+    check_positive_int,
+    check_probability,
+    check_real,
+    check_tensor,
+)
 
 __all__ = ["positional_encoding", "relative_position_map", "PositionalEncoding"]
 
@@ -29,11 +37,28 @@ def _frequencies(d_model: int, base: float, device=None) -> torch.Tensor:
     return torch.exp(-math.log(base) * two_i / d_model)  # (ceil(D/2),)
 
 
+def _check_dtype(dtype: object) -> torch.dtype:
+    dtype = torch.get_default_dtype() if dtype is None else dtype
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    return dtype
+
+
+def _check_table(
+    max_len: object, d_model: object, base: object, device: object, dtype: object
+) -> tuple[torch.dtype, torch.device | None]:
+    check_positive_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
+    check_real("base", base, min_value=1.0, strict_min=True)
+    return _check_dtype(dtype), check_device("device", device)
+
+
 def positional_encoding(
     max_len: int,
     d_model: int,
     base: float = 10000.0,
     device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     r"""The sinusoidal positional encodings of positions ``0, ..., max_len - 1``.
 
@@ -43,13 +68,14 @@ def positional_encoding(
 
     Here :math:`i` counts column *pairs*, :math:`0 \le i < d_{model}/2`. For an odd
     ``d_model`` the last column is a sine without its cosine partner. The table is
-    computed in float64 and returned as float32.
+    computed in float64 and returned in ``dtype``.
 
     Args:
         max_len: number of positions (>= 1).
         d_model: number of columns (>= 1), the width of the embeddings it is added to.
         base: the 10000 of the formula (> 1); larger bases give slower waves.
         device: where to create the table.
+        dtype: its floating-point dtype (default: torch's default, float32).
 
     Shapes:
         returns: ``(max_len, d_model)``.
@@ -61,16 +87,14 @@ def positional_encoding(
         >>> pe[0]                                   # sin(0) = 0, cos(0) = 1
         tensor([0., 1., 0., 1., 0., 1., 0., 1.])
     """
-    check_positive_int("max_len", max_len)
-    check_positive_int("d_model", d_model)
-    check_real("base", base, min_value=1.0, strict_min=True)
+    dtype, device = _check_table(max_len, d_model, base, device, dtype)
     omega = _frequencies(d_model, base, device)  # (ceil(D/2),)
     pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
     angle = pos[:, None] * omega[None, :]  # (L, ceil(D/2))
     pe = torch.empty(max_len, d_model, dtype=torch.float64, device=device)  # (L, D)
     pe[:, 0::2] = torch.sin(angle)  # (eq-tf-pe-sin)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # (eq-tf-pe-cos)
-    return pe.float()
+    return pe.to(dtype)
 
 
 def relative_position_map(
@@ -78,6 +102,7 @@ def relative_position_map(
     d_model: int,
     base: float = 10000.0,
     device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     r"""The matrix :math:`M_k` with :math:`PE_{pos+k} = M_k PE_{pos}` for every ``pos``.
 
@@ -99,6 +124,7 @@ def relative_position_map(
         d_model: an even number of columns.
         base: as in :func:`positional_encoding`.
         device: where to create the matrix.
+        dtype: its floating-point dtype (default: torch's default, float32).
 
     Shapes:
         returns: ``(d_model, d_model)``; for row vectors, ``PE[pos + k] = PE[pos] @ M.T``.
@@ -116,12 +142,13 @@ def relative_position_map(
             f"d_model must be even for the rotation map (sine/cosine pairs), got {d_model}"
         )
     check_real("base", base, min_value=1.0, strict_min=True)
+    dtype, device = _check_dtype(dtype), check_device("device", device)
     angle = _frequencies(d_model, base, device) * offset  # (D/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)  # (D/2,)
     blocks = torch.stack(
         [torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)], -2
     )  # (D/2, 2, 2)
-    return torch.block_diag(*blocks).float()  # (D, D)  (eq-tf-pe-rotation)
+    return torch.block_diag(*blocks).to(dtype)  # (D, D)  (eq-tf-pe-rotation)
 
 
 class PositionalEncoding(nn.Module):
@@ -130,9 +157,10 @@ class PositionalEncoding(nn.Module):
     .. math::
         \mathbf{x}'_t = \operatorname{Dropout}(\mathbf{x}_t + PE_t)
 
-    The table is precomputed for ``max_len`` positions (a non-trainable buffer, moved
-    with the module between devices); a longer input raises a ``ValueError`` instead
-    of being silently truncated.
+    The table is precomputed in float64 for ``max_len`` positions (a non-trainable
+    buffer, moved with the module between devices) and added in the input's dtype, so
+    float64 input gets float64-accurate positions; a longer input raises a
+    ``ValueError`` instead of being silently truncated.
 
     Args:
         d_model: width of the embeddings.
@@ -159,26 +187,23 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.max_len = check_positive_int("max_len", max_len)
-        dropout = check_real("dropout", dropout, min_value=0.0, max_value=1.0)
-        if dropout == 1.0:
-            raise ValueError("dropout must be < 1, got 1.0")
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", positional_encoding(max_len, d_model, base), persistent=False)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        table = positional_encoding(max_len, d_model, base, dtype=torch.float64)  # (L, D)
+        self.register_buffer("pe", table, persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _check_input(self, x: object) -> None:
         check_tensor("x", x, ndim=3, floating=True)
-        B, T, D = x.shape
-        if D != self.d_model:
+        assert isinstance(x, torch.Tensor)
+        check_last_dim("x", x, self.d_model, what="d_model")
+        if x.shape[1] > self.max_len:
             raise ValueError(
-                f"x must have d_model={self.d_model} features in its last dimension, "
-                f"got shape {tuple(x.shape)}"
-            )
-        if T > self.max_len:
-            raise ValueError(
-                f"x has {T} positions but the positional encoding was built for "
+                f"x has {x.shape[1]} positions but the positional encoding was built for "
                 f"max_len={self.max_len}; build it with a larger max_len"
             )
-        return self.dropout(x + self.pe[:T].to(x.dtype))  # (B, T, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
+        return self.dropout(x + self.pe[: x.shape[1]].to(x.dtype))  # (B, T, d_model)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
