@@ -221,7 +221,7 @@ def test_cached_self_attention_bad_input():
     x = torch.randn(2, 3, 16)
     with pytest.raises(TypeError, match="attention must be a seqbook.attention.MultiHeadAttention"):
         cached_self_attention(nn.Linear(16, 16), x, cache, 0)
-    with pytest.raises(ValueError, match="x must have d_model = 16 features"):
+    with pytest.raises(ValueError, match="x must have d_model=16 features"):
         cached_self_attention(attention, torch.randn(2, 3, 8), cache, 0)
     with pytest.raises(ValueError, match="layer must be < the cache's 2 layers, got 2"):
         cached_self_attention(attention, x, cache, 2)

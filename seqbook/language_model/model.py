@@ -147,7 +147,8 @@ class TransformerLM(nn.Module):
         self._check_ids(ids, P)
         T = ids.shape[1]
         x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)
-        x = self.positional.dropout(x + self.positional.pe[P : P + T])  # positions P..P+T-1
+        pe = self.positional.pe[P : P + T].to(x.dtype)  # positions P..P+T-1
+        x = self.positional.dropout(x + pe)
         for layer, block in enumerate(self.blocks):
             attend = partial(cached_self_attention, block.self_attention, cache=cache, layer=layer)
             x = block.add_norm_1(x, attend)  # (B, T, d_model)
