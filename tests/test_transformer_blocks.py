@@ -77,8 +77,15 @@ OPTIONS = [
 ]
 
 
+def option_id(options: dict) -> str:
+    """A test id that is the same in every process (no object addresses in it)."""
+    def name(value: object) -> str:
+        return getattr(value, "__name__", None) or repr(value)
+    return ", ".join(f"{k}={name(v)}" for k, v in options.items()) or "defaults"
+
+
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
-@pytest.mark.parametrize("options", OPTIONS, ids=[str(o) for o in OPTIONS])
+@pytest.mark.parametrize("options", OPTIONS, ids=[option_id(o) for o in OPTIONS])
 def test_float64_equals_torch_with_every_option_and_every_mask(options):
     torch_enc, torch_dec = torch_layers(**options)
     enc, dec = EncoderBlock.from_torch(torch_enc).eval(), DecoderBlock.from_torch(torch_dec).eval()
@@ -109,7 +116,7 @@ def test_float64_equals_torch_with_every_option_and_every_mask(options):
         assert torch.allclose(got, expected, atol=1e-12, rtol=0), kwargs
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=[str(o) for o in OPTIONS])
+@pytest.mark.parametrize("options", OPTIONS, ids=[option_id(o) for o in OPTIONS])
 def test_to_torch_round_trip(options):
     torch.manual_seed(4)
     enc = randomise(EncoderBlock(12, 3, 20, dropout=0.0, **options)).double().eval()
