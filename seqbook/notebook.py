@@ -200,7 +200,6 @@ def show_source(
     shown = [lines[i] for i in keep[begin : end + 1]]
     code = textwrap.dedent("\n".join(shown)).strip("\n")
 
-    qualname = f"{module.__name__}.{target.__qualname__}"
     path = module.__name__.replace(".", "/") + ".py"
     if getattr(module, "__file__", "").endswith("__init__.py"):
         path = module.__name__.replace(".", "/") + "/__init__.py"

@@ -1,7 +1,11 @@
 """The shared argument checks of seqbook._checks: each names the argument and what was expected."""
 
-import pytest, torch
-from seqbook._checks import check_probability, check_same_dtype, check_token_ids, check_last_dim
+import pytest
+import torch
+
+from seqbook._checks import check_last_dim, check_probability, check_same_dtype, check_token_ids
+
+
 def test_new_checks():
     assert check_probability("dropout", 0.5) == 0.5
     for bad in (1.0, -0.1, 1.5):

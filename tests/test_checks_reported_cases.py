@@ -10,8 +10,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook.attention import AdditiveAttention, AttentionPooling, MultiHeadAttention
-from seqbook.attention import scaled_dot_product_attention
+from seqbook.attention import (
+    AdditiveAttention,
+    AttentionPooling,
+    MultiHeadAttention,
+    scaled_dot_product_attention,
+)
 from seqbook.data import number_translation
 from seqbook.decoding import beam_search, exhaustive_search, greedy_search, reorder_state
 from seqbook.losses import label_smoothing_loss

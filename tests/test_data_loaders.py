@@ -4,9 +4,13 @@ import pytest
 import torch
 
 from seqbook.data import (
-    SURNAME_LOCALES, mnist5k, number_translation, python_source_corpus, spell_number, surnames,
+    SURNAME_LOCALES,
+    mnist5k,
+    number_translation,
+    python_source_corpus,
+    spell_number,
+    surnames,
 )
-
 
 # --- number words (num2words) ---------------------------------------------------------
 

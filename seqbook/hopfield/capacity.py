@@ -24,7 +24,14 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_choice, check_int, check_patterns, check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
+    check_real,
+    check_tensor,
+)
 from seqbook.hopfield.classical import _order, async_relax, hebbian_weights
 from seqbook.hopfield.dense import dense_async_sweep
 from seqbook.hopfield.modern import modern_update

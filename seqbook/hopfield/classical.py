@@ -15,7 +15,6 @@ of ``W``, as in the book's equations (Hebbian weights are symmetric anyway).
 
 from __future__ import annotations
 
-
 import torch
 
 from seqbook._checks import (

@@ -19,6 +19,7 @@ itself overflows (to ``-inf``) once an overlap exceeds about 709, and
 from __future__ import annotations
 
 import math
+
 import torch
 
 from seqbook._checks import (

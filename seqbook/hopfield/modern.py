@@ -21,6 +21,7 @@ procedure step, so the energy never increases along it.
 from __future__ import annotations
 
 import math
+
 import torch
 
 from seqbook._checks import (
