@@ -11,8 +11,13 @@ def test_new_checks():
     for bad in (1.0, -0.1, 1.5):
         with pytest.raises(ValueError, match="dropout"):
             check_probability("dropout", bad)
-    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's parameters have dtype torch.float32"):
-        check_same_dtype("x", torch.zeros(2, dtype=torch.float64), torch.float32, of="the module's parameters")
+    with pytest.raises(
+        TypeError,
+        match=r"x has dtype torch.float64 but the module's parameters have dtype torch.float32",
+    ):
+        check_same_dtype(
+            "x", torch.zeros(2, dtype=torch.float64), torch.float32, of="the module's parameters"
+        )
     ids = torch.tensor([[0, 4]])
     assert check_token_ids("src", ids, 5) is ids
     with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 4\)"):
