@@ -117,7 +117,8 @@ def dot_product_attention_materialized() -> Comparison:
 
     with torch.no_grad():
         return compare(
-            "scaled dot-product attention, same sizes (F.scaled_dot_product_attention, math backend)",
+            "scaled dot-product attention, same sizes "
+            "(F.scaled_dot_product_attention, math backend)",
             lambda: scaled_dot_product_attention(Q, K, V), math_backend,
         )
 

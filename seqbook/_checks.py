@@ -327,7 +327,8 @@ def check_spin_states(name: str, value: Any, patterns: torch.Tensor) -> torch.Te
     value = check_tensor(name, value, floating=True)
     if value.dim() < 2 or value.shape[-1] != patterns.shape[-1]:
         raise ValueError(
-            f"{name} must have shape (..., B, d) with d = {patterns.shape[-1]}, got shape {tuple(value.shape)}"
+            f"{name} must have shape (..., B, d) with d = {patterns.shape[-1]}, "
+            f"got shape {tuple(value.shape)}"
         )
     check_same_dtype(name, value, patterns.dtype, of="the stored patterns (or weights)")
     check_spins(name, value)
@@ -335,7 +336,8 @@ def check_spin_states(name: str, value: Any, patterns: torch.Tensor) -> torch.Te
 
 
 def check_spin_network(xi: Any, W: Any, U: Any) -> None:
-    """Check a classical network's states ``(..., B, d)``, weights ``(..., d, d)``, thresholds ``(..., d)``."""
+    """Check a classical network's states ``(..., B, d)``, weights ``(..., d, d)``, thresholds
+    ``(..., d)``."""
     W = check_tensor("W", W, floating=True)
     if W.dim() < 2 or W.shape[-1] != W.shape[-2]:
         raise ValueError(f"W must be square, of shape (..., d, d), got shape {tuple(W.shape)}")
@@ -354,6 +356,7 @@ def check_spin_order(order: Any, d: int) -> torch.Tensor:
         raise TypeError("order must hold integer spin indices, got dtype torch.bool")
     if order.numel() and (int(order.min()) < 0 or int(order.max()) >= d):
         raise ValueError(
-            f"order must hold spin indices in [0, {d}), got indices from {int(order.min())} to {int(order.max())}"
+            f"order must hold spin indices in [0, {d}), "
+            f"got indices from {int(order.min())} to {int(order.max())}"
         )
     return order

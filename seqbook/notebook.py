@@ -37,7 +37,11 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     Example:
         >>> glue("answer", 42)
     """
-    if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
+    if (
+        not isinstance(name, str)
+        or not name
+        or not name.replace("_", "").replace("-", "").isalnum()
+    ):
         raise ValueError(f"name must be a non-empty identifier-like str, got {name!r}")
     value = _plain(value)
     try:
@@ -178,10 +182,14 @@ def show_source(
         obj = obj.fget
     target = inspect.unwrap(obj)
     module = inspect.getmodule(target)
-    if module is None or not (module.__name__ == "seqbook" or module.__name__.startswith("seqbook.")):
+    if module is None or not (
+        module.__name__ == "seqbook" or module.__name__.startswith("seqbook.")
+    ):
         raise ValueError(f"obj must be defined in the seqbook package, got {obj!r}")
     if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
-        raise TypeError(f"obj must be a function, method, property or class, got {type(obj).__name__}")
+        raise TypeError(
+            f"obj must be a function, method, property or class, got {type(obj).__name__}"
+        )
     if start is not None and not isinstance(start, str):
         raise TypeError(f"start must be a str or None, got {type(start).__name__}")
     if stop is not None and not isinstance(stop, str):
@@ -200,7 +208,6 @@ def show_source(
     shown = [lines[i] for i in keep[begin : end + 1]]
     code = textwrap.dedent("\n".join(shown)).strip("\n")
 
-    qualname = f"{module.__name__}.{target.__qualname__}"
     path = module.__name__.replace(".", "/") + ".py"
     if getattr(module, "__file__", "").endswith("__init__.py"):
         path = module.__name__.replace(".", "/") + "/__init__.py"
@@ -265,7 +272,9 @@ def _find(lines: list[str], keep: list[int], text: str, begin: int, name: str, o
     for position in range(begin, len(keep)):
         if text in lines[keep[position]]:
             return position
-    raise ValueError(f"{name}={text!r} is not in the source of {getattr(obj, '__qualname__', obj)!r}")
+    raise ValueError(
+        f"{name}={text!r} is not in the source of {getattr(obj, '__qualname__', obj)!r}"
+    )
 
 
 def _longest_backtick_run(text: str) -> int:

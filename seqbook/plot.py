@@ -110,11 +110,15 @@ def heatmap(
     try:  # with an entry of the matrix's own dtype: "d" formats ints, not floats
         format(matrix.flat[0] if matrix.size else 1.0, fmt)
     except ValueError:
-        raise ValueError(f"fmt must be a format spec for numbers such as '.2f', got {fmt!r}") from None
+        raise ValueError(
+            f"fmt must be a format spec for numbers such as '.2f', got {fmt!r}"
+        ) from None
     for flag, value in (("colorbar", colorbar), ("annotate", annotate)):
         check_bool(flag, value)
     rows, cols = matrix.shape
-    for name, labels, size in (("xticklabels", xticklabels, cols), ("yticklabels", yticklabels, rows)):
+    for name, labels, size in (
+        ("xticklabels", xticklabels, cols), ("yticklabels", yticklabels, rows)
+    ):
         if labels is not None and (isinstance(labels, str) or not hasattr(labels, "__len__")):
             raise TypeError(f"{name} must be a list of labels, got {labels!r}")
         if labels is not None and len(labels) != size:

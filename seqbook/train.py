@@ -52,7 +52,9 @@ def _check_fit_arguments(
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     check_callable("loss_fn", loss_fn, signature="loss_fn(model, batch)", nargs=2)
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     epochs = check_positive_int("epochs", epochs)
     if clip is not None:
         clip = check_real("clip", clip, min_value=0.0, strict_min=True)
@@ -143,7 +145,11 @@ def fit(
                 if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
                     raise TypeError(
                         f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
-                        + (f" of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else "")
+                        + (
+                            f" of shape {tuple(loss.shape)}"
+                            if isinstance(loss, torch.Tensor)
+                            else ""
+                        )
                     )
                 if not torch.isfinite(loss):
                     raise FloatingPointError(

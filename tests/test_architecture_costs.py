@@ -8,8 +8,15 @@ from torch import nn
 
 from seqbook.attention import MultiHeadAttention
 from seqbook.costs import (
-    CausalConvolution, SelfAttentionLayer, attention_stack, convolution_stack,
-    count_flops, count_operations, cpu_seconds, path_length, power_law_exponent,
+    CausalConvolution,
+    SelfAttentionLayer,
+    attention_stack,
+    convolution_stack,
+    count_flops,
+    count_operations,
+    cpu_seconds,
+    path_length,
+    power_law_exponent,
 )
 from seqbook.recurrent import RNN
 

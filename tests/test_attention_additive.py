@@ -17,7 +17,9 @@ def test_scores_follow_the_formula():
     W_q, W_k, w_v = attention.W_q.weight, attention.W_k.weight, attention.w_v.weight[0]
     for b in range(2):
         for i in range(4):
-            e = torch.stack([w_v @ torch.tanh(W_q @ queries[b, i] + W_k @ keys[b, j]) for j in range(6)])
+            e = torch.stack(
+                [w_v @ torch.tanh(W_q @ queries[b, i] + W_k @ keys[b, j]) for j in range(6)]
+            )
             assert torch.allclose(weights[b, i], torch.softmax(e, 0), atol=1e-6)
     assert torch.allclose(context, weights @ values, atol=1e-6)
     assert torch.allclose(weights.sum(-1), torch.ones(2, 4), atol=1e-6)
@@ -37,7 +39,9 @@ def test_single_query_per_sequence_and_padding_mask():
     changed[1, 3:] = 100.0
     keys_changed = keys.clone()
     keys_changed[1, 3:] = -50.0
-    assert torch.allclose(attention(queries, keys_changed, changed, mask)[0], full_context, atol=1e-6)
+    assert torch.allclose(
+        attention(queries, keys_changed, changed, mask)[0], full_context, atol=1e-6
+    )
 
 
 def test_three_d_mask_and_fully_masked_query():
@@ -59,7 +63,9 @@ def test_gradients_reach_all_parameters():
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in attention.parameters())
 
 
-@pytest.mark.parametrize("args, error", [((0, 2, 2), ValueError), ((2, 2.5, 2), TypeError), ((2, 2, -1), ValueError)])
+@pytest.mark.parametrize(
+    "args, error", [((0, 2, 2), ValueError), ((2, 2.5, 2), TypeError), ((2, 2, -1), ValueError)]
+)
 def test_bad_sizes(args, error):
     with pytest.raises(error):
         AdditiveAttention(*args)
@@ -89,7 +95,8 @@ def test_float64_follows_the_formula_to_float64_accuracy():
     torch.manual_seed(5)
     attention = AdditiveAttention(3, 5, 7).double()
     queries = torch.randn(2, 4, 3, dtype=torch.float64)
-    keys, values = torch.randn(2, 6, 5, dtype=torch.float64), torch.randn(2, 6, 2, dtype=torch.float64)
+    keys = torch.randn(2, 6, 5, dtype=torch.float64)
+    values = torch.randn(2, 6, 2, dtype=torch.float64)
     mask = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])
     context, weights = attention(queries, keys, values, mask)
     W_q, W_k, w_v = attention.W_q.weight, attention.W_k.weight, attention.w_v.weight[0]
@@ -98,5 +105,7 @@ def test_float64_follows_the_formula_to_float64_accuracy():
     assert context.dtype == torch.float64
     assert torch.allclose(weights, expected, atol=1e-15, rtol=1e-13)
     assert torch.allclose(context, expected @ values, atol=1e-15, rtol=1e-13)
-    with pytest.raises(TypeError, match="values has dtype torch.float32 but keys have dtype torch.float64"):
+    with pytest.raises(
+        TypeError, match="values has dtype torch.float32 but keys have dtype torch.float64"
+    ):
         attention(queries, keys, values.float())

@@ -33,7 +33,9 @@ def test_causal_and_padding_masks_broadcast():
     assert (weights[1, :, :, 4:] == 0).all()
     assert (weights.triu(1) == 0).all()
     is_causal = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
-    assert torch.allclose(scaled_dot_product_attention(Q, K, V, causal_mask(6))[0], is_causal, atol=1e-6)
+    assert torch.allclose(
+        scaled_dot_product_attention(Q, K, V, causal_mask(6))[0], is_causal, atol=1e-6
+    )
 
 
 def test_weights_are_convex_and_fully_masked_rows_are_zero():

@@ -89,7 +89,9 @@ def test_causal_mask():
     ]
 
 
-@pytest.mark.parametrize("args, error", [((0,), ValueError), ((2, 0), ValueError), ((2.0,), TypeError)])
+@pytest.mark.parametrize(
+    "args, error", [((0,), ValueError), ((2, 0), ValueError), ((2.0,), TypeError)]
+)
 def test_causal_mask_rejects_bad_sizes(args, error):
     with pytest.raises(error, match="T_"):
         causal_mask(*args)

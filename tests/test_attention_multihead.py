@@ -88,7 +88,9 @@ def test_float64_equals_torch_with_float_masks_kdim_vdim_and_per_head_masks():
         assert torch.allclose(weights, expected_weights, atol=1e-12, rtol=0), kwargs
 
 
-@pytest.mark.parametrize("kdim, vdim, bias", [(None, None, True), (None, None, False), (5, 3, True)])
+@pytest.mark.parametrize(
+    "kdim, vdim, bias", [(None, None, True), (None, None, False), (5, 3, True)]
+)
 def test_to_torch_round_trip(kdim, vdim, bias):
     torch.manual_seed(4)
     ours = MultiHeadAttention(8, 2, 0.0, bias, kdim=kdim, vdim=vdim).double().eval()
@@ -157,7 +159,9 @@ def test_heads_are_scaled_dot_product_attention_of_the_projections():
 
 def test_parameter_count_equals_torch():
     reference, ours = torch_twin()
-    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in reference.parameters())
+    assert sum(p.numel() for p in ours.parameters()) == sum(
+        p.numel() for p in reference.parameters()
+    )
 
 
 def test_dropout_only_in_training():

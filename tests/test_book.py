@@ -185,7 +185,9 @@ def test_every_implements_sentence_is_followed_by_the_shown_source(chapter):
             ]
             if not following or "show_source(" not in following[0].source:
                 missing.append(sentence[:120])
-    assert not missing, "these sentences are not followed by show_source(...):\n" + "\n".join(missing)
+    assert not missing, (
+        "these sentences are not followed by show_source(...):\n" + "\n".join(missing)
+    )
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)

@@ -225,7 +225,8 @@ def cases() -> list[Case]:
         beam_size=2, length_penalty=0.5)
     add("EncoderDecoder.step_function", s2s.step_function, src=src, src_lengths=src_lengths)
     add("masked_cross_entropy", seq2seq.masked_cross_entropy, logits=_rand(2, 3, 5),
-        targets=torch.tensor([[1, 2, 0], [3, 4, 4]]), mask=torch.tensor([[1, 1, 0], [1, 1, 1]]).bool())
+        targets=torch.tensor([[1, 2, 0], [3, 4, 4]]),
+        mask=torch.tensor([[1, 1, 0], [1, 1, 1]]).bool())
     add("PieceTokenizer", seq2seq.PieceTokenizer, pieces=["vier", "und", "zwanzig"])
     tokenizer = seq2seq.PieceTokenizer(["vier", "und", "zwanzig"])
     add("PieceTokenizer.tokenize", tokenizer.tokenize, text="vierundzwanzig")
@@ -385,7 +386,9 @@ def _names_the_argument(message: str, arg: str) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("case, arg, label, bad", [p[1:] for p in PARAMS], ids=[p[0] for p in PARAMS])
+@pytest.mark.parametrize(
+    "case, arg, label, bad", [p[1:] for p in PARAMS], ids=[p[0] for p in PARAMS]
+)
 def test_bad_input_fails_loudly_and_names_the_argument(case, arg, label, bad):
     kwargs = dict(case.kwargs, **{arg: bad})
     try:

@@ -10,8 +10,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook.attention import AdditiveAttention, AttentionPooling, MultiHeadAttention
-from seqbook.attention import scaled_dot_product_attention
+from seqbook.attention import (
+    AdditiveAttention,
+    AttentionPooling,
+    MultiHeadAttention,
+    scaled_dot_product_attention,
+)
 from seqbook.data import number_translation
 from seqbook.decoding import beam_search, exhaustive_search, greedy_search, reorder_state
 from seqbook.losses import label_smoothing_loss
@@ -105,7 +109,9 @@ def table_step(prefixes, state):
     lambda step, eos: exhaustive_search(step, bos=3, eos=eos, max_len=4),
 ], ids=["greedy", "beam", "exhaustive"])
 def test_searches_check_eos_and_the_step_functions_output(search):
-    with pytest.raises(ValueError, match=r"eos must be one of the step function's token ids \[0, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"eos must be one of the step function's token ids \[0, 3\)"
+    ):
         search(table_step, 5)  # greedy returned max_len tokens, the others an IndexError
     nan_step = lambda p, s: (table_step(p, s)[0] * float("nan"), None)  # noqa: E731
     with pytest.raises(ValueError, match="NaN log-probabilities"):

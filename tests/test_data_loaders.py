@@ -4,9 +4,13 @@ import pytest
 import torch
 
 from seqbook.data import (
-    SURNAME_LOCALES, mnist5k, number_translation, python_source_corpus, spell_number, surnames,
+    SURNAME_LOCALES,
+    mnist5k,
+    number_translation,
+    python_source_corpus,
+    spell_number,
+    surnames,
 )
-
 
 # --- number words (num2words) ---------------------------------------------------------
 
@@ -43,7 +47,8 @@ def test_number_translation_is_seeded_and_sized():
         ({"max_number": -1}, ValueError, "max_number"),
         ({"num_valid": -5}, ValueError, "num_valid"),
         ({"num_train": 0}, ValueError, "num_train"),
-        ({"max_number": 9, "num_valid": 5, "num_test": 5}, ValueError, "num_valid \\+ num_test must leave at least one"),
+        ({"max_number": 9, "num_valid": 5, "num_test": 5}, ValueError,
+         "num_valid \\+ num_test must leave at least one"),
         ({"max_number": 99, "num_train": 200}, ValueError, "max_number \\+ 1"),
         ({"seed": 0.5}, TypeError, "seed"),
     ],

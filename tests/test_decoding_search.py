@@ -23,7 +23,9 @@ def slide_step(prefixes, state):
     N, K, t = prefixes.shape
     step = min(t - 1, 3)
     after_ac = (
-        (prefixes[..., 1] == A) & (prefixes[..., 2] == C) if t >= 3 else torch.zeros(N, K, dtype=torch.bool)
+        (prefixes[..., 1] == A) & (prefixes[..., 2] == C)
+        if t >= 3
+        else torch.zeros(N, K, dtype=torch.bool)
     )
     probs = torch.where(after_ac.unsqueeze(-1), TABLE_BETTER[:, step], TABLE_GREEDY[:, step])
     return probs.log(), None
@@ -78,7 +80,9 @@ def test_greedy_equals_beam_of_size_one(seed):
 def test_wide_beam_finds_the_exhaustive_optimum(alpha):
     step = random_markov(3, 4, 1)
     exact = exhaustive_search(step, bos=4, eos=EOS, max_len=4, length_penalty=alpha, batch_size=3)
-    wide = beam_search(step, bos=4, eos=EOS, beam_size=3**4, max_len=4, length_penalty=alpha, batch_size=3)
+    wide = beam_search(
+        step, bos=4, eos=EOS, beam_size=3**4, max_len=4, length_penalty=alpha, batch_size=3
+    )
     assert torch.allclose(exact.score, wide.score, atol=1e-6)
     # and the exhaustive optimum is the best of a brute-force enumeration
     for n in range(3):
@@ -99,7 +103,9 @@ def test_wide_beam_finds_the_exhaustive_optimum(alpha):
 def test_batched_beam_equals_one_sentence_at_a_time():
     N = 6
     step = random_markov(N, 9, 2)
-    batched = beam_search(step, bos=9, eos=EOS, beam_size=3, max_len=8, length_penalty=0.5, batch_size=N)
+    batched = beam_search(
+        step, bos=9, eos=EOS, beam_size=3, max_len=8, length_penalty=0.5, batch_size=N
+    )
     for n in range(N):
 
         def one(prefixes, state, n=n):
@@ -117,7 +123,9 @@ def test_state_is_reordered_with_the_beams():
 
     def stateful(prefixes, state):
         N, K, t = prefixes.shape
-        total = torch.zeros(N, K, dtype=torch.long) if state is None else state + prefixes[..., -1] * t
+        total = (
+            torch.zeros(N, K, dtype=torch.long) if state is None else state + prefixes[..., -1] * t
+        )
         expected = (prefixes * torch.arange(1, t + 1)).sum(-1) - prefixes[..., 0]
         assert torch.equal(total, expected), "the state does not follow its prefix"
         lp, _ = stateless(prefixes, None)
@@ -142,7 +150,9 @@ def test_length_penalty_favours_longer_outputs():
     # <eos> first has p = 0.4; a long sentence has higher per-token probability
     def step(prefixes, state):
         N, K, t = prefixes.shape
-        probs = torch.tensor([0.6, 0.0, 0.0, 0.4]) if t < 5 else torch.tensor([0.01, 0.0, 0.0, 0.99])
+        probs = (
+            torch.tensor([0.6, 0.0, 0.0, 0.4]) if t < 5 else torch.tensor([0.01, 0.0, 0.0, 0.99])
+        )
         return probs.log().expand(N, K, 4), None
 
     plain = beam_search(step, BOS, EOS, beam_size=2, max_len=6)
@@ -208,8 +218,12 @@ def test_beam_search_on_gpu():
 
 SEARCHES = {
     "greedy": lambda step, **kw: greedy_search(step, BOS, kw.pop("eos", EOS), max_len=3, **kw),
-    "beam": lambda step, **kw: beam_search(step, BOS, kw.pop("eos", EOS), beam_size=2, max_len=3, **kw),
-    "exhaustive": lambda step, **kw: exhaustive_search(step, BOS, kw.pop("eos", EOS), max_len=3, **kw),
+    "beam": lambda step, **kw: beam_search(
+        step, BOS, kw.pop("eos", EOS), beam_size=2, max_len=3, **kw
+    ),
+    "exhaustive": lambda step, **kw: exhaustive_search(
+        step, BOS, kw.pop("eos", EOS), max_len=3, **kw
+    ),
 }
 
 
@@ -217,7 +231,10 @@ SEARCHES = {
 def test_eos_outside_the_vocabulary_is_refused(search):
     # V = 4 (A B C <eos>): eos = 5 and 7 are not columns of the step function's output
     for eos in (5, 7):
-        with pytest.raises(ValueError, match=rf"eos must be one of the step function's token ids \[0, 4\).*eos={eos}"):
+        with pytest.raises(
+            ValueError,
+            match=rf"eos must be one of the step function's token ids \[0, 4\).*eos={eos}",
+        ):
             SEARCHES[search](slide_step, eos=eos)
 
 
@@ -228,7 +245,10 @@ def test_eos_outside_the_vocabulary_is_refused(search):
         (lambda lp: torch.full_like(lp, float("nan")), "NaN log-probabilities at step 1"),
         (lambda lp: lp.exp(), r"log-probabilities \(<= 0\).*probabilities or logits"),
         (lambda lp: lp + 3.0, r"log-probabilities \(<= 0\), got values up to"),
-        (lambda lp: torch.where(lp > -1, torch.inf, lp), r"log-probabilities \(<= 0\), got values up to inf"),
+        (
+            lambda lp: torch.where(lp > -1, torch.inf, lp),
+            r"log-probabilities \(<= 0\), got values up to inf",
+        ),
     ],
     ids=["nan", "probabilities", "logits", "plus-inf"],
 )

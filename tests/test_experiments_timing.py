@@ -15,7 +15,12 @@ def one_thread():
     yield
     torch.set_num_threads(threads)
 
-from seqbook.experiments import count_flops, fastest_cpu_times, forward_backward, forward_backward_ms
+from seqbook.experiments import (
+    count_flops,
+    fastest_cpu_times,
+    forward_backward,
+    forward_backward_ms,
+)
 
 
 @pytest.mark.slow  # the flop counter's first use takes seconds (it loads its rules)

@@ -60,7 +60,9 @@ def test_overloaded_classical_memory_fails_and_dense_ones_do_not():
 
 
 def test_capacity_curve_and_its_transition():
-    curve = capacity_curve("classical", 100, [5, 10, 20, 30, 40], num_trials=4, num_queries=5, generator=_gen())
+    curve = capacity_curve(
+        "classical", 100, [5, 10, 20, 30, 40], num_trials=4, num_queries=5, generator=_gen()
+    )
     assert curve.errors.shape == (5, 4, 5)
     assert curve.fraction.shape == (5, 4)
     assert torch.allclose(curve.load, torch.tensor([0.05, 0.1, 0.2, 0.3, 0.4], dtype=torch.float64))
@@ -91,7 +93,9 @@ def test_bad_input_is_rejected():
         retrieved_fraction("boltzmann", X)
     with pytest.raises(ValueError, match="tolerance must be <= 1.0"):
         retrieved_fraction("classical", X, tolerance=2.0)
-    with pytest.raises(ValueError, match="num_queries must be at most the number of patterns \\(4\\)"):
+    with pytest.raises(
+        ValueError, match="num_queries must be at most the number of patterns \\(4\\)"
+    ):
         retrieval_errors("classical", X, num_queries=5)
     with pytest.raises(ValueError, match="beta must be > 0"):
         retrieval_errors("modern", X, beta=0.0)
@@ -103,5 +107,7 @@ def test_bad_input_is_rejected():
         bit_errors(torch.ones(3), torch.ones(4))
     with pytest.raises(ValueError, match="num_patterns must list at least one"):
         capacity_curve("classical", 10, [])
-    with pytest.raises(ValueError, match="num_queries must be at most the smallest number of patterns"):
+    with pytest.raises(
+        ValueError, match="num_queries must be at most the smallest number of patterns"
+    ):
         capacity_curve("classical", 10, [2, 5], num_queries=3)

@@ -60,7 +60,9 @@ def test_nested_loads_query_the_same_patterns_of_one_growing_network():
     assert torch.equal(nested, bit_errors(final, X[:, :5]))
     with pytest.raises(ValueError, match="increasing list"):
         nested_retrieval_errors(100, [8, 4], 1, 2)
-    with pytest.raises(ValueError, match="num_queries must be at most the smallest number of patterns"):
+    with pytest.raises(
+        ValueError, match="num_queries must be at most the smallest number of patterns"
+    ):
         nested_retrieval_errors(100, [4, 8], 1, 5)
 
 
@@ -69,8 +71,11 @@ def test_the_script_writes_a_table_that_loads(tmp_path):
     sweep = load_sweep(out)
     assert sweep.dims == [50, 100]
     assert sweep.retrieved[100].shape == (4, len(sweep.loads[100]))
-    assert np.array_equal(sweep.retrieved[100].sum(0), sweep.by_tolerance[100][TOLERANCES.index(0.05)])
-    assert (sweep.by_tolerance[100][0] <= sweep.by_tolerance[100][2]).all()  # looser tolerance, more
+    assert np.array_equal(
+        sweep.retrieved[100].sum(0), sweep.by_tolerance[100][TOLERANCES.index(0.05)]
+    )
+    # looser tolerance, more
+    assert (sweep.by_tolerance[100][0] <= sweep.by_tolerance[100][2]).all()
     # rerunning one dimension replaces its entry and keeps the others
     main(["--smoke", "--threads", "1", "--out", str(out), "--dims", "50"])
     assert load_sweep(out).dims == [50, 100]

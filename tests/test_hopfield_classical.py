@@ -3,7 +3,14 @@
 import pytest
 import torch
 
-from seqbook.hopfield import ClassicalHopfield, async_relax, async_sweep, hebbian_weights, random_patterns, sync_step
+from seqbook.hopfield import (
+    ClassicalHopfield,
+    async_relax,
+    async_sweep,
+    hebbian_weights,
+    random_patterns,
+    sync_step,
+)
 
 
 def _gen(seed=0):

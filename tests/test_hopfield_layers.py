@@ -32,7 +32,10 @@ def _layer(config=None, **sizes):
 
 def _inputs(B=2, S=4, N=7, d_r=6, d_y=5, seed=1):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(B, S, d_r, generator=g, dtype=D), torch.randn(B, N, d_y, generator=g, dtype=D)
+    return (
+        torch.randn(B, S, d_r, generator=g, dtype=D),
+        torch.randn(B, N, d_y, generator=g, dtype=D),
+    )
 
 
 def _heads_formula(layer, R, Y, P=None, steps=0):
@@ -159,15 +162,21 @@ def test_layer_norms_on_state_stored_and_projected_patterns(affine):
     P = torch.randn(2, 7, 4, dtype=D)
 
     def ln(x, norm):
-        return F.layer_norm(x, x.shape[-1:], norm.weight if affine else None, norm.bias if affine else None)
+        return F.layer_norm(
+            x, x.shape[-1:], norm.weight if affine else None, norm.bias if affine else None
+        )
 
-    expected = _heads_formula(layer, ln(R, layer.norm_state), ln(Y, layer.norm_stored), ln(P, layer.norm_projection))
+    expected = _heads_formula(
+        layer, ln(R, layer.norm_state), ln(Y, layer.norm_stored), ln(P, layer.norm_projection)
+    )
     assert torch.allclose(layer(R, Y, P), expected, atol=1e-12)
     assert (sum(p.numel() for p in layer.parameters()) > 6 * 8 + 5 * 8 + 4 * 3) == affine
 
 
 def test_layer_norm_in_the_hopfield_space():
-    layer = _layer(HopfieldConfig(normalize_hopfield_space=True, normalize_hopfield_space_affine=True))
+    layer = _layer(
+        HopfieldConfig(normalize_hopfield_space=True, normalize_hopfield_space_affine=True)
+    )
     with torch.no_grad():
         layer.norm_hopfield.weight.uniform_(0.5, 2.0)
         layer.norm_hopfield.bias.normal_()
@@ -186,7 +195,9 @@ def test_layer_norm_in_the_hopfield_space():
 
 @pytest.mark.parametrize("steps", [1, 3])
 def test_update_steps_are_modern_hopfield_updates_in_key_space(steps):
-    layer = _layer(HopfieldConfig(beta=0.5, update_steps_max=steps, update_steps_eps=1e-300, num_heads=2))
+    layer = _layer(
+        HopfieldConfig(beta=0.5, update_steps_max=steps, update_steps_eps=1e-300, num_heads=2)
+    )
     R, Y = _inputs()
     assert torch.allclose(layer(R, Y), _heads_formula(layer, R, Y, steps=steps), atol=1e-12)
     # the same, with the package's continuous Hopfield network: K's rows are the memory
@@ -310,7 +321,9 @@ def test_pooling_is_permutation_invariant_and_respects_the_mask():
 
 def test_pooling_is_a_hopfield_layer_with_a_learned_static_state_pattern():
     torch.manual_seed(0)
-    pool = HopfieldPooling(input_size=5, hidden_size=4, config=HopfieldConfig(num_heads=2, beta=0.7)).to(D)
+    pool = HopfieldPooling(
+        input_size=5, hidden_size=4, config=HopfieldConfig(num_heads=2, beta=0.7)
+    ).to(D)
     assert pool.hopfield.W_Q is None and pool.beta == 0.7
     Y = torch.randn(2, 6, 5, dtype=D)
     R = pool.query.detach().expand(2, 1, 4)
@@ -341,7 +354,9 @@ def test_bad_configs_are_rejected():
         HopfieldLayer(3, 3, 4, config={"num_heads": 2})
     with pytest.raises(ValueError, match="hidden_size must be >= 1"):
         HopfieldLayer(3, 3, 0)
-    with pytest.raises(ValueError, match="state_size must equal hidden_size = 4 for static state patterns"):
+    with pytest.raises(
+        ValueError, match="state_size must equal hidden_size = 4 for static state patterns"
+    ):
         HopfieldLayer(3, 3, 4, config=HopfieldConfig(state_pattern_as_static=True))
     with pytest.raises(ValueError, match="pattern_projection_size must equal stored_size = 3"):
         HopfieldLayer(3, 3, 4, pattern_projection_size=5)
@@ -363,7 +378,10 @@ def test_bad_inputs_are_rejected():
         layer(torch.randn(2, 3), torch.randn(1, 5, 2))
     with pytest.raises(TypeError, match="R must have a floating-point dtype"):
         layer(torch.ones(1, 2, 3, dtype=torch.long), torch.randn(1, 5, 2))
-    with pytest.raises(TypeError, match="Y has dtype torch.float64 but the layer's parameters have dtype torch.float32"):
+    with pytest.raises(
+        TypeError,
+        match="Y has dtype torch.float64 but the layer's parameters have dtype torch.float32",
+    ):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2, dtype=D))
     with pytest.raises(ValueError, match="Y must hold at least one stored pattern"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 0, 2))
@@ -390,7 +408,10 @@ def test_bad_association_arguments_are_rejected():
         hopfield_association(Q[0], K, 1.0)
     with pytest.raises(ValueError, match="same last dimension d_k"):
         hopfield_association(Q, K[..., :3], 1.0)
-    with pytest.raises(TypeError, match="K has dtype torch.float64 but the state patterns Q have dtype torch.float32"):
+    with pytest.raises(
+        TypeError,
+        match="K has dtype torch.float64 but the state patterns Q have dtype torch.float32",
+    ):
         hopfield_association(Q, K.double(), 1.0)
     with pytest.raises(ValueError, match="beta must be > 0"):
         hopfield_association(Q, K, -1.0)

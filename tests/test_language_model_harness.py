@@ -10,8 +10,16 @@ from torch import nn
 
 from seqbook.data import Vocab, python_source_corpus, tokenize
 from seqbook.language_model import (
-    BigramLM, RecurrentLM, bigram_perplexity, char_corpus, generate, lm_loss,
-    loss_by_position, perplexity, random_windows, sequence_loss,
+    BigramLM,
+    RecurrentLM,
+    bigram_perplexity,
+    char_corpus,
+    generate,
+    lm_loss,
+    loss_by_position,
+    perplexity,
+    random_windows,
+    sequence_loss,
 )
 from seqbook.recurrent import GRU, LSTM
 

@@ -7,7 +7,12 @@ import torch
 from torch import nn
 
 from seqbook.language_model import (
-    KVCache, RecurrentLM, TransformerLM, TransformerLMConfig, generate, next_token,
+    KVCache,
+    RecurrentLM,
+    TransformerLM,
+    TransformerLMConfig,
+    generate,
+    next_token,
 )
 from seqbook.transformer import EncoderBlock, LayerNorm, positional_encoding
 

@@ -15,14 +15,19 @@ from seqbook.metrics import (
     sentence_bleu,
 )
 
-SMOOTHINGS = [("none", None), ("exp", None), ("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2)]
+SMOOTHINGS = [
+    ("none", None), ("exp", None), ("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2)
+]
 
 
-def sacre(hypotheses, references, max_order=4, smooth="none", smooth_value=None, effective_order=False):
+def sacre(
+    hypotheses, references, max_order=4, smooth="none", smooth_value=None, effective_order=False
+):
     """sacrebleu's score for token lists (references[i] = the references of sentence i)."""
     streams = max(len(refs) for refs in references)
     ref_streams = [
-        [" ".join(refs[r]) if r < len(refs) else None for refs in references] for r in range(streams)
+        [" ".join(refs[r]) if r < len(refs) else None for refs in references]
+        for r in range(streams)
     ]
     metric = BLEU(
         tokenize="none",
@@ -205,7 +210,9 @@ def test_bad_input_gives_clear_errors():
 
 
 def test_unhashable_tokens_are_named():
-    with pytest.raises(TypeError, match=r"hypotheses\[1\] must hold hashable tokens .* \['b'\] \(list\)"):
+    with pytest.raises(
+        TypeError, match=r"hypotheses\[1\] must hold hashable tokens .* \['b'\] \(list\)"
+    ):
         corpus_bleu([["a"], ["a", ["b"]]], [[["a"]], [["a", "b"]]])
     with pytest.raises(TypeError, match=r"references\[0\]\[1\] must hold hashable tokens"):
         corpus_bleu([["a", "b"]], [[["a", "b"], ["a", {}]]])

@@ -91,21 +91,27 @@ def test_bad_inputs_to_forward(cls):
     module = cls(2, 3, num_layers=2, bidirectional=True)  # K = 4
     x = torch.randn(5, 7, 2)
     checks = [
-        (lambda: module(torch.randn(7, 2)), ValueError, r"x must have 3 dimensions, got shape \(7, 2\)"),
-        (lambda: module(torch.randn(5, 7, 3)), ValueError, r"x must have 2 features \(input_size\)"),
+        (lambda: module(torch.randn(7, 2)), ValueError,
+         r"x must have 3 dimensions, got shape \(7, 2\)"),
+        (lambda: module(torch.randn(5, 7, 3)), ValueError,
+         r"x must have 2 features \(input_size\)"),
         (lambda: module(torch.randn(5, 0, 2)), ValueError, r"at least one time step"),
-        (lambda: module(torch.ones(5, 7, 2, dtype=torch.long)), TypeError, r"x must have a floating-point dtype"),
+        (lambda: module(torch.ones(5, 7, 2, dtype=torch.long)), TypeError,
+         r"x must have a floating-point dtype"),
         (lambda: module(x.double()), TypeError,
          r"x has dtype torch.float64 but the module's parameters have dtype torch.float32"),
         (lambda: module(x.half()), TypeError, r"x has dtype torch.float16"),
         (lambda: module([[1.0]]), TypeError, r"x must be a torch.Tensor"),
         (lambda: module(x, lengths=torch.tensor([8, 1, 1, 1, 1])), ValueError,
          r"lengths must lie in \[0, T=7\] \(T: the time axis of x\), got \[8, 1, 1, 1, 1\]"),
-        (lambda: module(x, lengths=torch.tensor([-1, 1, 1, 1, 1])), ValueError, r"lengths must lie in"),
+        (lambda: module(x, lengths=torch.tensor([-1, 1, 1, 1, 1])), ValueError,
+         r"lengths must lie in"),
         (lambda: module(x, lengths=torch.tensor([7, 1])), ValueError,
          r"lengths must have one entry per sequence \(B=5\), got 2"),
-        (lambda: module(x, lengths=torch.ones(5)), TypeError, r"lengths must have an integer dtype"),
-        (lambda: module(x, lengths=torch.ones(5, dtype=torch.bool)), TypeError, r"lengths must have an integer"),
+        (lambda: module(x, lengths=torch.ones(5)), TypeError,
+         r"lengths must have an integer dtype"),
+        (lambda: module(x, lengths=torch.ones(5, dtype=torch.bool)), TypeError,
+         r"lengths must have an integer"),
         (lambda: module(x, lengths=[7] * 5), TypeError, r"lengths must be a torch.Tensor"),
         (lambda: module(x, lengths=torch.ones(5, 1, dtype=torch.long)), ValueError,
          r"lengths must have 1 dimensions"),
@@ -128,7 +134,9 @@ def test_bad_initial_states(cls):
     with pytest.raises(TypeError, match=name + r" has dtype torch.float64 but the module's"):
         module(x, state_of(cls, 4, 5, dtype=torch.float64))
     if cls is LSTM:
-        with pytest.raises(TypeError, match=r"state must be a pair \(h_0, c_0\) of tensors, got a tensor"):
+        with pytest.raises(
+            TypeError, match=r"state must be a pair \(h_0, c_0\) of tensors, got a tensor"
+        ):
             module(x, torch.zeros(4, 5, 3))
         with pytest.raises(ValueError, match=r"state\[1\] \(c_0\) must have shape \(4, 5, 3\)"):
             module(x, (torch.zeros(4, 5, 3), torch.zeros(4, 5, 2)))
@@ -213,14 +221,17 @@ def test_truncated_bptt_bad_input():
     x = torch.randn(2, 6, 1)
     mse = lambda out, y: out.pow(2).mean()
     checks = [
-        (lambda: truncated_bptt("rnn", x, x, mse, opt, 2), TypeError, r"module must be a torch.nn.Module"),
+        (lambda: truncated_bptt("rnn", x, x, mse, opt, 2), TypeError,
+         r"module must be a torch.nn.Module"),
         (lambda: truncated_bptt(rnn, x.double(), x, mse, opt, 2), TypeError,
          r"x has dtype torch.float64 but the module's parameters have dtype torch.float32"),
-        (lambda: truncated_bptt(rnn, x[0], x, mse, opt, 2), ValueError, r"x must have 3 dimensions"),
+        (lambda: truncated_bptt(rnn, x[0], x, mse, opt, 2), ValueError,
+         r"x must have 3 dimensions"),
         (lambda: truncated_bptt(rnn, x, x[:, :3], mse, opt, 2), ValueError,
          r"targets must have shape \(B, T, ...\) = \(2, 6, ...\) like x"),
         (lambda: truncated_bptt(rnn, x, x, None, opt, 2), TypeError, r"loss_fn must be callable"),
-        (lambda: truncated_bptt(rnn, x, x, mse, "sgd", 2), TypeError, r"optimizer must be a torch.optim"),
+        (lambda: truncated_bptt(rnn, x, x, mse, "sgd", 2), TypeError,
+         r"optimizer must be a torch.optim"),
         (lambda: truncated_bptt(rnn, x, x, mse, opt, 0), ValueError, r"k1 must be >= 1"),
         (lambda: truncated_bptt(rnn, x, x, mse, opt, 3, 2), ValueError, r"k2 must be >= k1"),
         (lambda: truncated_bptt(rnn, x, x, mse, opt, 2, clip=0.0), ValueError, r"clip must be > 0"),
@@ -238,7 +249,8 @@ def test_rtrl_bad_input():
     loss = lambda t, h: h.sum()
     x = torch.randn(1, 4, 2)
     checks = [
-        (lambda: rtrl(LSTM(2, 3), x, loss), TypeError, r"rnn must be a seqbook.recurrent.RNN, got LSTM"),
+        (lambda: rtrl(LSTM(2, 3), x, loss), TypeError,
+         r"rnn must be a seqbook.recurrent.RNN, got LSTM"),
         (lambda: rtrl(RNN(2, 3, bidirectional=True), x, loss), ValueError,
          r"rnn must have num_layers=1 and bidirectional=False"),
         (lambda: rtrl(rnn, x.half(), loss), TypeError, r"x has dtype torch.float16"),

@@ -28,7 +28,9 @@ def test_from_torch_maps_torch_gate_order_to_ours():
     assert torch.equal(ours.W_hr, r) and torch.equal(ours.W_hz, z) and torch.equal(ours.W_hn, n)
     assert torch.equal(ours.b_hn, reference.bias_hh_l0.chunk(3)[2])
     assert torch.equal(ours.b_in, reference.bias_ih_l0.chunk(3)[2])
-    assert torch.allclose(ours.b_z, reference.bias_ih_l0.chunk(3)[1] + reference.bias_hh_l0.chunk(3)[1])
+    assert torch.allclose(
+        ours.b_z, reference.bias_ih_l0.chunk(3)[1] + reference.bias_hh_l0.chunk(3)[1]
+    )
 
 
 def test_gradients_equal_torch_gru():

@@ -107,7 +107,9 @@ def test_parameter_names_and_count_of_a_stack():
                      "W_xh_l1", "W_hh_l1", "b_h_l1", "W_xh_l1_reverse", "W_hh_l1_reverse",
                      "b_h_l1_reverse"]
     assert rnn.W_xh_l1.shape == (4, 8)  # the second layer reads both directions
-    torch_count = sum(p.numel() for p in nn.RNN(3, 4, num_layers=2, bidirectional=True).parameters())
+    torch_count = sum(
+        p.numel() for p in nn.RNN(3, 4, num_layers=2, bidirectional=True).parameters()
+    )
     assert torch_count - sum(p.numel() for p in rnn.parameters()) == 4 * 4  # 4 second biases
 
 

@@ -92,5 +92,7 @@ def test_balanced_numbers_are_disjoint_and_spread_over_digit_counts():
     assert again.splits == task.splits
     with pytest.raises(ValueError, match="num_train"):
         number_translation_task("de", balanced=True)
-    with pytest.raises(ValueError, match=r"num_train \+ num_valid \+ num_test must be <= max_number \+ 1 = 51"):
+    with pytest.raises(
+        ValueError, match=r"num_train \+ num_valid \+ num_test must be <= max_number \+ 1 = 51"
+    ):
         number_translation_task("de", max_number=50, num_train=100, balanced=True)

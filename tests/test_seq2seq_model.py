@@ -153,8 +153,8 @@ def test_a_small_translator_learns():
     torch.set_num_threads(1)
     task = number_translation_task("de", max_number=99, num_valid=10, num_test=10)
     model, history = train_translator(
-        task, TranslatorConfig(hidden_size=16, embed_size=8, epochs=15, batch_size=16), device="cpu",
-        progress=False,
+        task, TranslatorConfig(hidden_size=16, embed_size=8, epochs=15, batch_size=16),
+        device="cpu", progress=False,
     )
     assert history.epoch_loss[-1] < history.epoch_loss[0] / 3
     result = evaluate_translator(model, task, task.splits.train[:40])
@@ -189,7 +189,9 @@ def test_bad_input_gives_clear_errors():
         Seq2SeqDecoder(9, 4, 5, context_size=7).init_state(encoded)
     with pytest.raises(ValueError, match="at least one"):
         masked_cross_entropy(
-            torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, dtype=torch.bool)
+            torch.zeros(1, 2, 3),
+            torch.zeros(1, 2, dtype=torch.long),
+            torch.zeros(1, 2, dtype=torch.bool),
         )
     with pytest.raises(ValueError, match="dropout"):
         Seq2SeqEncoder(11, 4, 6, dropout=1.5)

@@ -60,7 +60,10 @@ def test_batches_may_be_a_function_called_each_epoch():
         epochs_seen.append(1)
         return iter(batches)
 
-    fit(model, mse, make_batches, torch.optim.SGD(model.parameters(), lr=0.01), epochs=3, progress=False)
+    fit(
+        model, mse, make_batches, torch.optim.SGD(model.parameters(), lr=0.01), epochs=3,
+        progress=False,
+    )
     assert len(epochs_seen) == 3
 
 

@@ -122,8 +122,10 @@ def test_to_torch_round_trip(options):
     enc = randomise(EncoderBlock(12, 3, 20, dropout=0.0, **options)).double().eval()
     dec = randomise(DecoderBlock(12, 3, 20, dropout=0.0, **options)).double().eval()
     torch_enc, torch_dec = enc.to_torch().eval(), dec.to_torch().eval()
-    assert torch_enc.norm_first == enc.norm_first and torch_enc.linear1.weight.dtype == torch.float64
-    src, tgt = torch.randn(2, 6, 12, dtype=torch.float64), torch.randn(2, 4, 12, dtype=torch.float64)
+    assert torch_enc.norm_first == enc.norm_first
+    assert torch_enc.linear1.weight.dtype == torch.float64
+    src = torch.randn(2, 6, 12, dtype=torch.float64)
+    tgt = torch.randn(2, 4, 12, dtype=torch.float64)
     assert torch.allclose(torch_enc(src), enc(src), atol=1e-12, rtol=0)
     memory = enc(src)
     future = ~torch.ones(4, 4, dtype=torch.bool).tril()

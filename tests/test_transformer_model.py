@@ -135,7 +135,9 @@ def test_bad_ids_and_lengths_name_the_argument():
         model(src - 5, lengths, tgt)
     with pytest.raises(ValueError, match=r"tgt_in must hold token ids in \[0, 11\)"):
         model(src, lengths, tgt + 10)
-    with pytest.raises(ValueError, match=r"src_lengths must lie in \[1, 3\] \(src has 3 positions\)"):
+    with pytest.raises(
+        ValueError, match=r"src_lengths must lie in \[1, 3\] \(src has 3 positions\)"
+    ):
         model(src, torch.tensor([5]), tgt)
     with pytest.raises(ValueError, match=r"src_lengths must lie in \[1, 3\]"):
         model(src, torch.tensor([0]), tgt)

@@ -118,7 +118,9 @@ def test_dtypes_must_agree():
 def test_add_norm_rejects_a_sublayer_that_changes_the_shape(norm_first):
     add_norm = AddNorm(4, norm_first=norm_first)
     x = torch.randn(2, 3, 4)
-    with pytest.raises(ValueError, match=r"sublayer must return a tensor of its input's shape \(2, 3, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"sublayer must return a tensor of its input's shape \(2, 3, 4\)"
+    ):
         add_norm(x, nn.Linear(4, 1))  # (2, 3, 1) would broadcast silently
     with pytest.raises(ValueError, match="sublayer must return a tensor"):
         add_norm(x, lambda h: h.tolist())

@@ -28,7 +28,9 @@ def test_seed_accepts_seeds_beyond_32_bits():
     seed_everything(2**40)  # NumPy alone would reject this
 
 
-@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.5, TypeError), ("0", TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "bad, error", [(-1, ValueError), (1.5, TypeError), ("0", TypeError), (True, TypeError)]
+)
 def test_seed_everything_rejects_bad_seeds(bad, error):
     with pytest.raises(error, match="seed"):
         seed_everything(bad)

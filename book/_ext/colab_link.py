@@ -37,7 +37,9 @@ def colab_url(app: Sphinx, docname: str) -> str | None:
     repository = options.get("repository_url", "")
     parts = urlparse(repository)
     if parts.netloc != "github.com" or parts.path.strip("/").count("/") != 1:
-        logger.warning(f"colab_link: repository.url must be https://github.com/ORG/REPO, got {repository!r}")
+        logger.warning(
+            f"colab_link: repository.url must be https://github.com/ORG/REPO, got {repository!r}"
+        )
         return None
     base = options.get("launch_buttons", {}).get("colab_url", "https://colab.research.google.com")
     branch = options.get("repository_branch", "main")

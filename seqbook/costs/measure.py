@@ -143,7 +143,8 @@ def path_length(
 
 
 def power_law_exponent(sizes: Sequence[float], costs: Sequence[float], last: int = 3) -> float:
-    r"""The exponent :math:`p` of :math:`\text{cost} \propto \text{size}^p`, fitted on the largest sizes.
+    r"""The exponent :math:`p` of :math:`\text{cost} \propto \text{size}^p`, fitted on the largest
+    sizes.
 
     A least-squares line through :math:`(\log \text{size}, \log \text{cost})` for the
     ``last`` largest sizes: on log-log axes a power law is a straight line of slope

@@ -20,8 +20,8 @@ from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["Surname", "SURNAME_LOCALES", "surnames"]
 
-#: The labels of :func:`~seqbook.data.surnames` and the faker locale whose surname list each stands for:
-#: Latin-script locales with about 200 or more distinct surnames. Scripts that give the
+#: The labels of :func:`~seqbook.data.surnames` and the faker locale whose surname list each
+#: stands for: Latin-script locales with about 200 or more distinct surnames. Scripts that give the
 #: language away at the first character (Greek, Cyrillic, CJK) would make the task trivial.
 SURNAME_LOCALES: dict[str, str] = {
     "Croatian": "hr_HR",
@@ -73,7 +73,8 @@ def surnames(
     is from the name's language.
 
     Args:
-        languages: names from :data:`~seqbook.data.surnames.SURNAME_LOCALES` (default: all 12 of them).
+        languages: names from :data:`~seqbook.data.surnames.SURNAME_LOCALES` (default: all 12 of
+            them).
         per_language: how many surnames to draw from each language (>= 1).
         valid_fraction, test_fraction: shares of the held-out splits, per language.
         seed: seeds both the draw and the split.

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
-
-import numbers
 
 import torch
 

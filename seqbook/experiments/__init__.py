@@ -20,7 +20,12 @@ different networks; the code they share lives here, tested once:
 - CPU timing and operation counts (:func:`fastest_cpu_times`, :func:`count_flops`).
 """
 
-from seqbook.experiments.classifier import LastOutputClassifier, StepClassifier, accuracy, classify_loss
+from seqbook.experiments.classifier import (
+    LastOutputClassifier,
+    StepClassifier,
+    accuracy,
+    classify_loss,
+)
 from seqbook.experiments.coincidence import CoincidenceTask
 from seqbook.experiments.first_symbol import FirstSymbolTask
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
@@ -32,7 +37,12 @@ from seqbook.experiments.long_lag import (
     run_grid,
 )
 from seqbook.experiments.results import load_table, save_table
-from seqbook.experiments.timing import count_flops, fastest_cpu_times, forward_backward, forward_backward_ms
+from seqbook.experiments.timing import (
+    count_flops,
+    fastest_cpu_times,
+    forward_backward,
+    forward_backward_ms,
+)
 from seqbook.experiments.until_solved import SolveResult, train_until_solved
 from seqbook.experiments.value_stream import (
     StepRegressor,

@@ -29,7 +29,9 @@ def _check_layer(recurrent: object) -> nn.Module:
     if not isinstance(recurrent, nn.Module):
         raise TypeError(f"recurrent must be a torch.nn.Module, got {type(recurrent).__name__}")
     if getattr(recurrent, "batch_first", True) is not True:
-        raise ValueError("recurrent must be batch-first (batch_first=True), as the book's layers are")
+        raise ValueError(
+            "recurrent must be batch-first (batch_first=True), as the book's layers are"
+        )
     return recurrent
 
 
@@ -111,7 +113,8 @@ def classify_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
     r"""Mean cross-entropy of ``model`` on ``batch = (x, y)``, for :func:`seqbook.train.fit`.
 
     .. math::
-        L = -\frac{1}{N} \sum_{n:\, y_n \ne -100} \log \operatorname{softmax}(\hat{\mathbf{y}}_n)_{y_n}
+        L = -\frac{1}{N} \sum_{n:\, y_n \ne -100}
+            \log \operatorname{softmax}(\hat{\mathbf{y}}_n)_{y_n}
 
     over the labelled positions ``n`` (all of them for one label per sequence).
 

@@ -66,7 +66,10 @@ class LayerSpec:
             value = check_real(name, getattr(self, name))
             if not math.isfinite(value):
                 raise ValueError(f"{name} must be finite, got {value}")
-        lstm_only = {"input_gate_bias": self.input_gate_bias, "forget_gate_bias": self.forget_gate_bias}
+        lstm_only = {
+            "input_gate_bias": self.input_gate_bias,
+            "forget_gate_bias": self.forget_gate_bias,
+        }
         if self.kind != "lstm" and (not self.forget_gate or any(lstm_only.values())):
             raise ValueError(
                 f"forget_gate, input_gate_bias and forget_gate_bias are LSTM options; "
@@ -87,7 +90,9 @@ class LayerSpec:
         if self.kind == "rnn":
             return "RNN"
         if self.kind == "gru":
-            return "GRU" + (f", {signed('b_z', self.update_gate_bias)}" if self.update_gate_bias else "")
+            return "GRU" + (
+                f", {signed('b_z', self.update_gate_bias)}" if self.update_gate_bias else ""
+            )
         parts = ["LSTM" if self.forget_gate else "LSTM 1997"]
         if self.forget_gate_bias:
             parts.append(signed("b_f", self.forget_gate_bias))

@@ -254,12 +254,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out is not None:
             path = args.out / path.name
         if name == "first_symbol":
-            specs, Ts = (FIRST_SYMBOL_SPECS[-1:], (5,)) if args.smoke else (FIRST_SYMBOL_SPECS, FIRST_SYMBOL_TS)
-            records = run_grid(specs, Ts, seeds, max_steps=25 if args.smoke else 150, log=sys.stderr)
+            specs, Ts = (
+                (FIRST_SYMBOL_SPECS[-1:], (5,))
+                if args.smoke
+                else (FIRST_SYMBOL_SPECS, FIRST_SYMBOL_TS)
+            )
+            records = run_grid(
+                specs, Ts, seeds, max_steps=25 if args.smoke else 150, log=sys.stderr
+            )
             if not args.smoke:
-                records += run_grid(LONG_BUDGET_SPECS, (100,), seeds, max_steps=LONG_BUDGET, log=sys.stderr)
+                records += run_grid(
+                    LONG_BUDGET_SPECS, (100,), seeds, max_steps=LONG_BUDGET, log=sys.stderr
+                )
         else:
-            options = dict(steps=2, train_length=30, long_length=60, eval_size=4) if args.smoke else {}
+            options = (
+                dict(steps=2, train_length=30, long_length=60, eval_size=4) if args.smoke else {}
+            )
             specs = STREAM_SPECS[:1] if args.smoke else STREAM_SPECS
             records = value_stream_grid(specs, seeds, log=sys.stderr, **options)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -69,7 +69,9 @@ def load_table(path: str | Path, record_type: type[R]) -> list[R]:
         raise TypeError(f"record_type must be a dataclass, got {record_type!r}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"path must be a CSV table written by save_table; {path} does not exist")
+        raise FileNotFoundError(
+            f"path must be a CSV table written by save_table; {path} does not exist"
+        )
     types = {f.name: f.type if isinstance(f.type, str) else f.type.__name__
              for f in dataclasses.fields(record_type)}
     with open(path, newline="", encoding="utf-8") as handle:

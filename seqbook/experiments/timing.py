@@ -47,7 +47,9 @@ def fastest_cpu_times(runs: Sequence[Callable[[], object]], repeats: int = 5) ->
     """
     runs = list(runs)
     if not runs or not all(callable(run) for run in runs):
-        raise TypeError(f"runs must be a non-empty sequence of functions without arguments, got {runs!r}")
+        raise TypeError(
+            f"runs must be a non-empty sequence of functions without arguments, got {runs!r}"
+        )
     repeats = check_positive_int("repeats", repeats)
     best = [float("inf")] * len(runs)
     for _ in range(repeats):

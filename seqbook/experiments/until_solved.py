@@ -103,7 +103,9 @@ def train_until_solved(
     max_steps = check_int("max_steps", max_steps, min_value=check_every)
     lr = check_real("lr", lr, min_value=0.0, strict_min=True)
     target = check_real("target", target, min_value=0.0, strict_min=True, max_value=1.0)
-    for name, value in (("batch_size", batch_size), ("valid_size", valid_size), ("test_size", test_size)):
+    for name, value in (
+        ("batch_size", batch_size), ("valid_size", valid_size), ("test_size", test_size)
+    ):
         check_positive_int(name, value)
 
     generator = torch.Generator().manual_seed(seed)

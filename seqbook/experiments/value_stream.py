@@ -40,7 +40,14 @@ from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.train import fit
 from seqbook.utils import seed_everything
 
-__all__ = ["ValueStreamTask", "StepRegressor", "masked_mse", "rmse", "ValueStreamRecord", "value_stream_run"]
+__all__ = [
+    "ValueStreamTask",
+    "StepRegressor",
+    "masked_mse",
+    "rmse",
+    "ValueStreamRecord",
+    "value_stream_run",
+]
 
 #: Seed of the evaluation streams, the same for every model and seed.
 EVAL_SEED = 5000
@@ -180,7 +187,9 @@ def masked_mse(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> to
     check_tensor("y", y, ndim=2, floating=True)
     predictions = model(x)  # (B, T)
     if predictions.shape != y.shape:
-        raise ValueError(f"y must have the predictions' shape {tuple(predictions.shape)}, got {tuple(y.shape)}")
+        raise ValueError(
+            f"y must have the predictions' shape {tuple(predictions.shape)}, got {tuple(y.shape)}"
+        )
     labelled = ~torch.isnan(y)
     if not labelled.any():
         raise ValueError("y must hold at least one target (all entries are NaN)")
@@ -292,7 +301,9 @@ def value_stream_run(
     return record, model
 
 
-def value_stream_grid(specs: Sequence[LayerSpec], seeds: Sequence[int], log=None, **kwargs) -> list[ValueStreamRecord]:
+def value_stream_grid(
+    specs: Sequence[LayerSpec], seeds: Sequence[int], log=None, **kwargs
+) -> list[ValueStreamRecord]:
     """:func:`value_stream_run` for every spec and seed (``kwargs`` go to each run)."""
     records = []
     for spec in specs:

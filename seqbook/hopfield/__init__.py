@@ -28,7 +28,12 @@ from seqbook.hopfield.classical import (
     sync_step,
 )
 from seqbook.hopfield.dense import DenseAssociativeMemory, dense_async_sweep, dense_energy
-from seqbook.hopfield.layers import HopfieldConfig, HopfieldLayer, HopfieldPooling, hopfield_association
+from seqbook.hopfield.layers import (
+    HopfieldConfig,
+    HopfieldLayer,
+    HopfieldPooling,
+    hopfield_association,
+)
 from seqbook.hopfield.memory import Retrieval
 from seqbook.hopfield.modern import ModernHopfield, lse, modern_energy, modern_update, separation
 

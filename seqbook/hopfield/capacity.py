@@ -24,7 +24,14 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_choice, check_int, check_patterns, check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
+    check_real,
+    check_tensor,
+)
 from seqbook.hopfield.classical import _order, async_relax, hebbian_weights
 from seqbook.hopfield.dense import dense_async_sweep
 from seqbook.hopfield.modern import modern_update
@@ -67,7 +74,9 @@ def random_patterns(
     return (2.0 * bits - 1.0).to(device or "cpu")
 
 
-def corrupt(patterns: torch.Tensor, fraction: float, generator: torch.Generator | None = None) -> torch.Tensor:
+def corrupt(
+    patterns: torch.Tensor, fraction: float, generator: torch.Generator | None = None
+) -> torch.Tensor:
     r"""Flip exactly ``round(fraction * d)`` randomly chosen spins of every pattern.
 
     Shapes:
@@ -187,12 +196,16 @@ def retrieval_errors(
         raise ValueError(f"num_queries must be at most the number of patterns ({N}), got {Q}")
     targets = X[:, :Q]  # (T, Q, d)
     queries = corrupt(targets, corruption, generator) if corruption > 0 else targets
-    final = _run(memory, queries, X, max_sweeps=max_sweeps, degree=degree, beta=beta, generator=generator)
+    final = _run(
+        memory, queries, X, max_sweeps=max_sweeps, degree=degree, beta=beta, generator=generator
+    )
     errors = bit_errors(final, targets)  # (T, Q)
     return errors[0] if single else errors
 
 
-def retrieved_fraction(memory: str, patterns: torch.Tensor, *, tolerance: float = 0.05, **kwargs) -> torch.Tensor:
+def retrieved_fraction(
+    memory: str, patterns: torch.Tensor, *, tolerance: float = 0.05, **kwargs
+) -> torch.Tensor:
     r"""Fraction of the queried patterns retrieved: final bit error at most ``tolerance``.
 
     ``kwargs`` go to :func:`retrieval_errors` (``corruption``, ``num_queries``, ...).
@@ -257,7 +270,9 @@ class CapacityCurve:
         if method == "logistic":
             inside = (mean > 0.02) & (mean < 0.98)
             if inside.sum() < 2:
-                raise ValueError("a logistic fit needs at least two points with 0.02 < fraction < 0.98")
+                raise ValueError(
+                    "a logistic fit needs at least two points with 0.02 < fraction < 0.98"
+                )
             f, x = mean[inside], n[inside]
             y = torch.log(f / (1 - f))
             A = torch.stack([torch.ones_like(x), x], dim=1)  # (L', 2)
@@ -309,7 +324,9 @@ def capacity_curve(
     Q = kwargs.pop("num_queries", None)
     Q = min(sizes) if Q is None else check_positive_int("num_queries", Q)
     if Q > min(sizes):
-        raise ValueError(f"num_queries must be at most the smallest number of patterns ({min(sizes)}), got {Q}")
+        raise ValueError(
+            f"num_queries must be at most the smallest number of patterns ({min(sizes)}), got {Q}"
+        )
     errors = []
     for N in sizes:
         X = random_patterns(N, d, num_trials=num_trials, generator=generator, device=device)

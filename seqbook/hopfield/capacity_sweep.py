@@ -14,9 +14,10 @@ at small ``d`` that must agree with it). The table was made with::
 The measurement, for one dimension ``d``: draw ``num_networks`` networks of random
 unbiased patterns; in each, store the patterns one load after the other (the ``N``
 patterns of a load are the first ``N`` of one long list, so a network's weights grow
-by Hebbian increments), start the asynchronous dynamics (:func:`~seqbook.hopfield.async_relax`) at each of
-the first ``Q`` patterns and count, for every tolerance, the patterns whose fixed point
-differs from them in at most that fraction of spins.
+by Hebbian increments), start the asynchronous dynamics
+(:func:`~seqbook.hopfield.async_relax`) at each of the first ``Q`` patterns and count, for
+every tolerance, the patterns whose fixed point differs from them in at most that fraction
+of spins.
 
 The analysis helpers (:func:`logistic_crossing`, :func:`bootstrap_crossings`,
 :func:`fit_finite_size`) turn the counts into crossing loads with bootstrap intervals
@@ -65,7 +66,8 @@ NARROW_LOADS = [round(0.13 + 0.005 * k, 3) for k in range(11)]  # 0.13 ... 0.18
 
 
 def plan_loads(dim: int) -> list[float]:
-    """The loads of the committed sweep: wide for small ``d``, narrow where the transition is sharp."""
+    """The loads of the committed sweep: wide for small ``d``, narrow where the transition is
+    sharp."""
     return WIDE_LOADS if dim <= 800 else NARROW_LOADS
 
 
@@ -96,10 +98,15 @@ def nested_retrieval_errors(
     d = check_positive_int("dim", dim)
     sizes = [check_positive_int("num_patterns", n) for n in num_patterns]
     if not sizes or sizes != sorted(set(sizes)):
-        raise ValueError(f"num_patterns must be a non-empty increasing list, got {list(num_patterns)}")
-    T, Q = check_positive_int("num_networks", num_networks), check_positive_int("num_queries", num_queries)
+        raise ValueError(
+            f"num_patterns must be a non-empty increasing list, got {list(num_patterns)}"
+        )
+    T = check_positive_int("num_networks", num_networks)
+    Q = check_positive_int("num_queries", num_queries)
     if Q > sizes[0]:
-        raise ValueError(f"num_queries must be at most the smallest number of patterns ({sizes[0]}), got {Q}")
+        raise ValueError(
+            f"num_queries must be at most the smallest number of patterns ({sizes[0]}), got {Q}"
+        )
     batch = check_positive_int("batch", batch)
     out = torch.empty(T, len(sizes), Q)
     for first in range(0, T, batch):
@@ -181,7 +188,9 @@ def load_sweep(path: Path | str = SWEEP) -> CapacitySweep:
         loads[d] = np.array(entry["loads"])
         queries[d] = int(entry["queries"])
         retrieved[d] = np.array(entry["retrieved"], dtype=np.int64)
-        by_tolerance[d] = np.array([entry["by_tolerance"][f"{t:g}"] for t in TOLERANCES], dtype=np.int64)
+        by_tolerance[d] = np.array(
+            [entry["by_tolerance"][f"{t:g}"] for t in TOLERANCES], dtype=np.int64
+        )
         between[d] = np.array(entry["between_5_15"], dtype=np.int64)
         seconds[d] = float(entry["cpu_seconds"])
     return CapacitySweep(loads, queries, retrieved, by_tolerance, between, seconds)
@@ -209,7 +218,10 @@ def logistic_crossing(
     k = np.asarray(retrieved, dtype=float)
     n = np.broadcast_to(np.asarray(queries, dtype=float), x.shape)
     if x.ndim != 1 or k.shape != x.shape or len(x) < 2:
-        raise ValueError(f"loads and retrieved must be 1-D of the same length >= 2, got {x.shape} and {k.shape}")
+        raise ValueError(
+            "loads and retrieved must be 1-D of the same length >= 2, "
+            f"got {x.shape} and {k.shape}"
+        )
     if np.any(k < 0) or np.any(k > n):
         raise ValueError("retrieved must lie between 0 and queries at every load")
     center = x.mean()
@@ -257,7 +269,9 @@ def sweep_crossing(
     return logistic_crossing(sweep.loads[dim][window], totals[window], n)
 
 
-def bootstrap_crossings(sweep: CapacitySweep, dim: int, num_resamples: int = 1000, seed: int = 0) -> np.ndarray:
+def bootstrap_crossings(
+    sweep: CapacitySweep, dim: int, num_resamples: int = 1000, seed: int = 0
+) -> np.ndarray:
     """Crossing loads of ``num_resamples`` resamples of the networks (with replacement).
 
     Shapes:
@@ -266,11 +280,16 @@ def bootstrap_crossings(sweep: CapacitySweep, dim: int, num_resamples: int = 100
     num_resamples = check_positive_int("num_resamples", num_resamples)
     rng = np.random.default_rng(seed)
     T = sweep.networks(dim)
-    return np.array([sweep_crossing(sweep, dim, networks=rng.integers(0, T, T)) for _ in range(num_resamples)])
+    return np.array(
+        [sweep_crossing(sweep, dim, networks=rng.integers(0, T, T)) for _ in range(num_resamples)]
+    )
 
 
 def fit_finite_size(
-    dims: np.ndarray, crossings: np.ndarray, sigma: np.ndarray | None = None, exponent: float | None = None
+    dims: np.ndarray,
+    crossings: np.ndarray,
+    sigma: np.ndarray | None = None,
+    exponent: float | None = None,
 ) -> tuple[float, float, float, float]:
     r"""Fit :math:`\alpha(d) = \alpha_\infty + c\,d^{-\nu}` to crossing loads.
 
@@ -291,7 +310,10 @@ def fit_finite_size(
     y = np.asarray(crossings, dtype=float)
     w = np.ones_like(y) if sigma is None else 1.0 / np.asarray(sigma, dtype=float) ** 2
     if d.ndim != 1 or y.shape != d.shape or len(d) < 3:
-        raise ValueError(f"dims and crossings must be 1-D of the same length >= 3, got {d.shape} and {y.shape}")
+        raise ValueError(
+            "dims and crossings must be 1-D of the same length >= 3, "
+            f"got {d.shape} and {y.shape}"
+        )
 
     def linear(nu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Weighted least squares for alpha, c at every exponent of ``nu`` at once."""
@@ -316,14 +338,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line's options (see ``python -m seqbook.hopfield.capacity_sweep --help``)."""
     parser = argparse.ArgumentParser(
         prog="python -m seqbook.hopfield.capacity_sweep",
-        description="Measure the classical Hopfield network's retrieval at many loads and dimensions.",
+        description=(
+            "Measure the classical Hopfield network's retrieval at many loads and dimensions."
+        ),
     )
-    parser.add_argument("--dims", type=int, nargs="+", default=sorted(NETWORKS), help="dimensions d")
-    parser.add_argument("--queries", type=int, default=100, help="patterns queried per network (at most)")
-    parser.add_argument("--seed", type=int, default=0, help="the generator of dimension d is seeded seed + d")
+    parser.add_argument(
+        "--dims", type=int, nargs="+", default=sorted(NETWORKS), help="dimensions d"
+    )
+    parser.add_argument(
+        "--queries", type=int, default=100, help="patterns queried per network (at most)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the generator of dimension d is seeded seed + d"
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
-    parser.add_argument("--out", type=Path, default=SWEEP, help="the table (rows of other dims are kept)")
-    parser.add_argument("--smoke", action="store_true", help="a fast test: d = 50 and 100, 4 networks")
+    parser.add_argument(
+        "--out", type=Path, default=SWEEP, help="the table (rows of other dims are kept)"
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help="a fast test: d = 50 and 100, 4 networks"
+    )
     return parser.parse_args(argv)
 
 
@@ -340,7 +374,9 @@ def write_sweep(entries: dict[int, dict], path: Path | str) -> Path:
     }
     text = json.dumps(table, indent=1)
     # one line per list of numbers: a small file that diffs well
-    text = re.sub(r"\[\s+([-\d.eE,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+    text = re.sub(
+        r"\[\s+([-\d.eE,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text
+    )
     path.write_text(text + "\n")
     return path
 
@@ -359,11 +395,17 @@ def main(argv: Sequence[str] | None = None) -> Path:
         Q = min(args.queries, sizes[0])
         generator = torch.Generator().manual_seed(args.seed + d)
         start = time.process_time()
-        errors = nested_retrieval_errors(d, sizes, networks, Q, generator, batch=max(1, 4_000_000 // d**2))
+        errors = nested_retrieval_errors(
+            d, sizes, networks, Q, generator, batch=max(1, 4_000_000 // d**2)
+        )
         seconds = time.process_time() - start
         entries[d] = _entry(loads, errors, seconds)
         write_sweep({d: entries[d]}, args.out)  # after every dimension: a long run keeps its work
-        print(f"d = {d}: {networks} networks x {len(loads)} loads x {Q} queries, {seconds:.0f} CPU s", flush=True)
+        print(
+            f"d = {d}: {networks} networks x {len(loads)} loads x {Q} queries, "
+            f"{seconds:.0f} CPU s",
+            flush=True,
+        )
     return args.out
 
 

@@ -15,7 +15,6 @@ of ``W``, as in the book's equations (Hebbian weights are symmetric anyway).
 
 from __future__ import annotations
 
-
 import torch
 
 from seqbook._checks import (
@@ -63,7 +62,8 @@ def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
 
 
 def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
-    r"""Energy :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi + \boldsymbol\xi^\top \mathbf U`.
+    r"""Energy :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi
+    + \boldsymbol\xi^\top \mathbf U`.
 
     Shapes:
         xi: ``(..., B, d)``.
@@ -85,7 +85,9 @@ def _sign_keep_ties(h: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
     return torch.where(h > 0, 1.0, torch.where(h < 0, -1.0, current)).to(current.dtype)
 
 
-def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+def async_sweep(
+    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch.Tensor
+) -> torch.Tensor:
     r"""One asynchronous sweep: update the spins one at a time, in ``order``.
 
     Spin :math:`i` becomes :math:`\operatorname{sgn}(\sum_j W_{ij}\xi_j - U_i)` using the
@@ -114,7 +116,8 @@ def async_sweep(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch
 
 
 def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
-    r"""One synchronous step :math:`\boldsymbol\xi \leftarrow \operatorname{sgn}(\mathbf W\boldsymbol\xi - \mathbf U)`.
+    r"""One synchronous step
+    :math:`\boldsymbol\xi \leftarrow \operatorname{sgn}(\mathbf W\boldsymbol\xi - \mathbf U)`.
 
     Shapes:
         xi: ``(..., B, d)``.
@@ -174,8 +177,15 @@ def async_relax(
     """
     check_spin_network(xi, W, U)
     if not torch.equal(W, W.transpose(-1, -2)):
-        raise ValueError("W must be symmetric (as Hebbian weights are): the energy descent needs it")
-    if xi.dim() != 3 or W.dim() != 3 or U.dim() != 2 or not (xi.shape[0] == W.shape[0] == U.shape[0]):
+        raise ValueError(
+            "W must be symmetric (as Hebbian weights are): the energy descent needs it"
+        )
+    if (
+        xi.dim() != 3
+        or W.dim() != 3
+        or U.dim() != 2
+        or not (xi.shape[0] == W.shape[0] == U.shape[0])
+    ):
         raise ValueError(
             f"xi, W and U must have shapes (T, B, d), (T, d, d) and (T, d) for T networks, got "
             f"{tuple(xi.shape)}, {tuple(W.shape)} and {tuple(U.shape)}"
@@ -192,9 +202,11 @@ def async_relax(
         A = ids.numel()
         if A == 0:
             break
-        draws = torch.randint(0, d, (A, 8), generator=generator).to(x.device)  # (A, 8) candidate spins
+        # (A, 8) candidate spins
+        draws = torch.randint(0, d, (A, 8), generator=generator).to(x.device)
         unstable = h.gather(1, draws) * x.gather(1, draws) < 0  # (A, 8); a zero field is a tie
-        i = draws.gather(1, unstable.to(torch.uint8).argmax(1, keepdim=True)).squeeze(1)  # (A,) first hit
+        # (A,) first hit
+        i = draws.gather(1, unstable.to(torch.uint8).argmax(1, keepdim=True)).squeeze(1)
         moving = torch.ones(A, dtype=torch.bool, device=x.device)
         missed = (~unstable.any(1)).nonzero().squeeze(1)  # states to scan in full
         if missed.numel():
@@ -255,7 +267,9 @@ class ClassicalHopfield(PatternMemory):
                     f"threshold must have shape ({d},) to match the patterns' dimension, "
                     f"got {tuple(threshold.shape)}"
                 )
-            U = check_same_dtype("threshold", threshold, self.patterns.dtype, of="the stored patterns")
+            U = check_same_dtype(
+                "threshold", threshold, self.patterns.dtype, of="the stored patterns"
+            )
         else:
             U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
         self.U = U.to(self.patterns.device)  # (d,)
@@ -271,7 +285,8 @@ class ClassicalHopfield(PatternMemory):
         return xi @ self.W - self.U  # (..., d)
 
     def energy(self, xi: torch.Tensor) -> torch.Tensor:
-        r"""Energy :math:`-\tfrac12 \boldsymbol\xi^\top\mathbf W\boldsymbol\xi + \boldsymbol\xi^\top\mathbf U`.
+        r"""Energy
+        :math:`-\tfrac12 \boldsymbol\xi^\top\mathbf W\boldsymbol\xi + \boldsymbol\xi^\top\mathbf U`.
 
         Shapes:
             xi: ``(..., d)``.

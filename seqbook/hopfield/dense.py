@@ -19,6 +19,7 @@ itself overflows (to ``-inf``) once an overlap exceeds about 709, and
 from __future__ import annotations
 
 import math
+
 import torch
 
 from seqbook._checks import (
@@ -55,7 +56,9 @@ def _check_memory(xi: torch.Tensor, patterns: torch.Tensor, F: str, degree: int)
     check_int("degree", degree, min_value=2)
 
 
-def dense_energy(xi: torch.Tensor, patterns: torch.Tensor, F: str = "poly", degree: int = 3) -> torch.Tensor:
+def dense_energy(
+    xi: torch.Tensor, patterns: torch.Tensor, F: str = "poly", degree: int = 3
+) -> torch.Tensor:
     r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)`, in float64.
 
     Shapes:
@@ -160,7 +163,8 @@ class DenseAssociativeMemory(PatternMemory):
         return dense_energy(xi.unsqueeze(-2), self.patterns, self.F, self.degree).squeeze(-1)
 
     def log_neg_energy(self, xi: torch.Tensor) -> torch.Tensor:
-        r""":math:`\log(-E) = \log\sum_\mu e^{\mathbf x_\mu^\top\boldsymbol\xi}`, finite where :math:`E` overflows (``F="exp"``).
+        r""":math:`\log(-E) = \log\sum_\mu e^{\mathbf x_\mu^\top\boldsymbol\xi}`, finite where
+        :math:`E` overflows (``F="exp"``).
 
         :math:`-E` is positive, so the energy falls exactly when this rises.
 
@@ -170,11 +174,15 @@ class DenseAssociativeMemory(PatternMemory):
 
         Example:
             >>> memory = DenseAssociativeMemory(torch.ones(2, 1000), F="exp")
-            >>> memory.energy(torch.ones(1000)).item(), round(memory.log_neg_energy(torch.ones(1000)).item(), 3)
+            >>> (memory.energy(torch.ones(1000)).item(),
+            ...  round(memory.log_neg_energy(torch.ones(1000)).item(), 3))
             (-inf, 1000.693)
         """
         if self.F != "exp":
-            raise ValueError(f"log_neg_energy needs F='exp' (-E can be <= 0 for a polynomial), got F={self.F!r}")
+            raise ValueError(
+                "log_neg_energy needs F='exp' (-E can be <= 0 for a polynomial), "
+                f"got F={self.F!r}"
+            )
         xi = self._state(xi)
         return torch.logsumexp(xi.double() @ self.patterns.double().T, dim=-1)  # (...)
 
@@ -190,7 +198,9 @@ class DenseAssociativeMemory(PatternMemory):
         if l >= self.dim:
             raise ValueError(f"l must be a spin index below d = {self.dim}, got {l}")
         order = torch.tensor([l])
-        return dense_async_sweep(xi.unsqueeze(-2), self.patterns, self.F, self.degree, order).squeeze(-2)
+        return dense_async_sweep(
+            xi.unsqueeze(-2), self.patterns, self.F, self.degree, order
+        ).squeeze(-2)
 
     def update(
         self, xi: torch.Tensor, steps: int = 1, generator: torch.Generator | None = None

@@ -104,7 +104,8 @@ def hopfield_association(
     update_steps_eps: float = 1e-4,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    r"""The association matrix :math:`\mathbf A = \operatorname{softmax}(\beta\mathbf Q\mathbf K^\top)`, after updating Q.
+    r"""The association matrix
+    :math:`\mathbf A = \operatorname{softmax}(\beta\mathbf Q\mathbf K^\top)`, after updating Q.
 
     Before the final association, every state pattern (a row of ``Q``) is updated by
     the continuous modern Hopfield network whose stored patterns are the rows of
@@ -140,9 +141,16 @@ def hopfield_association(
     check_tensor("K", K, ndim=4, floating=True)
     check_same_dtype("K", K, Q.dtype, of="the state patterns Q")
     if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"Q and K must have the same last dimension d_k, got {tuple(Q.shape)} and {tuple(K.shape)}")
+        raise ValueError(
+            "Q and K must have the same last dimension d_k, "
+            f"got {tuple(Q.shape)} and {tuple(K.shape)}"
+        )
     beta = check_beta("beta", beta)
-    steps_max = 1000 if update_steps_max is None else check_int("update_steps_max", update_steps_max, min_value=0)
+    steps_max = (
+        1000
+        if update_steps_max is None
+        else check_int("update_steps_max", update_steps_max, min_value=0)
+    )
     eps = check_real("update_steps_eps", update_steps_eps, min_value=0.0, strict_min=True)
     if mask is not None:
         check_tensor("mask", mask)
@@ -165,7 +173,8 @@ def _projection(heads: int, rows: int, cols: int) -> nn.Parameter:
     """Per-head weights ``(heads, rows, cols)``, Xavier-uniform over all heads together."""
     joint = torch.empty(rows, heads * cols)  # (rows, h * cols)
     nn.init.xavier_uniform_(joint)
-    return nn.Parameter(joint.view(rows, heads, cols).transpose(0, 1).contiguous())  # (h, rows, cols)
+    # (h, rows, cols)
+    return nn.Parameter(joint.view(rows, heads, cols).transpose(0, 1).contiguous())
 
 
 def _bias(heads: int, cols: int, wanted: bool) -> nn.Parameter | None:
@@ -177,7 +186,8 @@ def _layer_norm(size: int, wanted: bool, affine: bool) -> nn.Module:
 
 
 def _project(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
-    """``x @ W + b`` for every head: x ``(B, 1 or h, T, d)``, W ``(h, d, k)`` -> ``(B, h, T, k)``."""
+    """``x @ W + b`` for every head: x ``(B, 1 or h, T, d)``, W ``(h, d, k)`` ->
+    ``(B, h, T, k)``."""
     out = x @ W  # (B, h, T, k)
     return out if b is None else out + b[:, None, :]  # (B, h, T, k)
 
@@ -239,13 +249,16 @@ class HopfieldLayer(nn.Module):
         self.state_size = check_positive_int("state_size", state_size)
         self.stored_size = check_positive_int("stored_size", stored_size)
         self.hidden_size = d_k = check_positive_int("hidden_size", hidden_size)
-        self.value_size = d_v = d_k if value_size is None else check_positive_int("value_size", value_size)
+        self.value_size = d_v = (
+            d_k if value_size is None else check_positive_int("value_size", value_size)
+        )
         d_p = stored_size if pattern_projection_size is None else check_positive_int(
             "pattern_projection_size", pattern_projection_size)
         if c.pattern_projection_as_connected and d_p != stored_size:
             raise ValueError(
-                f"pattern_projection_size must equal stored_size = {stored_size} when the values are "
-                f"tied to the keys (pattern_projection_as_connected=True), got {d_p}"
+                f"pattern_projection_size must equal stored_size = {stored_size} "
+                "when the values are tied to the keys (pattern_projection_as_connected=True), "
+                f"got {d_p}"
             )
         if c.state_pattern_as_static and state_size != d_k:
             raise ValueError(
@@ -255,9 +268,13 @@ class HopfieldLayer(nn.Module):
         self.pattern_projection_size = d_p
         self.beta = 1.0 / math.sqrt(d_k) if c.beta is None else c.beta
         h = c.num_heads
-        self.W_Q = None if c.state_pattern_as_static else _projection(h, state_size, d_k)  # (h, d_r, d_k)
+        self.W_Q = (  # (h, d_r, d_k)
+            None if c.state_pattern_as_static else _projection(h, state_size, d_k)
+        )
         self.W_K = _projection(h, stored_size, d_k)  # (h, d_y, d_k)
-        self.W_V = _projection(h, d_k if c.pattern_projection_as_connected else d_p, d_v)  # (h, ., d_v)
+        self.W_V = _projection(  # (h, ., d_v)
+            h, d_k if c.pattern_projection_as_connected else d_p, d_v
+        )
         self.b_Q = _bias(h, d_k, c.input_bias and not c.state_pattern_as_static)
         self.b_K = _bias(h, d_k, c.input_bias)
         self.b_V = _bias(h, d_v, c.input_bias)
@@ -267,15 +284,19 @@ class HopfieldLayer(nn.Module):
             nn.init.xavier_uniform_(W_O)
             self.W_O = nn.Parameter(W_O)  # (h d_v, output_size)
             self.b_O = nn.Parameter(torch.zeros(c.output_size)) if c.input_bias else None
-        self.norm_state = _layer_norm(state_size, c.normalize_state_pattern, c.normalize_state_pattern_affine)
-        self.norm_stored = _layer_norm(stored_size, c.normalize_stored_pattern, c.normalize_stored_pattern_affine)
+        self.norm_state = _layer_norm(
+            state_size, c.normalize_state_pattern, c.normalize_state_pattern_affine)
+        self.norm_stored = _layer_norm(
+            stored_size, c.normalize_stored_pattern, c.normalize_stored_pattern_affine)
         self.norm_projection = _layer_norm(
             d_p, c.normalize_pattern_projection, c.normalize_pattern_projection_affine)
-        self.norm_hopfield = _layer_norm(d_k, c.normalize_hopfield_space, c.normalize_hopfield_space_affine)
+        self.norm_hopfield = _layer_norm(
+            d_k, c.normalize_hopfield_space, c.normalize_hopfield_space_affine)
 
     @property
     def output_size(self) -> int:
-        """The number of output features, ``config.output_size`` or else ``num_heads * value_size``."""
+        """The number of output features, ``config.output_size`` or else
+        ``num_heads * value_size``."""
         c = self.config
         return c.num_heads * self.value_size if c.output_size is None else c.output_size
 
@@ -297,7 +318,9 @@ class HopfieldLayer(nn.Module):
             True
         """
         if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
+            raise TypeError(
+                f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}"
+            )
         if not module._qkv_same_embed_dim:
             raise ValueError("module must have kdim == vdim == embed_dim")
         if module.bias_k is not None or module.add_zero_attn:
@@ -311,7 +334,8 @@ class HopfieldLayer(nn.Module):
         weight = module.in_proj_weight  # (3E, E): the rows of W_q, W_k, W_v
         layer.to(device=weight.device, dtype=weight.dtype)
         with torch.no_grad():
-            for i, (W, b) in enumerate(((layer.W_Q, layer.b_Q), (layer.W_K, layer.b_K), (layer.W_V, layer.b_V))):
+            pairs = ((layer.W_Q, layer.b_Q), (layer.W_K, layer.b_K), (layer.W_V, layer.b_V))
+            for i, (W, b) in enumerate(pairs):
                 W.copy_(weight[i * E : (i + 1) * E].view(h, d, E).transpose(1, 2))  # (h, E, d)
                 if bias:
                     b.copy_(module.in_proj_bias[i * E : (i + 1) * E].view(h, d))  # (h, d)
@@ -330,28 +354,43 @@ class HopfieldLayer(nn.Module):
                                      "pattern_projection_size")):
             check_tensor(name, x, ndim=3, floating=True)
             if x.shape[-1] != size:
-                raise ValueError(f"{name} must have last dimension {what} = {size}, got shape {tuple(x.shape)}")
+                raise ValueError(
+                    f"{name} must have last dimension {what} = {size}, got shape {tuple(x.shape)}"
+                )
             check_same_dtype(name, x, dtype, of="the layer's parameters")
         P = Y if P is None else P
         B, S, N = R.shape[0], R.shape[1], Y.shape[1]
         if Y.shape[0] != B or P.shape[0] != B:
-            raise ValueError(f"R, Y and P must have the same batch size, got {B}, {Y.shape[0]} and {P.shape[0]}")
+            raise ValueError(
+                "R, Y and P must have the same batch size, "
+                f"got {B}, {Y.shape[0]} and {P.shape[0]}"
+            )
         if N == 0:
             raise ValueError("Y must hold at least one stored pattern, got N = 0")
         if P.shape[1] != N:
-            raise ValueError(f"P must have one row per stored pattern (N = {N}), got shape {tuple(P.shape)}")
+            raise ValueError(
+                f"P must have one row per stored pattern (N = {N}), got shape {tuple(P.shape)}"
+            )
         if mask is not None:
             check_tensor("mask", mask)
             if mask.dtype != torch.bool:
-                raise TypeError(f"mask must be a bool tensor (True = stored pattern present), got {mask.dtype}")
+                raise TypeError(
+                    "mask must be a bool tensor (True = stored pattern present), "
+                    f"got {mask.dtype}"
+                )
             if mask.shape == (B, N):
                 mask = mask[:, None, None, :]  # (B, 1, 1, N)
             elif mask.shape == (B, S, N):
                 mask = mask[:, None]  # (B, 1, S, N)
             else:
-                raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), got {tuple(mask.shape)}")
+                raise ValueError(
+                    f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
+                    f"got {tuple(mask.shape)}"
+                )
             if not mask.any(-1).all():
-                raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
+                raise ValueError(
+                    "mask leaves some state pattern with no stored pattern to attend to"
+                )
         return R, Y, P, mask
 
     def forward(
@@ -367,7 +406,9 @@ class HopfieldLayer(nn.Module):
         c, B, S = self.config, R.shape[0], R.shape[1]
         R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
         R, Y, P = R[:, None], Y[:, None], P[:, None]  # (B, 1, ., .): shared by the heads
-        Q = R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)  # (eq-hopfield-q)  (B, h, S, d_k)
+        Q = (  # (eq-hopfield-q)  (B, h, S, d_k)
+            R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)
+        )
         K = _project(Y, self.W_K, self.b_K)  # (eq-hopfield-k)  (B, h, N, d_k)
         if c.pattern_projection_as_connected:
             P = _project(P, self.W_K, self.b_K)  # (B, h, N, d_k)
@@ -382,7 +423,8 @@ class HopfieldLayer(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"state_size={self.state_size}, stored_size={self.stored_size}, hidden_size={self.hidden_size}, "
+            f"state_size={self.state_size}, stored_size={self.stored_size}, "
+            f"hidden_size={self.hidden_size}, "
             f"value_size={self.value_size}, beta={self.beta:.4g}, {self.config}"
         )
 
@@ -442,7 +484,9 @@ class HopfieldPooling(nn.Module):
         self.hidden_size = check_positive_int("hidden_size", hidden_size)
         self.num_queries = check_positive_int("num_queries", num_queries)
         self.query = nn.Parameter(0.1 * torch.randn(self.num_queries, self.hidden_size))  # (S, d_k)
-        config = replace(HopfieldConfig() if config is None else config, state_pattern_as_static=True)
+        config = replace(
+            HopfieldConfig() if config is None else config, state_pattern_as_static=True
+        )
         self.hopfield = HopfieldLayer(hidden_size, input_size, hidden_size, value_size, config)
 
     @property
@@ -456,7 +500,10 @@ class HopfieldPooling(nn.Module):
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
         check_tensor("Y", Y, ndim=3, floating=True)
         if Y.shape[-1] != self.input_size:
-            raise ValueError(f"Y must have last dimension input_size = {self.input_size}, got shape {tuple(Y.shape)}")
+            raise ValueError(
+                f"Y must have last dimension input_size = {self.input_size}, "
+                f"got shape {tuple(Y.shape)}"
+            )
         if Y.shape[1] == 0:
             raise ValueError("Y must hold at least one instance, got N = 0")
         B = Y.shape[0]
@@ -466,4 +513,7 @@ class HopfieldPooling(nn.Module):
         return (Z, A) if return_weights else Z
 
     def extra_repr(self) -> str:
-        return f"input_size={self.input_size}, hidden_size={self.hidden_size}, num_queries={self.num_queries}"
+        return (
+            f"input_size={self.input_size}, hidden_size={self.hidden_size}, "
+            f"num_queries={self.num_queries}"
+        )

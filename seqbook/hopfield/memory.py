@@ -39,7 +39,9 @@ class Retrieval:
                 f"got {tuple(self.energies.shape)}"
             )
         if tuple(self.converged.shape) != expected[1:]:
-            raise ValueError(f"converged must have shape {expected[1:]}, got {tuple(self.converged.shape)}")
+            raise ValueError(
+                f"converged must have shape {expected[1:]}, got {tuple(self.converged.shape)}"
+            )
 
     @property
     def final(self) -> torch.Tensor:

@@ -12,7 +12,8 @@ e^{\beta z_i}` and :math:`M` the largest norm of a stored pattern:
     E(\boldsymbol\xi) = -\operatorname{lse}(\beta, \mathbf X^\top\boldsymbol\xi)
         + \tfrac12 \boldsymbol\xi^\top\boldsymbol\xi + \beta^{-1}\log N + \tfrac12 M^2,
     \qquad
-    \boldsymbol\xi^{\text{new}} = \mathbf X \operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)
+    \boldsymbol\xi^{\text{new}}
+        = \mathbf X \operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)
 
 The update is :math:`\boldsymbol\xi - \nabla E(\boldsymbol\xi)`, a concave-convex
 procedure step, so the energy never increases along it.
@@ -21,6 +22,7 @@ procedure step, so the energy never increases along it.
 from __future__ import annotations
 
 import math
+
 import torch
 
 from seqbook._checks import (
@@ -46,7 +48,8 @@ def _check_query(
 
 
 def lse(beta: float, z: torch.Tensor) -> torch.Tensor:
-    r"""Log-sum-exp at inverse temperature :math:`\beta`: :math:`\beta^{-1}\log\sum_i e^{\beta z_i}`.
+    r"""Log-sum-exp at inverse temperature :math:`\beta`:
+    :math:`\beta^{-1}\log\sum_i e^{\beta z_i}`.
 
     Over the last dimension; it tends to :math:`\max_i z_i` as :math:`\beta \to \infty`.
 
@@ -64,7 +67,8 @@ def lse(beta: float, z: torch.Tensor) -> torch.Tensor:
 
 
 def modern_energy(xi: torch.Tensor, patterns: torch.Tensor, beta: float) -> torch.Tensor:
-    r"""The energy :math:`-\operatorname{lse}(\beta, \mathbf X^\top\boldsymbol\xi) + \tfrac12\boldsymbol\xi^\top\boldsymbol\xi + \beta^{-1}\log N + \tfrac12 M^2`.
+    r"""The energy :math:`-\operatorname{lse}(\beta, \mathbf X^\top\boldsymbol\xi)
+    + \tfrac12\boldsymbol\xi^\top\boldsymbol\xi + \beta^{-1}\log N + \tfrac12 M^2`.
 
     Shapes:
         xi: ``(..., d)``.
@@ -116,16 +120,21 @@ def modern_update(
 def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
     check_tensor("values", values, ndim=2, floating=True)
     if patterns.dim() != 2:
-        raise ValueError(f"values need the patterns of one memory, shape (N, d), got {tuple(patterns.shape)}")
+        raise ValueError(
+            f"values need the patterns of one memory, shape (N, d), got {tuple(patterns.shape)}"
+        )
     if values.shape[0] != patterns.shape[0]:
         raise ValueError(
-            f"values must have one row per stored pattern ({patterns.shape[0]}), got shape {tuple(values.shape)}"
+            f"values must have one row per stored pattern ({patterns.shape[0]}), "
+            f"got shape {tuple(values.shape)}"
         )
     return check_same_dtype("values", values, patterns.dtype, of="the stored patterns")
 
 
 def separation(patterns: torch.Tensor) -> torch.Tensor:
-    r"""The separation :math:`\Delta_i = \mathbf x_i^\top\mathbf x_i - \max_{j \ne i}\mathbf x_i^\top\mathbf x_j` of every pattern.
+    r"""The separation
+    :math:`\Delta_i = \mathbf x_i^\top\mathbf x_i - \max_{j \ne i}\mathbf x_i^\top\mathbf x_j`
+    of every pattern.
 
     Ramsauer et al.'s retrieval theorems need it large: a pattern with
     :math:`\Delta_i \le 0` overlaps another pattern at least as much as itself, and no
@@ -141,9 +150,14 @@ def separation(patterns: torch.Tensor) -> torch.Tensor:
     """
     patterns = check_patterns("patterns", patterns, binary=False)
     if patterns.shape[0] < 2:
-        raise ValueError(f"patterns must hold at least two patterns to be separated, got shape {tuple(patterns.shape)}")
+        raise ValueError(
+            "patterns must hold at least two patterns to be separated, "
+            f"got shape {tuple(patterns.shape)}"
+        )
     G = patterns @ patterns.T  # (N, N) all overlaps
-    others = G.masked_fill(torch.eye(len(G), dtype=torch.bool, device=G.device), -math.inf)  # (N, N)
+    others = G.masked_fill(
+        torch.eye(len(G), dtype=torch.bool, device=G.device), -math.inf
+    )  # (N, N)
     return G.diagonal() - others.amax(-1)
 
 
@@ -198,7 +212,9 @@ class ModernHopfield(PatternMemory):
         xi = self._state(xi)
         return torch.softmax(self.beta * (xi @ self.patterns.T), dim=-1)  # (..., N)
 
-    def update(self, xi: torch.Tensor, steps: int = 1, values: torch.Tensor | None = None) -> torch.Tensor:
+    def update(
+        self, xi: torch.Tensor, steps: int = 1, values: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Apply the update ``steps`` times (all components at once).
 
         With ``values`` (one row per stored pattern, ``steps`` must be 1) the output is
@@ -238,4 +254,7 @@ class ModernHopfield(PatternMemory):
         )
 
     def __repr__(self) -> str:
-        return f"ModernHopfield(num_patterns={self.num_patterns}, dim={self.dim}, beta={self.beta:g})"
+        return (
+            f"ModernHopfield(num_patterns={self.num_patterns}, dim={self.dim}, "
+            f"beta={self.beta:g})"
+        )

@@ -44,7 +44,8 @@ def _check_model(model: object) -> nn.Module:
 
 
 def lm_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    r"""Mean cross-entropy of the next token over a batch of windows, for :func:`~seqbook.train.fit`.
+    r"""Mean cross-entropy of the next token over a batch of windows, for
+    :func:`~seqbook.train.fit`.
 
     .. math::
         \mathcal{L} = -\frac{1}{BT} \sum_{b, t} \log P(y_{b,t} \mid x_{b, \le t})

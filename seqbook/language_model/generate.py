@@ -20,7 +20,8 @@ def next_token(
     greedy: bool = False,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    r"""Choose the next token from its scores: the most likely, or a sample at temperature :math:`\tau`.
+    r"""Choose the next token from its scores: the most likely, or a sample at temperature
+    :math:`\tau`.
 
     .. math::
         p_\tau(v) = \frac{\exp(s_v / \tau)}{\sum_u \exp(s_u / \tau)}
@@ -121,7 +122,9 @@ def generate(
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
     if context is not None:
         context = check_int("context", context, min_value=1)
         if use_cache:

@@ -64,7 +64,9 @@ def check_step_input(x_t: object, input_size: int, like: torch.Tensor) -> torch.
     return check_like("x_t", x_t, like)
 
 
-def check_state(name: str, state: object, shape: tuple[int, ...], like: torch.Tensor, what: str) -> torch.Tensor:
+def check_state(
+    name: str, state: object, shape: tuple[int, ...], like: torch.Tensor, what: str
+) -> torch.Tensor:
     """A state tensor of the given shape, dtype and device; ``what`` spells the shape
     out in letters, e.g. ``"(num_layers * num_directions, B, H)"``."""
     check_tensor(name, state, ndim=len(shape), floating=True)

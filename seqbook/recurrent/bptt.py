@@ -76,9 +76,9 @@ def truncated_bptt(
 
     i.e. the losses of the last ``k1`` steps are back-propagated through at most
     ``k2`` steps (a last, shorter chunk keeps the same ``k2 - k1`` steps of extra
-    history, so ``k1 = k2`` is exactly "detach every ``k1`` steps"). The window is recomputed from the stored state
-    :math:`h_{t-k_2}` with the current weights; for ``k1 = k2`` this is exactly the
-    forward pass, for ``k1 < k2`` the first ``k2 - k1`` states of the window are
+    history, so ``k1 = k2`` is exactly "detach every ``k1`` steps"). The window is recomputed
+    from the stored state :math:`h_{t-k_2}` with the current weights; for ``k1 = k2`` this is
+    exactly the forward pass, for ``k1 < k2`` the first ``k2 - k1`` states of the window are
     recomputed with weights that have since been updated (Williams & Peng keep the
     old activations instead; the two coincide as the learning rate goes to 0).
     The state carried forward is each step's state computed once, online.
@@ -131,7 +131,9 @@ def truncated_bptt(
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable as loss_fn(outputs, targets), got {loss_fn!r}")
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     k1 = check_positive_int("k1", k1)
     k2 = k1 if k2 is None else check_positive_int("k2", k2)
     if k2 < k1:

@@ -199,7 +199,9 @@ def state_gradient_norms(
         ((2, 6), True)
     """
     if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable as loss_fn(outputs, final_state), got {loss_fn!r}")
+        raise TypeError(
+            f"loss_fn must be callable as loss_fn(outputs, final_state), got {loss_fn!r}"
+        )
     with torch.enable_grad():
         outputs, final_state, probes = unroll_with_probes(module, x, state)
         component = _check_component(component, len(probes[0]))

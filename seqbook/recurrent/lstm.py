@@ -178,7 +178,8 @@ class LSTM(RecurrentStack):
 
     @property
     def gate_names(self) -> tuple[str, ...]:
-        """Names of the gates in the book's order, ``("z", "i", "f", "o")`` or ``("z", "i", "o")``."""
+        """Names of the gates in the book's order, ``("z", "i", "f", "o")`` or
+        ``("z", "i", "o")``."""
         return ("z", "i", "f", "o") if self.forget_gate else ("z", "i", "o")
 
     @property

@@ -113,7 +113,9 @@ class RNN(RecurrentStack):
         self._new_parameter(f"b_h{suffix}", H, is_bias=True)
 
     def extra_repr(self) -> str:
-        nonlinearity = "" if self.nonlinearity == "tanh" else f", nonlinearity={self.nonlinearity!r}"
+        nonlinearity = (
+            "" if self.nonlinearity == "tanh" else f", nonlinearity={self.nonlinearity!r}"
+        )
         return super().extra_repr() + nonlinearity
 
     def _step(
@@ -230,7 +232,8 @@ class RNN(RecurrentStack):
         getattr(self, f"W_hh{suffix}").copy_(getattr(module, f"weight_hh{torch_suffix}"))
         if self.bias:
             getattr(self, f"b_h{suffix}").copy_(
-                getattr(module, f"bias_ih{torch_suffix}") + getattr(module, f"bias_hh{torch_suffix}")
+                getattr(module, f"bias_ih{torch_suffix}")
+                + getattr(module, f"bias_hh{torch_suffix}")
             )
 
     def _copy_to_torch(self, module: nn.RNN, suffix: str, torch_suffix: str) -> None:

@@ -11,8 +11,8 @@ from seqbook.seq2seq.encoder import Encoded, Seq2SeqEncoder
 from seqbook.seq2seq.model import EncoderDecoder, masked_cross_entropy
 from seqbook.seq2seq.pieces import PieceTokenizer, join_words
 from seqbook.seq2seq.training import (
-    TranslatorConfig,
     Translations,
+    TranslatorConfig,
     build_translator,
     evaluate_translator,
     train_translator,

@@ -138,8 +138,12 @@ class Transformer(nn.Module):
             DecoderBlock(*blocks, **options) for _ in range(num_layers)
         )
         # pre-norm stacks end with a LayerNorm; post-norm blocks already do
-        self.encoder_norm = LayerNorm(d_model, layer_norm_eps, bias) if norm_first else nn.Identity()
-        self.decoder_norm = LayerNorm(d_model, layer_norm_eps, bias) if norm_first else nn.Identity()
+        self.encoder_norm = (
+            LayerNorm(d_model, layer_norm_eps, bias) if norm_first else nn.Identity()
+        )
+        self.decoder_norm = (
+            LayerNorm(d_model, layer_norm_eps, bias) if norm_first else nn.Identity()
+        )
         self.output = nn.Linear(d_model, V_tgt)
         self.norm_first = norm_first
 
