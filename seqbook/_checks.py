@@ -351,9 +351,7 @@ def check_spin_network(xi: Any, W: Any, U: Any) -> None:
 
 def check_spin_order(order: Any, d: int) -> torch.Tensor:
     """Return ``order``, a 1-D integer tensor of spin indices in ``[0, d)``."""
-    order = check_tensor("order", order, ndim=1, floating=False)
-    if order.dtype == torch.bool:
-        raise TypeError("order must hold integer spin indices, got dtype torch.bool")
+    order = check_tensor("order", order, ndim=1, floating=False)  # integers, not bool
     if order.numel() and (int(order.min()) < 0 or int(order.max()) >= d):
         raise ValueError(
             f"order must hold spin indices in [0, {d}), "

@@ -204,5 +204,5 @@ def test_the_shared_checks_name_what_they_check():
         check_state("xi", torch.tensor(1.0), 3, binary=False, dtype=torch.float32)
     with pytest.raises(ValueError, match="beta must be finite"):
         check_beta("beta", math.inf)
-    with pytest.raises(TypeError, match="order must hold integer spin indices"):
+    with pytest.raises(TypeError, match="order must have an integer dtype"):
         check_spin_order(torch.tensor([True]), 3)
