@@ -123,7 +123,7 @@ def cached_self_attention(
     The new positions' keys and values are appended to the cache of ``layer``; query
     :math:`i` (position :math:`P + i`) attends to every key up to its own position.
     Uses the weights of ``attention`` (a :class:`~seqbook.attention.MultiHeadAttention`),
-    so it computes what ``attention(x_all, x_all, x_all, attn_mask=causal_mask(P + T))``
+    so it computes what ``attention(x_all, x_all, x_all, attn_mask=~causal_mask(P + T))``
     computes for the last ``T`` rows, without recomputing the first ``P``.
 
     Args:
@@ -142,7 +142,7 @@ def cached_self_attention(
         >>> model = TransformerLM(vocab_size=5, d_model=8, num_heads=2, num_layers=1)
         >>> attention = model.blocks[0].self_attention
         >>> x = torch.randn(1, 4, 8)
-        >>> full, _ = attention(x, x, x, attn_mask=causal_mask(4))
+        >>> full, _ = attention(x, x, x, attn_mask=~causal_mask(4))  # True = forbidden
         >>> cache = model.init_state(batch_size=1)
         >>> first = cached_self_attention(attention, x[:, :3], cache, layer=0)
         >>> last = cached_self_attention(attention, x[:, 3:], cache, layer=0)
