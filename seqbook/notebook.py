@@ -163,8 +163,9 @@ def show_source(
         obj: a function, method, property or class defined in ``seqbook``.
         start: show from the first line containing this text (default: the first
             line, decorators included).
-        stop: show up to and including the first line at or after ``start``
-            containing this text (default: the last line).
+        stop: show up to and including the first line after ``start``'s line
+            containing this text (default: the last line). A stop that the start
+            line itself contains would otherwise cut the snippet to one line.
         docstring: keep the docstring; by default it is left out (the equations
             above the code say the same, and the API entry has it in full).
 
@@ -204,7 +205,7 @@ def show_source(
     if start is not None:
         begin = _find(lines, keep, start, 0, "start", obj)
     if stop is not None:
-        end = _find(lines, keep, stop, begin, "stop", obj)
+        end = _find(lines, keep, stop, begin + (start is not None), "stop", obj)
     shown = [lines[i] for i in keep[begin : end + 1]]
     code = textwrap.dedent("\n".join(shown)).strip("\n")
 

@@ -67,6 +67,13 @@ def test_show_source_part_of_a_function():
     assert snippet.last_line - snippet.first_line == 2
 
 
+def test_show_source_looks_for_stop_after_the_start_line():
+    # the start line itself contains "torch.sigmoid": stop must not end the snippet there
+    snippet = show_source(GRU._step, start="z = torch.sigmoid", stop="torch.sigmoid")
+    lines = snippet.code.splitlines()
+    assert len(lines) == 2 and lines[-1].startswith("r = torch.sigmoid")
+
+
 def test_show_source_names_and_links_the_public_object():
     snippet = show_source(GRU.cell)
     assert snippet.qualname == "seqbook.recurrent.GRU.cell"
