@@ -104,7 +104,7 @@ def beam_search(
         stay = torch.full((V,), float("-inf"), device=log_prob.device)
         stay[eos] = 0.0
         log_probs = torch.where(finished.unsqueeze(-1), stay, log_probs)  # (N, K, V)
-        total = log_prob.unsqueeze(-1) + log_probs  # (N, K, V)
+        total = log_prob.unsqueeze(-1) + log_probs  # (N, K, V)  (eq-dec-sequence-probability)
         new_length = torch.where(finished, length, torch.full_like(length, t))  # (N, K)
         ranking = length_normalized(total, new_length.unsqueeze(-1), alpha)  # (N, K, V)
         order = torch.sort(ranking.view(N, K * V), dim=1, descending=True, stable=True).indices

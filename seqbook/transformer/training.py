@@ -46,8 +46,9 @@ def warmup_lr(step: int, lr: float, warmup: int, total: int) -> float:
         \eta_s = \eta \min\!\left(\frac{s}{w}, \frac{S - s}{S - w}\right)
 
     for steps :math:`s = 1, \dots, S`. (The paper warms up linearly and then decays as
-    :math:`s^{-1/2}`; for a run of a few hundred steps a linear decay to zero works as
-    well and needs no extra constant.)
+    :math:`s^{-1/2}`; this schedule decays linearly instead, so that a short run ends at
+    a learning rate of zero with no extra constant to choose. The book does not compare
+    the two schedules.)
 
     Example:
         >>> [round(warmup_lr(s, 1.0, 2, 6), 2) for s in range(1, 7)]
