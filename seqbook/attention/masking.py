@@ -5,7 +5,8 @@ Two conventions meet in attention code, and this book uses each one under the na
 PyTorch gives it, with PyTorch's meaning:
 
 * a **keep mask** is True where attention is allowed (a real token, a past position).
-  It is the polarity of :func:`masked_softmax`'s ``mask``, of :func:`causal_mask`, of
+  It is the polarity of :func:`~seqbook.attention.masked_softmax`'s ``mask``, of
+  :func:`~seqbook.attention.causal_mask`, of
   :func:`seqbook.data.pad_batch`'s mask, and of the boolean ``attn_mask`` of
   ``torch.nn.functional.scaled_dot_product_attention`` (and of
   :func:`~seqbook.attention.scaled_dot_product_attention`);
