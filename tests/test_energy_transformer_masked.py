@@ -109,6 +109,7 @@ def test_load_names_a_missing_checkpoint(tmp_path):
         load_masked(tmp_path / "nothing.pt")
 
 
+@pytest.mark.slow
 def test_committed_checkpoints_load_and_fill_in_digits():
     names = sorted(p.stem for p in CHECKPOINTS.glob("et_seed*.pt"))
     assert len(names) >= 3, names
@@ -126,6 +127,7 @@ def test_committed_checkpoints_load_and_fill_in_digits():
         assert info["final_loss"] < info["epoch_loss"][0]
 
 
+@pytest.mark.slow
 def test_training_script_smoke(tmp_path):
     paths = main(["--smoke", "--seeds", "0", "--out", str(tmp_path)])
     model, info = load_masked(paths[0])
