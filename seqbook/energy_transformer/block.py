@@ -1,0 +1,150 @@
+r"""The Energy Transformer block: one global energy, and token dynamics that descend it.
+
+Shape letters: ``B`` configurations (images), ``N`` tokens, ``D`` token features,
+``S`` steps of the dynamics.
+
+The block of Hoover et al. (2023) sums two energies of the normalised tokens
+:math:`\mathbf g = \nabla L(\mathbf x)` (:class:`EnergyLayerNorm`),
+:math:`E(\mathbf g) = E^{\mathrm{ATT}}(\mathbf g) + E^{\mathrm{HN}}(\mathbf g)`
+(:class:`EnergyAttention`, :class:`HopfieldNetwork`), and lets the tokens evolve by
+
+.. math::
+    \tau\frac{d\mathbf x_A}{dt} = -\frac{\partial E}{\partial\mathbf g_A},
+    \qquad\text{discretised as}\qquad
+    \mathbf x_A^{(t+1)} = \mathbf x_A^{(t)} - \alpha\,
+        \frac{\partial E}{\partial\mathbf g_A}\Big|_{\mathbf g(\mathbf x^{(t)})} .
+
+Along the continuous dynamics
+:math:`dE/dt = -\tau\sum_A\dot{\mathbf x}_A^\top\,\nabla^2L(\mathbf x_A)\,
+\dot{\mathbf x}_A \le 0`, since the Hessian of the Lagrangian is positive
+semi-definite: the energy never increases, and the discrete steps inherit this for a
+small enough :math:`\alpha`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_choice, check_int, check_positive_int, check_real
+from seqbook.energy_transformer._validate import check_tokens
+from seqbook.energy_transformer.attention import EnergyAttention
+from seqbook.energy_transformer.hopfield import HopfieldNetwork
+from seqbook.energy_transformer.layer_norm import EnergyLayerNorm
+
+__all__ = ["EnergyTransformer"]
+
+METHODS = ("closed", "autograd")
+
+
+class EnergyTransformer(nn.Module):
+    r"""An Energy Transformer block: energy layer norm, energy attention, Hopfield network.
+
+    .. math::
+        E(\mathbf x) = E^{\mathrm{ATT}}(\mathbf g(\mathbf x))
+            + E^{\mathrm{HN}}(\mathbf g(\mathbf x)), \qquad
+        \mathbf x^{(t+1)} = \mathbf x^{(t)} - \alpha\,\nabla_{\mathbf g}E
+
+    Args:
+        dim: the token dimension :math:`D`.
+        num_heads: attention heads :math:`H`.
+        head_dim: dimension :math:`Y` of a head's queries and keys.
+        num_memories: memories :math:`M` of the Hopfield network.
+        hopfield: ``"relu"`` or ``"softmax"`` (see :class:`HopfieldNetwork`).
+        beta: the attention's inverse temperature (default :math:`1/\sqrt Y`).
+        init_std: standard deviation of the initial :math:`W^Q, W^K, \Xi`.
+        generator: random generator of the initial weights.
+
+    Shapes:
+        x: ``(B, N, D)`` tokens.
+        returns: ``(B,)`` (:meth:`energy`), ``(B, N, D)`` (:meth:`gradient`,
+        :meth:`step`), ``(S + 1, B, N, D)`` (:meth:`run`).
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> block = EnergyTransformer(dim=8, num_memories=16, generator=g)
+        >>> x0 = torch.randn(2, 6, 8, generator=g)
+        >>> trajectory = block.run(x0, steps=5, alpha=0.1)
+        >>> energies = block.energy(trajectory.flatten(0, 1)).view(6, 2)
+        >>> bool((energies.diff(dim=0) <= 0).all())
+        True
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 2,
+        head_dim: int = 8,
+        num_memories: int = 64,
+        hopfield: str = "relu",
+        beta: float | None = None,
+        init_std: float = 0.1,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.dim = check_positive_int("dim", dim)
+        self.norm = EnergyLayerNorm(dim)
+        self.attention = EnergyAttention(dim, num_heads, head_dim, beta, init_std, generator)
+        self.hopfield = HopfieldNetwork(dim, num_memories, hopfield, init_std=init_std,
+                                        generator=generator)
+
+    def _check(self, name: str, x: object) -> torch.Tensor:
+        return check_tokens(name, x, self.dim, self.norm.delta.dtype)
+
+    # ------------------------------------------------------------------ energy
+    def energy(self, x: torch.Tensor) -> torch.Tensor:
+        """The energy :math:`E(\\mathbf g(\\mathbf x))` of each configuration, eq. (eq-et-energy)."""
+        return self._energy(self.norm._g(self._check("x", x)))
+
+    def _energy(self, g: torch.Tensor) -> torch.Tensor:
+        return self.attention._energy(g) + self.hopfield._energy(g)  # (eq-et-energy)
+
+    def gradient(self, g: torch.Tensor, method: str = "closed") -> torch.Tensor:
+        r""":math:`\partial E/\partial\mathbf g`, in closed form or by autograd.
+
+        Args:
+            g: normalised tokens.
+            method: ``"closed"`` (eqs. (eq-et-attention-update) and
+                (eq-et-hopfield-update)) or ``"autograd"``.
+        """
+        g = self._check("g", g)
+        return self._gradient(g, check_choice("method", method, METHODS))
+
+    def _gradient(self, g: torch.Tensor, method: str) -> torch.Tensor:
+        if method == "closed":
+            return -(self.attention._update(g) + self.hopfield._update(g))
+        create_graph = torch.is_grad_enabled()  # to train through the dynamics
+        with torch.enable_grad():
+            if not g.requires_grad:
+                g = g.detach().requires_grad_(True)
+            (grad,) = torch.autograd.grad(self._energy(g).sum(), g,
+                                          create_graph=create_graph)
+        return grad
+
+    # ---------------------------------------------------------------- dynamics
+    def step(self, x: torch.Tensor, alpha: float = 0.1, method: str = "closed") -> torch.Tensor:
+        """One step of the token dynamics, eq. (eq-et-step)."""
+        x = self._check("x", x)
+        alpha = check_real("alpha", alpha, min_value=0.0, strict_min=True)
+        return self._step(x, alpha, check_choice("method", method, METHODS))
+
+    def _step(self, x: torch.Tensor, alpha: float, method: str) -> torch.Tensor:
+        g = self.norm._g(x)  # (eq-et-layernorm)
+        return x - alpha * self._gradient(g, method)  # (eq-et-step)
+
+    def run(
+        self, x0: torch.Tensor, steps: int, alpha: float = 0.1, method: str = "closed"
+    ) -> torch.Tensor:
+        """``steps`` steps of the dynamics from ``x0``: the whole trajectory, ``x0`` first.
+
+        Differentiable (train through it by backpropagation); wrap it in
+        ``torch.no_grad()`` to only evaluate.
+        """
+        x = self._check("x0", x0)
+        steps = check_int("steps", steps, min_value=0)
+        alpha = check_real("alpha", alpha, min_value=0.0, strict_min=True)
+        method = check_choice("method", method, METHODS)
+        states = [x]
+        for _ in range(steps):
+            states.append(self._step(states[-1], alpha, method))
+        return torch.stack(states)  # (S + 1, B, N, D)

@@ -1,0 +1,102 @@
+r"""The energy layer norm: a layer normalisation that is the gradient of a Lagrangian.
+
+Shape letters: ``B`` configurations (images), ``N`` tokens, ``D`` token features.
+
+Hoover et al. (2023) write a token's layer normalisation as the gradient of a convex
+scalar function of the token, its Lagrangian,
+
+.. math::
+    L(\mathbf x) = D\gamma\sqrt{\tfrac1D\textstyle\sum_j (x_j - \bar x)^2 + \varepsilon}
+        + \sum_j \delta_j x_j, \qquad
+    g_i = \frac{\partial L}{\partial x_i} = \gamma\,\frac{x_i - \bar x}
+        {\sqrt{\tfrac1D\sum_j (x_j - \bar x)^2 + \varepsilon}} + \delta_i .
+
+Its Hessian :math:`\partial^2 L/\partial x_i\partial x_j = \partial g_i/\partial x_j` is
+positive semi-definite whenever :math:`\gamma \ge 0`, which is what makes the energy of
+the Energy Transformer a Lyapunov function of its dynamics. Unlike the usual layer
+norm, :math:`\gamma` is one scalar (a per-feature gain would not be a gradient of a
+Lagrangian), and here it is stored as :math:`\log\gamma`, so that it stays positive
+during training.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from seqbook._checks import check_positive_int, check_real, check_same_dtype, check_tensor
+
+__all__ = ["EnergyLayerNorm"]
+
+
+class EnergyLayerNorm(nn.Module):
+    r"""Layer normalisation :math:`\mathbf g = \nabla L(\mathbf x)` with a scalar gain.
+
+    .. math::
+        \mathbf g = \gamma\,\frac{\mathbf x - \bar x}{\sqrt{\operatorname{Var}(\mathbf x)
+            + \varepsilon}} + \boldsymbol\delta
+
+    Args:
+        dim: the token dimension :math:`D`.
+        eps: :math:`\varepsilon > 0` under the square root (1e-5, as ``nn.LayerNorm``).
+        gamma: the initial gain :math:`\gamma > 0` (trained as :math:`\log\gamma`).
+
+    Shapes:
+        x: ``(..., D)``.
+        returns: ``(..., D)`` (:meth:`forward`), ``(...)`` (:meth:`lagrangian`).
+
+    Example:
+        >>> norm = EnergyLayerNorm(4)
+        >>> x = torch.tensor([[1.0, 2.0, 3.0, 6.0]])
+        >>> torch.allclose(norm(x), torch.nn.functional.layer_norm(x, (4,)))
+        True
+        >>> x.requires_grad_(True)
+        tensor([[1., 2., 3., 6.]], requires_grad=True)
+        >>> (grad,) = torch.autograd.grad(norm.lagrangian(x).sum(), x)
+        >>> torch.allclose(grad, norm(x))
+        True
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-5, gamma: float = 1.0) -> None:
+        super().__init__()
+        self.dim = check_positive_int("dim", dim)
+        self.eps = check_real("eps", eps, min_value=0.0, strict_min=True)
+        gamma = check_real("gamma", gamma, min_value=0.0, strict_min=True)
+        self.log_gamma = nn.Parameter(torch.tensor(math.log(gamma)))  # gamma > 0
+        self.delta = nn.Parameter(torch.zeros(self.dim))
+
+    @property
+    def gamma(self) -> torch.Tensor:
+        """The gain :math:`\\gamma = e^{\\log\\gamma} > 0`."""
+        return self.log_gamma.exp()
+
+    def check(self, name: str, x: object) -> torch.Tensor:
+        """``x`` if it is a floating tensor ``(..., D)`` of the parameters' dtype."""
+        x = check_tensor(name, x, floating=True)
+        if x.dim() == 0 or x.shape[-1] != self.dim:
+            raise ValueError(
+                f"{name} must have D = {self.dim} features in its last dimension, "
+                f"got shape {tuple(x.shape)}"
+            )
+        return check_same_dtype(name, x, self.delta.dtype, of="the module's parameters")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The normalised tokens :math:`\\mathbf g`, eq. (eq-et-layernorm)."""
+        return self._g(self.check("x", x))
+
+    def _g(self, x: torch.Tensor) -> torch.Tensor:
+        centred = x - x.mean(-1, keepdim=True)  # (..., D)
+        scale = (centred.pow(2).mean(-1, keepdim=True) + self.eps).sqrt()  # (..., 1)
+        return self.gamma * centred / scale + self.delta  # (eq-et-layernorm)
+
+    def lagrangian(self, x: torch.Tensor) -> torch.Tensor:
+        """The Lagrangian :math:`L(\\mathbf x)` of each token, eq. (eq-et-lagrangian)."""
+        x = self.check("x", x)
+        centred = x - x.mean(-1, keepdim=True)  # (..., D)
+        scale = (centred.pow(2).mean(-1) + self.eps).sqrt()  # (...)
+        return self.dim * self.gamma * scale + x @ self.delta  # (eq-et-lagrangian)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, eps={self.eps:g}"
