@@ -40,7 +40,8 @@ def test_energy_is_the_sum_of_attention_and_hopfield_energies():
     block = _block()
     x = _x()
     g = block.norm(x)
-    torch.testing.assert_close(block.energy(x), block.attention.energy(g) + block.hopfield.energy(g))
+    expected = block.attention.energy(g) + block.hopfield.energy(g)
+    torch.testing.assert_close(block.energy(x), expected)
 
 
 @pytest.mark.parametrize("kind", ["relu", "softmax"])

@@ -8,7 +8,8 @@ from seqbook._checks import check_same_dtype, check_tensor
 
 
 def check_tokens(name: str, value: object, dim: int, dtype: torch.dtype) -> torch.Tensor:
-    """``value`` if it is a floating ``(B, N, D)`` tensor with ``N >= 2`` tokens of ``dim`` features.
+    """``value`` if it is a floating ``(B, N, D)`` tensor with ``N >= 2`` tokens of ``dim``
+    features.
 
     A token never attends to itself, so a configuration needs at least two tokens; the
     dtype must be the parameters' (float64 input is computed in float64 only by a

@@ -93,7 +93,8 @@ class EnergyTransformer(nn.Module):
 
     # ------------------------------------------------------------------ energy
     def energy(self, x: torch.Tensor) -> torch.Tensor:
-        """The energy :math:`E(\\mathbf g(\\mathbf x))` of each configuration, eq. (eq-et-energy)."""
+        """The energy :math:`E(\\mathbf g(\\mathbf x))` of each configuration, eq.
+        (eq-et-energy)."""
         return self._energy(self.norm._g(self._check("x", x)))
 
     def _energy(self, g: torch.Tensor) -> torch.Tensor:

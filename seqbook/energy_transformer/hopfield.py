@@ -35,7 +35,8 @@ __all__ = ["HopfieldNetwork"]
 
 
 class HopfieldNetwork(nn.Module):
-    r"""A token-wise dense associative memory with learned memories :math:`\Xi \in \mathbb R^{M\times D}`.
+    r"""A token-wise dense associative memory with learned memories
+    :math:`\Xi \in \mathbb R^{M\times D}`.
 
     .. math::
         E^{\mathrm{HN}} = -\frac12\sum_A\sum_\mu\operatorname{ReLU}

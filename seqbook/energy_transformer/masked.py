@@ -157,7 +157,9 @@ class MaskedEnergyTransformer(nn.Module):
         check_same_dtype("patches", patches, self.position.dtype, of="the model's parameters")
         visible = check_tensor("visible", visible, ndim=2)
         if visible.dtype != torch.bool:
-            raise TypeError(f"visible must be a boolean tensor (True = visible), got {visible.dtype}")
+            raise TypeError(
+                f"visible must be a boolean tensor (True = visible), got {visible.dtype}"
+            )
         if visible.shape != patches.shape[:2]:
             raise ValueError(
                 f"visible must have shape (B, N) = {tuple(patches.shape[:2])}, "
@@ -262,7 +264,8 @@ def masked_loss(
     model: MaskedEnergyTransformer, images: torch.Tensor, fraction: float = 0.3,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    r"""The training loss: squared errors of the masked and of the visible patches after :math:`T` steps.
+    r"""The training loss: squared errors of the masked and of the visible patches after
+    :math:`T` steps.
 
     .. math::
         \mathcal L = \frac{1}{|\mathcal M|\,a}\sum_{A\in\mathcal M}
