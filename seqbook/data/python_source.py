@@ -69,6 +69,7 @@ def python_source_corpus(
     num_chars = check_int("num_chars", num_chars, min_value=1)
     max_file_chars = check_int("max_file_chars", max_file_chars, min_value=1)
     seed = check_int("seed", seed, min_value=0)
+    split_dataset([], valid_fraction, test_fraction, seed=seed)  # checks the fractions first
     files = _stdlib_files()
     random.Random(seed).shuffle(files)
     root = Path(sysconfig.get_paths()["stdlib"])
