@@ -155,21 +155,7 @@ def _show_source_calls(chapter) -> list[tuple[int, str]]:
     ]
 
 
-# Chapters still to be converted to show their code (strict: a converted chapter must
-# leave this list, or its test fails as an unexpected pass).
-SOURCE_NOT_YET_SHOWN = {
-}
-
-
-@pytest.mark.parametrize(
-    "chapter",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="not yet converted"))
-        if c.stem in SOURCE_NOT_YET_SHOWN else c
-        for c in CHAPTERS
-    ],
-    ids=CHAPTER_IDS,
-)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
 def test_every_implements_sentence_is_followed_by_the_shown_source(chapter):
     import jupytext
 
