@@ -163,3 +163,14 @@ def test_convolution_stack_bad_input():
         convolution_stack(4, 3, dilated="yes")
     with pytest.raises(ValueError, match="num_layers must be >= 1"):
         attention_stack(4, 0, num_heads=2)
+
+
+def test_self_attention_layer_bad_input():
+    from seqbook.costs import SelfAttentionLayer
+
+    with pytest.raises(ValueError, match="num_heads must divide d, got d=8 and num_heads=3"):
+        SelfAttentionLayer(d=8, num_heads=3)
+    with pytest.raises(ValueError, match="d must be >= 1"):
+        SelfAttentionLayer(d=0)
+    with pytest.raises(TypeError, match="causal must be a bool"):
+        SelfAttentionLayer(d=8, causal=1)

@@ -128,6 +128,9 @@ class SelfAttentionLayer(nn.Module):
 
     def __init__(self, d: int, num_heads: int = 4, causal: bool = False) -> None:
         super().__init__()
+        d, num_heads = check_positive_int("d", d), check_positive_int("num_heads", num_heads)
+        if d % num_heads:
+            raise ValueError(f"num_heads must divide d, got d={d} and num_heads={num_heads}")
         self.attention = MultiHeadAttention(d, num_heads)
         if not isinstance(causal, bool):
             raise TypeError(f"causal must be a bool, got {causal!r}")
