@@ -72,6 +72,7 @@ def pseudo_likelihood_loss(model: BareSelfAttention, xi: torch.Tensor, lam: floa
         True
     """
     model = _check_model(model)
+    xi = model._check_x("xi", xi)
     lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
 
