@@ -41,6 +41,10 @@ __all__ = [
 ]
 
 
+# The (B, N, N, d) terms alpha_ij xi_j of one chunk of a large batch: about 64 MB.
+_TERMS = 16_000_000
+
+
 def _check_model(model: object) -> BareSelfAttention:
     if not isinstance(model, BareSelfAttention):
         raise TypeError(
@@ -103,25 +107,17 @@ def pseudo_likelihood_gradient(
     model = _check_model(model)
     lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     xi = model._check_x("xi", xi)
-    parts = [_hebbian_step(model, chunk, lam) for chunk in xi.split(_chunk_size(model))]
-    B = xi.shape[0]
-    loss = sum(part[0] for part in parts) / B
-    grad = sum(part[1] for part in parts) / B
-    return loss, grad
-
-
-def _chunk_size(model: BareSelfAttention) -> int:
-    return max(1, 16_000_000 // (model.num_tokens**2 * model.dim))
-
-
-def _hebbian_step(model: BareSelfAttention, xi: torch.Tensor, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The summed (not averaged) loss and gradient of a few configurations."""
+    B, N, d = xi.shape
+    if B * N * N * d > _TERMS:  # a large batch: the mean of the chunks' means
+        chunks = xi.split(max(1, _TERMS // (N * N * d)))
+        parts = [(len(c), pseudo_likelihood_gradient(model, c, lam)) for c in chunks]
+        return tuple(sum(n * part[k] for n, part in parts) / B for k in (0, 1))
     S = torch.einsum("bid,ijde,bje->bij", xi, model.J.detach(), xi)  # (B, N, N)
     logits = model._partners(lam * S, None)  # j != i
-    loss = -(torch.logsumexp(logits, dim=-1) / lam).sum()  # (eq-attr-pl-loss)
+    loss = -(torch.logsumexp(logits, dim=-1) / lam).sum(-1).mean()  # (eq-attr-pl-loss)
     alpha = torch.softmax(logits, dim=-1)  # (B, N, N)
     weighted = alpha.unsqueeze(-1) * xi.unsqueeze(1)  # (B, N, N, d): alpha_ij xi_j
-    grad = -torch.einsum("bid,bije->ijde", xi, weighted)  # (eq-attr-pl-grad)
+    grad = -torch.einsum("bid,bije->ijde", xi, weighted) / B  # (eq-attr-pl-grad)
     return loss, grad
 
 
@@ -196,6 +192,8 @@ def train_pseudo_likelihood(
     clip = check_real("clip", clip, min_value=0.0, strict_min=True)
     if on_step is not None and not callable(on_step):
         raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
+    J, N = model.J.data, model.num_tokens
+    norm = J.norm()  # kept fixed
     history = History()
     kwargs = {} if progress else {"disable": True}
     with Timer() as timer:
@@ -204,8 +202,12 @@ def train_pseudo_likelihood(
             losses = []
             for batch in order.split(batch_size):
                 loss, grad = pseudo_likelihood_gradient(model, xi[batch], lam)
-                history.grad_norm.append(grad.norm().item())
-                _projected_step(model, grad, lr, clip)
+                grad_norm = grad.norm().item()
+                grad = grad * min(1.0, clip / max(grad_norm, 1e-30))  # clipped
+                J.sub_(lr * grad)  # (eq-attr-sgd)
+                J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
+                J.mul_(norm / J.norm())  # (eq-attr-sgd)
+                history.grad_norm.append(grad_norm)
                 losses.append(loss.item())
                 if not math.isfinite(losses[-1]):
                     raise FloatingPointError("the pseudo-likelihood loss is not finite")
@@ -215,16 +217,6 @@ def train_pseudo_likelihood(
             history.epoch_loss.append(sum(losses) / len(losses))
     history.seconds = timer.seconds
     return history
-
-
-@torch.no_grad()
-def _projected_step(model: BareSelfAttention, grad: torch.Tensor, lr: float, clip: float) -> None:
-    J, N = model.J, model.num_tokens
-    norm = J.norm()  # kept fixed
-    grad = grad * min(1.0, clip / max(grad.norm().item(), 1e-30))  # clipped
-    J.sub_(lr * grad)  # (eq-attr-sgd)
-    J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
-    J.mul_(norm / J.norm())  # (eq-attr-sgd)
 
 
 @torch.no_grad()
