@@ -17,7 +17,7 @@ the trained attention, with uniform attention and, after 32 steps and at the end
 them alone), the leading eigenvalues of the uniform-attention operator, the
 attention's effective number of partners, where long runs end and how concentrated
 the couplings are. It writes ``bare.pt``: the couplings of the first seed after the
-last epoch (compressed, see :mod:`seqbook.attractor.storage`) and all these tables.
+last epoch (compressed by :func:`~seqbook.attractor.save_bare`) and all these tables.
 The seeds are independent, so they can also run in parallel and be merged::
 
     python -m seqbook.attractor.train --bare --seeds 0 --out runs/0   # and 1, 2
