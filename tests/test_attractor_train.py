@@ -49,3 +49,47 @@ def test_the_bare_script_runs_and_merges(tmp_path):
     assert torch.isnan(curves[:, 0, 2:]).all()  # the others only there
     first, _ = load_bare(tmp_path / "0" / "bare.pt")
     assert torch.equal(model.J, first.J)  # the first file's couplings
+
+
+def _single_run(path, seed, snapshot_steps, steps):
+    """A bare.pt as one seed of train_bare writes it, with tables that say where they come from."""
+    from seqbook.attractor import BareSelfAttention, save_bare
+
+    K = len(snapshot_steps)
+    model = BareSelfAttention(3, 2, generator=torch.Generator().manual_seed(seed))
+    return save_bare(
+        model, path, epochs=len(snapshot_steps), batch_size=32, lr=5.0, train_size=64,
+        steps_per_epoch=2, seeds=[seed], cpu_seconds=[1.0 + seed], variants=["attention"],
+        tasks=["mask", "denoise"], snapshot_steps=snapshot_steps, epochs_per_seed=[len(snapshot_steps)],
+        snapshot_labels=[str(s) for s in snapshot_steps],
+        curves=torch.tensor(snapshot_steps, dtype=torch.float32).view(1, K, 1, 1).expand(1, K, 2, 3).clone(),
+        mode_image=torch.full((1, K, 2, 2), float(seed)).half(),
+        step_loss=torch.arange(steps, dtype=torch.float32)[None],
+    )
+
+
+def test_merge_pads_a_shorter_run_with_nan(tmp_path):
+    from seqbook.attractor.train import merge_bare
+
+    long = _single_run(tmp_path / "0.pt", 0, [0, 2, 6], 6)
+    short = _single_run(tmp_path / "1.pt", 1, [0, 2], 2)
+    model, info = load_bare(merge_bare([long, short], tmp_path / "merged"))
+    assert info["seeds"] == [0, 1] and info["epochs_per_seed"] == [3, 2]
+    assert info["cpu_seconds"] == [1.0, 2.0] and info["snapshot_steps"] == [0, 2, 6]
+    curves = info["curves"]  # (seeds, snapshots, tasks, 3)
+    assert curves.shape == (2, 3, 2, 3)
+    assert torch.equal(curves[0, :, 0, 0], torch.tensor([0.0, 2.0, 6.0]))
+    assert torch.equal(curves[1, :2, 0, 0], torch.tensor([0.0, 2.0])) and torch.isnan(curves[1, 2]).all()
+    assert torch.isnan(info["mode_image"][1, 2]).all() and (info["mode_image"][1, :2] == 1).all()
+    assert torch.equal(info["step_loss"][1, :2], torch.tensor([0.0, 1.0])) and torch.isnan(info["step_loss"][1, 2:]).all()
+    first, _ = load_bare(long)
+    assert torch.equal(model.J, first.J)
+
+
+def test_merge_refuses_runs_that_do_not_fit(tmp_path):
+    from seqbook.attractor.train import merge_bare
+
+    long = _single_run(tmp_path / "0.pt", 0, [0, 2], 2)
+    other = _single_run(tmp_path / "1.pt", 1, [0, 3], 3)
+    with pytest.raises(ValueError, match="snapshots"):
+        merge_bare([long, other], tmp_path / "merged")

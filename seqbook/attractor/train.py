@@ -18,9 +18,19 @@ them alone), the leading eigenvalues of the uniform-attention operator, the
 attention's effective number of partners, where long runs end and how concentrated
 the couplings are. It writes ``bare.pt``: the couplings of the first seed after the
 last epoch (compressed by :func:`~seqbook.attractor.save_bare`) and all these tables.
-The seeds are independent, so they can also run in parallel and be merged::
+The seeds are independent, so they can also run in parallel and be merged; a seed may
+also run for fewer epochs (its tables hold NaN at the snapshots it does not reach)::
 
     python -m seqbook.attractor.train --bare --seeds 0 --out runs/0   # and 1, 2
+    python -m seqbook.attractor.train --merge runs/0/bare.pt runs/1/bare.pt runs/2/bare.pt
+
+The committed ``checkpoints/bare.pt`` was made so, with seed 0 for the 20 epochs and
+seeds 1 and 2 for one epoch, each on one thread (about 6 CPU minutes of training for
+the 20 epochs of seed 0, and about as long again for measuring its snapshots)::
+
+    python -m seqbook.attractor.train --bare --seeds 0 --threads 1 --out runs/0
+    python -m seqbook.attractor.train --bare --seeds 1 --epochs 1 --threads 1 --out runs/1
+    python -m seqbook.attractor.train --bare --seeds 2 --epochs 1 --threads 1 --out runs/2
     python -m seqbook.attractor.train --merge runs/0/bare.pt runs/1/bare.pt runs/2/bare.pt
 
 **The backpropagation baselines** (a recurrent transformer block and a vision
@@ -285,7 +295,7 @@ def train_bare(args: argparse.Namespace) -> Path:
         final, args.out / "bare.pt",
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, lam_train=5.0, clip=1.0,
         train_size=args.train_size, steps_per_epoch=per_epoch, seeds=list(args.seeds),
-        cpu_seconds=seconds, compression_gap=gap,
+        cpu_seconds=seconds, compression_gap=gap, epochs_per_seed=[args.epochs] * len(args.seeds),
         snapshot_steps=snapshots, snapshot_labels=[marks[s] for s in snapshots],
         variants=[name for name, *_ in BARE_VARIANTS], tasks=list(TASKS),
         step_loss=torch.stack(step_losses),
@@ -333,18 +343,42 @@ def train_baselines(args: argparse.Namespace) -> list[Path]:
 
 
 def merge_bare(paths: Sequence[Path], out: Path) -> Path:
-    """One ``bare.pt`` from runs of single seeds: the first file's couplings, every seed's tables."""
-    parts = [torch.load(path, map_location="cpu", weights_only=True) for path in paths]
-    info = dict(parts[0]["info"])
-    for key in ("epochs", "batch_size", "lr", "train_size", "snapshot_steps"):
-        if any(part["info"][key] != info[key] for part in parts):
+    """One ``bare.pt`` from runs of single seeds: the first file's couplings, every seed's tables.
+
+    The runs must share the recipe (batch size, learning rate, training digits); a run
+    may be shorter than the first one (fewer ``--epochs``) if its snapshots are among
+    the first run's. Its tables then hold NaN at the snapshots it did not reach, and its
+    loss curve is padded with NaN; ``info["epochs_per_seed"]`` says how long each ran.
+    """
+    parts = [torch.load(path, map_location="cpu", weights_only=True)["info"] for path in paths]
+    checkpoint = torch.load(paths[0], map_location="cpu", weights_only=True)
+    info = dict(checkpoint["info"])
+    for key in ("batch_size", "lr", "train_size", "steps_per_epoch", "variants", "tasks"):
+        if any(part[key] != info[key] for part in parts):
             raise ValueError(f"the runs to merge differ in {key}")
+    steps = list(info["snapshot_steps"])
+    for path, part in zip(paths, parts):
+        if not set(part["snapshot_steps"]) <= set(steps):
+            raise ValueError(f"{path} has snapshots {part['snapshot_steps']}, not among the first run's {steps}")
+    longest = max(part["step_loss"].shape[-1] for part in parts)
     for key, value in info.items():
-        if isinstance(value, torch.Tensor):  # tables: one row per seed
-            info[key] = torch.cat([part["info"][key] for part in parts])
+        if not isinstance(value, torch.Tensor):
+            continue
+        rows = []
+        for part in parts:
+            table = part[key]  # (1, K, ...) or, for the loss, (1, steps)
+            if key == "step_loss":
+                row = torch.full((table.shape[0], longest), float("nan"), dtype=table.dtype)
+                row[:, : table.shape[1]] = table
+            else:
+                row = torch.full((table.shape[0], len(steps), *table.shape[2:]), float("nan"), dtype=table.dtype)
+                row[:, [steps.index(s) for s in part["snapshot_steps"]]] = table
+            rows.append(row)
+        info[key] = torch.cat(rows)
     for key in ("seeds", "cpu_seconds"):
-        info[key] = [v for part in parts for v in part["info"][key]]
-    checkpoint = dict(parts[0], info=info)
+        info[key] = [v for part in parts for v in part[key]]
+    info["epochs_per_seed"] = [part["epochs"] for part in parts for _ in part["seeds"]]
+    checkpoint["info"] = info
     out.mkdir(parents=True, exist_ok=True)
     torch.save(checkpoint, out / "bare.pt")
     return out / "bare.pt"
