@@ -59,7 +59,7 @@ def _single_run(path, seed, snapshot_steps, steps):
     model = BareSelfAttention(3, 2, generator=torch.Generator().manual_seed(seed))
     return save_bare(
         model, path, epochs=len(snapshot_steps), batch_size=32, lr=5.0, train_size=64,
-        steps_per_epoch=2, seeds=[seed], cpu_seconds=[1.0 + seed], variants=["attention"],
+        steps_per_epoch=2, seeds=[seed], cpu_seconds=[1.0 + seed], compression_gap=0.1 * seed, variants=["attention"],
         tasks=["mask", "denoise"], snapshot_steps=snapshot_steps, epochs_per_seed=[len(snapshot_steps)],
         snapshot_labels=[str(s) for s in snapshot_steps],
         curves=torch.tensor(snapshot_steps, dtype=torch.float32).view(1, K, 1, 1).expand(1, K, 2, 3).clone(),
@@ -76,6 +76,7 @@ def test_merge_pads_a_shorter_run_with_nan(tmp_path):
     model, info = load_bare(merge_bare([long, short], tmp_path / "merged"))
     assert info["seeds"] == [0, 1] and info["epochs_per_seed"] == [3, 2]
     assert info["cpu_seconds"] == [1.0, 2.0] and info["snapshot_steps"] == [0, 2, 6]
+    assert info["compression_gaps"] == [0.0, 0.1]
     curves = info["curves"]  # (seeds, snapshots, tasks, 3)
     assert curves.shape == (2, 3, 2, 3)
     assert torch.equal(curves[0, :, 0, 0], torch.tensor([0.0, 2.0, 6.0]))

@@ -25,8 +25,9 @@ also run for fewer epochs (its tables hold NaN at the snapshots it does not reac
     python -m seqbook.attractor.train --merge runs/0/bare.pt runs/1/bare.pt runs/2/bare.pt
 
 The committed ``checkpoints/bare.pt`` was made so, with seed 0 for the 20 epochs and
-seeds 1 and 2 for one epoch, each on one thread (about 6 CPU minutes of training for
-the 20 epochs of seed 0, and about as long again for measuring its snapshots)::
+seeds 1 and 2 for one epoch, each on one thread (seed 0: 3.5 CPU minutes of training
+and 10 in all, the measurements of the snapshots included; seeds 1 and 2: about 7 CPU
+minutes each, nearly all of it measuring)::
 
     python -m seqbook.attractor.train --bare --seeds 0 --threads 1 --out runs/0
     python -m seqbook.attractor.train --bare --seeds 1 --epochs 1 --threads 1 --out runs/1
@@ -348,7 +349,9 @@ def merge_bare(paths: Sequence[Path], out: Path) -> Path:
     The runs must share the recipe (batch size, learning rate, training digits); a run
     may be shorter than the first one (fewer ``--epochs``) if its snapshots are among
     the first run's. Its tables then hold NaN at the snapshots it did not reach, and its
-    loss curve is padded with NaN; ``info["epochs_per_seed"]`` says how long each ran.
+    loss curve is padded with NaN; ``info["epochs_per_seed"]`` says how long each ran and
+    ``info["compression_gaps"]`` how much compressing each seed's couplings changed its
+    curves (only the first seed's couplings are kept).
     """
     parts = [torch.load(path, map_location="cpu", weights_only=True)["info"] for path in paths]
     checkpoint = torch.load(paths[0], map_location="cpu", weights_only=True)
@@ -378,6 +381,7 @@ def merge_bare(paths: Sequence[Path], out: Path) -> Path:
     for key in ("seeds", "cpu_seconds"):
         info[key] = [v for part in parts for v in part[key]]
     info["epochs_per_seed"] = [part["epochs"] for part in parts for _ in part["seeds"]]
+    info["compression_gaps"] = [part["compression_gap"] for part in parts for _ in part["seeds"]]
     checkpoint["info"] = info
     out.mkdir(parents=True, exist_ok=True)
     torch.save(checkpoint, out / "bare.pt")
