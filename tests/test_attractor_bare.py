@@ -144,8 +144,10 @@ def test_chunking_does_not_change_the_result(monkeypatch):
 def test_bad_input():
     with pytest.raises(ValueError, match="num_tokens must be >= 2"):
         BareSelfAttention(1, 4)
-    with pytest.raises(ValueError, match="lam must be > 0"):
-        BareSelfAttention(4, 2, lam=0.0)
+    with pytest.raises(ValueError, match="lam must be >= 0"):
+        BareSelfAttention(4, 2, lam=-1.0)
+    with pytest.raises(ValueError, match="lam must be > 0 for the energies"):
+        BareSelfAttention(4, 2, lam=0.0).energy(_spins(1, 4, 2))
     with pytest.raises(ValueError, match="gamma must be >= 0"):
         BareSelfAttention(4, 2, gamma=-1.0)
     model = BareSelfAttention(4, 2)
@@ -165,3 +167,28 @@ def test_bad_input():
         model.run(torch.rand(1, 4, 2), -1)
     with pytest.raises(ValueError, match="others must have the shape"):
         model.local_energies(torch.rand(1, 4, 2), others=torch.rand(2, 4, 2))
+
+
+def test_zero_temperature_inverse_is_uniform_attention():
+    # lam = 0: every partner weighs 1 / (N - 1) (masked keys excluded): attention switched off
+    model = BareSelfAttention(6, 3, lam=0.0, generator=_gen())
+    model.J.data.mul_(20)
+    x = _spins(2, 6, 3)
+    alpha = model.attention(x)
+    expected = (1 - torch.eye(6)) / 5
+    assert torch.allclose(alpha, expected.expand(2, 6, 6))
+    field = torch.einsum("ijde,bje->bid", model.J.detach(), x) / 5
+    assert torch.allclose(model.local_field(x), field, atol=1e-6)
+    key_mask = torch.tensor([[True, True, False, True, True, True]] * 2)
+    masked = model.attention(x, key_mask)
+    assert (masked[:, :, 2] == 0).all() and torch.allclose(masked.sum(-1), torch.ones(2, 6))
+    assert not torch.isnan(model.run(x, 3, key_mask=key_mask)).any()
+
+
+def test_float64_computes_in_float64_and_mixed_dtypes_are_refused():
+    model = BareSelfAttention(5, 3, generator=_gen()).double()
+    x = _spins(2, 5, 3, dtype=torch.float64)
+    assert model.step(x).dtype == torch.float64
+    assert model.local_energies(x).dtype == torch.float64
+    with pytest.raises(TypeError, match="x has dtype torch.float32 but the couplings J have dtype torch.float64"):
+        model.step(x.float())

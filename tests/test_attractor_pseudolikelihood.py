@@ -101,3 +101,35 @@ def test_bad_input():
         train_pseudo_likelihood(model, xi, clip=0.0, progress=False)
     with pytest.raises(ValueError, match="epochs must be >= 1"):
         train_pseudo_likelihood(model, xi, epochs=0, progress=False)
+
+
+def test_large_batches_are_summed_in_chunks(monkeypatch):
+    import seqbook.attractor.pseudolikelihood as pl
+
+    model = BareSelfAttention(5, 2, generator=_gen()).double()
+    model.J.data.mul_(4)
+    xi = _spins(7, 5, 2)
+    whole = pseudo_likelihood_gradient(model, xi)
+    monkeypatch.setattr(pl, "_TERMS", 2 * 5 * 5 * 2)  # chunks of 2 configurations
+    chunked = pseudo_likelihood_gradient(model, xi)
+    assert torch.allclose(whole[0], chunked[0]) and torch.allclose(whole[1], chunked[1])
+
+
+def test_hebbian_couplings_are_the_gradient_at_uniform_attention():
+    from seqbook.attractor import hebbian_couplings
+
+    model = BareSelfAttention(6, 3, generator=_gen()).double()
+    xi = _spins(9, 6, 3)
+    _, grad = pseudo_likelihood_gradient(model, xi, lam=1e-9)  # alpha = 1 / (N - 1)
+    H = hebbian_couplings(xi)
+    assert torch.allclose(-grad * 5, H, atol=1e-7)
+    assert torch.allclose(hebbian_couplings(xi, norm=2.0).norm(), torch.tensor(2.0, dtype=torch.float64))
+    assert (H[torch.arange(6), torch.arange(6)] == 0).all()
+
+
+def test_on_step_sees_every_step():
+    seen = []
+    model = BareSelfAttention(4, 2, generator=_gen())
+    train_pseudo_likelihood(model, _spins(10, 4, 2).float(), epochs=2, batch_size=4,
+                            on_step=seen.append, progress=False)
+    assert seen == [1, 2, 3, 4, 5, 6]  # 3 batches per epoch

@@ -3,7 +3,22 @@
 import pytest
 import torch
 
-from seqbook.attractor import add_noise, mask_tokens, mnist_split, mse_curve, patch_variance
+from seqbook.attractor import (
+    BareSelfAttention,
+    CorruptedDigits,
+    PatchEmbedding,
+    add_noise,
+    bare_reconstructions,
+    blur,
+    corrupt_digits,
+    evaluation_set,
+    mask_tokens,
+    mean_fill,
+    mnist_split,
+    mse_curve,
+    patch_variance,
+)
+from seqbook.attractor.embedding import image_to_patches
 
 
 def _gen(seed=0):
@@ -66,3 +81,85 @@ def test_bad_input():
         patch_variance(torch.rand(1, 5, 5), 2)
     with pytest.raises(ValueError, match="tokens must be a boolean tensor"):
         patch_variance(torch.rand(1, 4, 4), 2, torch.ones(1, 4))
+
+
+def test_corrupt_digits_masks_patches_or_adds_noise():
+    images, _ = mnist_split(6, 1)
+    for patch_size in (2, 4):
+        digits = corrupt_digits(images, "mask", patch_size, generator=_gen(3))
+        assert isinstance(digits, CorruptedDigits) and digits.patch_size == patch_size
+        N = (28 // patch_size) ** 2
+        assert digits.visible.shape == (6, N) and ((~digits.visible).sum(-1) == round(0.3 * N)).all()
+        patches = image_to_patches(digits.corrupted, patch_size)
+        clean = image_to_patches(images, patch_size)
+        assert (patches[~digits.visible] == 0).all()
+        assert torch.equal(patches[digits.visible], clean[digits.visible])
+    noisy2 = corrupt_digits(images, "denoise", 2, generator=_gen(3))
+    noisy4 = corrupt_digits(images, "denoise", 4, generator=_gen(3))
+    assert noisy2.visible is None and torch.equal(noisy2.corrupted, noisy4.corrupted)
+    assert torch.equal(noisy2.corrupted, add_noise(images, 0.7, _gen(3)))
+
+
+def test_evaluation_sets_are_seeded_disjoint_and_reproducible():
+    a, b = evaluation_set("mask", 0, 8), evaluation_set("mask", 1, 8)
+    _, test = mnist_split(1, 1000)
+    assert torch.equal(a.clean, test[:8]) and torch.equal(b.clean, test[8:16])
+    again = evaluation_set("mask", 0, 8)
+    assert torch.equal(a.visible, again.visible) and torch.equal(a.corrupted, again.corrupted)
+
+
+def test_bare_reconstructions_run_the_model_from_the_corrupted_digits():
+    g = _gen()
+    embedding = PatchEmbedding(2)
+    model = BareSelfAttention(196, 8, generator=g)
+    model.J.data.mul_(20)
+    for task in ("mask", "denoise"):
+        digits = evaluation_set(task, 0, 3)
+        images = bare_reconstructions(model, embedding, digits, 2)
+        assert images.shape == (3, 3, 28, 28) and torch.equal(images[0], digits.corrupted)
+        x0 = embedding(digits.corrupted)
+        if digits.visible is not None:
+            x0 = x0 * digits.visible.unsqueeze(-1)
+        run = model.run(x0, 2, key_mask=digits.visible)
+        assert torch.allclose(images[2], embedding.decode(run[2]))
+
+
+def test_baselines_mean_fill_and_blur():
+    images, _ = mnist_split(4, 1)
+    digits = corrupt_digits(images, "mask", 2, generator=_gen())
+    mean = images.mean(0)
+    filled = image_to_patches(mean_fill(digits, mean), 2)
+    assert torch.equal(filled[~digits.visible], image_to_patches(mean[None], 2).expand(4, -1, -1)[~digits.visible])
+    assert torch.equal(filled[digits.visible], image_to_patches(images, 2)[digits.visible])
+    flat = torch.full((2, 28, 28), 0.3)
+    assert torch.allclose(blur(flat, 1.5), flat, atol=1e-6)  # borders renormalised
+    smooth = blur(images, 1.0)
+    assert smooth.shape == images.shape and smooth.var() < images.var()
+    assert abs(smooth.sum() - images.sum()) / images.sum() < 0.05
+
+
+def test_bad_input_of_the_protocol():
+    images, _ = mnist_split(2, 1)
+    with pytest.raises(ValueError, match="task must be one of 'mask', 'denoise'"):
+        corrupt_digits(images, "inpaint")
+    with pytest.raises(ValueError, match=r"images must hold pixels in \[0, 1\]"):
+        corrupt_digits(images * 2, "mask")
+    with pytest.raises(ValueError, match=r"images must hold pixels in \[0, 1\]"):
+        add_noise(images - 0.5)
+    with pytest.raises(ValueError, match="divisible by patch_size"):
+        corrupt_digits(images, "mask", patch_size=3)
+    with pytest.raises(ValueError, match=r"\(seed \+ 1\) \* num_images must be <= 1000"):
+        evaluation_set("mask", 40, 32)
+    digits = evaluation_set("mask", 0, 2, patch_size=4)
+    with pytest.raises(ValueError, match="patch_size 4 but the embedding uses patch_size 2"):
+        bare_reconstructions(BareSelfAttention(196, 8), PatchEmbedding(2), digits, 1)
+    with pytest.raises(TypeError, match="digits must be CorruptedDigits"):
+        bare_reconstructions(BareSelfAttention(196, 8), PatchEmbedding(2), images, 1)
+    with pytest.raises(ValueError, match="task 'mask'"):
+        mean_fill(evaluation_set("denoise", 0, 2), images[0])
+    with pytest.raises(ValueError, match="mean_image must have shape"):
+        mean_fill(digits, torch.zeros(14, 14))
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        blur(images, 0.0)
+    with pytest.raises(TypeError, match="reconstructions has dtype torch.float64"):
+        mse_curve(images[None].double(), images)

@@ -21,23 +21,32 @@ is minus the gradient, with respect to :math:`\mathbf x_i` alone, of the local e
     e_i = -\frac{1}{\lambda}\log\sum_{j \ne i}\exp\bigl(\lambda\,
         \mathbf x_i^\top J_{ij}\mathbf x_j\bigr).
 
-The ``(B, N, N, d)`` intermediate tensors are computed for a few query tokens at a
-time, so that memory stays small for any batch.
+At :math:`\lambda = 0` (infinite temperature) the attention is uniform and the update
+is linear up to the normalisation: the control "attention switched off".
+
+The ``(B, N, N, d)`` intermediate terms :math:`J_{ij}\mathbf x_j` are computed for a
+few configurations at a time, so that memory stays small for any batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_int,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_tensor,
+)
 
 __all__ = ["BareSelfAttention"]
 
-# Elements of one chunk's (k, B, N, d) intermediate: about 16 MB in float32.
-_CHUNK_ELEMENTS = 4_000_000
+# Elements of one chunk's (B, N, N, d) intermediate: about 64 MB in float32.
+_CHUNK_ELEMENTS = 16_000_000
 
 
 class BareSelfAttention(nn.Module):
@@ -50,20 +59,22 @@ class BareSelfAttention(nn.Module):
             + \gamma\,\mathbf x_i^{(t)}\Bigr)
 
     The couplings start uniform in :math:`[-\frac{1}{2d}, \frac{1}{2d}]` with
-    :math:`J_{ii} = 0`, as in the paper; train them with
+    :math:`J_{ii} = 0`, as in the paper's text; train them with
     :func:`~seqbook.attractor.train_pseudo_likelihood`.
 
     Args:
         num_tokens: the number :math:`N` of spins (patches of an image).
         dim: the spin dimension :math:`d`.
-        lam: inverse temperature :math:`\lambda > 0` of the dynamics' softmax (the
-            paper evaluates with 1 and trains with 5).
+        lam: inverse temperature :math:`\lambda \ge 0` of the dynamics' softmax (the
+            paper evaluates with 1 and trains with 5); 0 makes the attention uniform
+            over the partners (attention switched off).
         gamma: weight :math:`\gamma \ge 0` of a spin's own state in its update
-            (1 in the paper).
+            (1 in the paper's text, 2 in the authors' code).
         generator: random generator for the initial couplings.
 
     Shapes:
-        x: ``(B, N, d)``, unit vectors (a masked token may be the zero vector).
+        x: ``(B, N, d)``, unit vectors (a masked token may be the zero vector), of
+        the couplings' dtype and device.
         key_mask: ``(B, N)``, True = the token may be attended to.
         J: ``(N, N, d, d)``.
 
@@ -89,14 +100,49 @@ class BareSelfAttention(nn.Module):
         super().__init__()
         self.num_tokens = check_int("num_tokens", num_tokens, min_value=2)
         self.dim = check_positive_int("dim", dim)
-        self.lam = check_real("lam", lam, min_value=0.0, strict_min=True)
+        self.lam = check_real("lam", lam, min_value=0.0)
         self.gamma = check_real("gamma", gamma, min_value=0.0)
         N, d = self.num_tokens, self.dim
         J = (torch.rand(N, N, d, d, generator=generator) - 0.5) / d  # in [-1/2d, 1/2d]
         J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
         self.J = nn.Parameter(J)  # (N, N, d, d)
 
-    # ---------------------------------------------------------------- checks
+    # ------------------------------------------------------------- the math
+    def _partners(self, S: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+        """Scores (or logits) with -inf where j = i or where token j is masked."""
+        N = self.num_tokens
+        excluded = torch.eye(N, dtype=torch.bool, device=S.device)  # j = i
+        if key_mask is not None:
+            excluded = excluded | ~key_mask[:, None, :]  # (B, N, N)
+        return S.masked_fill(excluded, float("-inf"))
+
+    def _field(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+        Jx = torch.einsum("ijde,bje->bijd", self.J, x)  # (B, N, N, d): J_ij x_j
+        S = torch.einsum("bid,bijd->bij", x, Jx)  # (B, N, N): x_i^T J_ij x_j
+        alpha = torch.softmax(self._partners(self.lam * S, key_mask), dim=-1)  # (eq-attr-alpha)
+        return torch.einsum("bij,bijd->bid", alpha, Jx)  # (eq-attr-field)
+
+    def _step(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+        y = self._field(x, key_mask) + self.gamma * x  # (eq-attr-dynamics)
+        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (eq-attr-normalize)
+
+    def _energies(self, x: torch.Tensor, others: torch.Tensor, lam: float) -> torch.Tensor:
+        S = torch.einsum("bid,ijde,bje->bij", x, self.J, others)  # (B, N, N)
+        return -torch.logsumexp(self._partners(lam * S, None), dim=-1) / lam  # (eq-attr-local-energy)
+
+    # ------------------------------------------------------------ plumbing
+    def _chunked(self, fn: Callable[..., torch.Tensor], *tensors: torch.Tensor | None) -> torch.Tensor:
+        """``fn`` on a few configurations at a time (the first dimension of each tensor)."""
+        B = tensors[0].shape[0]
+        size = max(1, _CHUNK_ELEMENTS // (self.num_tokens**2 * self.dim))
+        if B <= size:
+            return fn(*tensors)
+        parts = [
+            fn(*(None if t is None else t[start : start + size] for t in tensors))
+            for start in range(0, B, size)
+        ]
+        return torch.cat(parts)
+
     def _check_x(self, name: str, x: object) -> torch.Tensor:
         x = check_tensor(name, x, ndim=3, floating=True)
         if x.shape[1:] != (self.num_tokens, self.dim):
@@ -104,9 +150,12 @@ class BareSelfAttention(nn.Module):
                 f"{name} must have shape (B, {self.num_tokens}, {self.dim}) "
                 f"(B configurations of N spins of dimension d), got {tuple(x.shape)}"
             )
+        check_same_dtype(name, x, self.J.dtype, of="the couplings J")
+        if x.device != self.J.device:
+            raise ValueError(f"{name} is on {x.device} but the couplings J are on {self.J.device}")
         if not torch.isfinite(x).all():
             raise ValueError(f"{name} must be finite (no NaN or inf)")
-        return x.to(self.J.dtype)
+        return x
 
     def _check_key_mask(self, key_mask: object, x: torch.Tensor) -> torch.Tensor | None:
         if key_mask is None:
@@ -125,33 +174,17 @@ class BareSelfAttention(nn.Module):
             )
         return key_mask.to(x.device)
 
-    # ---------------------------------------------------------- the core sums
-    def _chunks(
-        self, x: torch.Tensor, others: torch.Tensor, key_mask: torch.Tensor | None, lam: float
-    ) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor, torch.Tensor]]:
-        r"""For a few query tokens ``i`` at a time: the scores and the weights.
+    def _check_lam(self, lam: object) -> float:
+        if lam is None:
+            lam = self.lam
+        lam = check_real("lam", lam, min_value=0.0)
+        if lam == 0:
+            raise ValueError(
+                "lam must be > 0 for the energies (-(1/lam) log sum exp diverges at lam = 0), got 0.0"
+            )
+        return lam
 
-        Yields ``(rows, J_i, S, alpha)`` with ``J_i`` the couplings of the queries as
-        ``(k, d, N d)`` matrices, scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}
-        \mathbf y_j` (``y = others``) and weights ``alpha``, both ``(k, B, N)``, for
-        the ``k`` query tokens in ``rows``.
-        """
-        B, N, d = x.shape
-        J_rows = self.J.permute(0, 2, 1, 3).reshape(N, d, N * d)  # (N, d, N d): J_i[d, (j, e)]
-        queries = x.transpose(0, 1)  # (N, B, d)
-        k = max(1, min(N, _CHUNK_ELEMENTS // max(1, B * N * d)))
-        for start in range(0, N, k):
-            rows = slice(start, min(N, start + k))
-            J_i = J_rows[rows]  # (k, d, N d)
-            size = J_i.shape[0]
-            xJ = torch.bmm(queries[rows], J_i).view(size, B, N, d)  # (k, B, N, d): x_i^T J_ij
-            S = (xJ * others).sum(-1)  # (eq-attr-alpha)  (k, B, N)
-            own = torch.arange(size, device=x.device)
-            S[own, :, own + start] = float("-inf")  # j != i
-            if key_mask is not None:
-                S = S.masked_fill(~key_mask, float("-inf"))
-            yield rows, J_i, S, torch.softmax(lam * S, dim=-1)  # (k, B, N)
-
+    # ------------------------------------------------------------ public API
     def scores(self, x: torch.Tensor) -> torch.Tensor:
         r"""The scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}\mathbf x_j`, :math:`-\infty` for :math:`j = i`.
 
@@ -160,8 +193,11 @@ class BareSelfAttention(nn.Module):
             returns: ``(B, N, N)``, row ``i`` for the query spin ``i``.
         """
         x = self._check_x("x", x)
-        parts = [S for _, _, S, _ in self._chunks(x, x, None, self.lam)]
-        return torch.cat(parts).transpose(0, 1)  # (B, N, N)
+
+        def scores(x: torch.Tensor) -> torch.Tensor:
+            return self._partners(torch.einsum("bid,ijde,bje->bij", x, self.J, x), None)
+
+        return self._chunked(scores, x)
 
     def attention(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
         r"""The attention mask :math:`\alpha_{i\leftarrow j}` of eq. (eq-attr-alpha).
@@ -172,8 +208,12 @@ class BareSelfAttention(nn.Module):
         """
         x = self._check_x("x", x)
         key_mask = self._check_key_mask(key_mask, x)
-        parts = [alpha for _, _, _, alpha in self._chunks(x, x, key_mask, self.lam)]
-        return torch.cat(parts).transpose(0, 1)  # (B, N, N)
+
+        def attention(x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+            S = torch.einsum("bid,ijde,bje->bij", x, self.J, x)
+            return torch.softmax(self._partners(self.lam * S, key_mask), dim=-1)
+
+        return self._chunked(attention, x, key_mask)
 
     def local_field(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
         r"""The local fields :math:`\mathbf h_i = \sum_{j\ne i}\alpha_{i\leftarrow j}J_{ij}\mathbf x_j`.
@@ -183,18 +223,8 @@ class BareSelfAttention(nn.Module):
             returns: ``(B, N, d)``.
         """
         x = self._check_x("x", x)
-        key_mask = self._check_key_mask(key_mask, x)
-        return self._field(x, key_mask)
+        return self._chunked(self._field, x, self._check_key_mask(key_mask, x))
 
-    def _field(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
-        B, N, d = x.shape
-        fields = []
-        for _, J_i, _, alpha in self._chunks(x, x, key_mask, self.lam):
-            weighted = (alpha.unsqueeze(-1) * x).flatten(-2)  # (k, B, N d): alpha_ij x_j
-            fields.append(torch.bmm(weighted, J_i.transpose(1, 2)))  # (k, B, d)
-        return torch.cat(fields).transpose(0, 1)  # (eq-attr-field)  (B, N, d)
-
-    # ------------------------------------------------------------ dynamics
     def step(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
         r"""One parallel update of all spins, eq. (eq-attr-dynamics), back on the sphere.
 
@@ -203,12 +233,7 @@ class BareSelfAttention(nn.Module):
             returns: ``(B, N, d)``, unit vectors.
         """
         x = self._check_x("x", x)
-        key_mask = self._check_key_mask(key_mask, x)
-        return self._step(x, key_mask)
-
-    def _step(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
-        y = self._field(x, key_mask) + self.gamma * x  # (eq-attr-dynamics)
-        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (eq-attr-normalize)
+        return self._chunked(self._step, x, self._check_key_mask(key_mask, x))
 
     @torch.no_grad()
     def run(self, x0: torch.Tensor, steps: int, key_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -226,10 +251,9 @@ class BareSelfAttention(nn.Module):
         key_mask = self._check_key_mask(key_mask, x)
         states = [x]
         for t in range(steps):
-            states.append(self._step(states[-1], key_mask if t == 0 else None))
+            states.append(self._chunked(self._step, states[-1], key_mask if t == 0 else None))
         return torch.stack(states)  # (S + 1, B, N, d)
 
-    # -------------------------------------------------------------- energies
     def local_energies(
         self, x: torch.Tensor, others: torch.Tensor | None = None, lam: float | None = None
     ) -> torch.Tensor:
@@ -248,7 +272,8 @@ class BareSelfAttention(nn.Module):
         Args:
             x: the spins whose energies are computed.
             others: the configuration of the other spins (default ``x``).
-            lam: inverse temperature (default: the model's ``lam``).
+            lam: inverse temperature :math:`\lambda > 0` (default: the model's ``lam``,
+                which must then be > 0).
 
         Shapes:
             x, others: ``(B, N, d)``.
@@ -260,12 +285,8 @@ class BareSelfAttention(nn.Module):
             raise ValueError(
                 f"others must have the shape of x {tuple(x.shape)}, got {tuple(others.shape)}"
             )
-        lam = self.lam if lam is None else check_real("lam", lam, min_value=0.0, strict_min=True)
-        energies = [
-            -torch.logsumexp(lam * S, dim=-1) / lam  # (eq-attr-local-energy)  (k, B)
-            for _, _, S, _ in self._chunks(x, others, None, lam)
-        ]
-        return torch.cat(energies).transpose(0, 1)  # (B, N)
+        lam = self._check_lam(lam)
+        return self._chunked(lambda x, y: self._energies(x, y, lam), x, others)
 
     def energy(self, x: torch.Tensor, lam: float | None = None) -> torch.Tensor:
         r"""The total energy :math:`E(\mathbf x) = \sum_i e_i`, eq. (eq-attr-total-energy).

@@ -23,6 +23,7 @@ through layers or time steps: it is an attention-weighted Hebbian term,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from tqdm.auto import tqdm
@@ -32,7 +33,16 @@ from seqbook.attractor.bare import BareSelfAttention
 from seqbook.train import History
 from seqbook.utils import Timer
 
-__all__ = ["pseudo_likelihood_loss", "pseudo_likelihood_gradient", "train_pseudo_likelihood"]
+__all__ = [
+    "hebbian_couplings",
+    "pseudo_likelihood_gradient",
+    "pseudo_likelihood_loss",
+    "train_pseudo_likelihood",
+]
+
+
+# The (B, N, N, d) terms alpha_ij xi_j of one chunk of a large batch: about 64 MB.
+_TERMS = 16_000_000
 
 
 def _check_model(model: object) -> BareSelfAttention:
@@ -66,6 +76,7 @@ def pseudo_likelihood_loss(model: BareSelfAttention, xi: torch.Tensor, lam: floa
         True
     """
     model = _check_model(model)
+    xi = model._check_x("xi", xi)
     lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
 
@@ -97,15 +108,17 @@ def pseudo_likelihood_gradient(
     lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     xi = model._check_x("xi", xi)
     B, N, d = xi.shape
-    loss = xi.new_zeros(())
-    rows = []
-    for queries, _, S, alpha in model._chunks(xi, xi, None, lam):
-        loss = loss - (torch.logsumexp(lam * S, dim=-1) / lam).sum()
-        weighted = (alpha.unsqueeze(-1) * xi).flatten(-2)  # (k, B, N d): alpha_ij xi_j
-        xi_i = xi[:, queries].permute(1, 2, 0)  # (k, d, B)
-        rows.append(-torch.bmm(xi_i, weighted) / B)  # (eq-attr-pl-grad)  (k, d, N d)
-    grad = torch.cat(rows).view(N, d, N, d).permute(0, 2, 1, 3)  # (N, N, d, d)
-    return loss / B, grad.contiguous()
+    if B * N * N * d > _TERMS:  # a large batch: the mean of the chunks' means
+        chunks = xi.split(max(1, _TERMS // (N * N * d)))
+        parts = [(len(c), pseudo_likelihood_gradient(model, c, lam)) for c in chunks]
+        return tuple(sum(n * part[k] for n, part in parts) / B for k in (0, 1))
+    S = torch.einsum("bid,ijde,bje->bij", xi, model.J.detach(), xi)  # (B, N, N)
+    logits = model._partners(lam * S, None)  # j != i
+    loss = -(torch.logsumexp(logits, dim=-1) / lam).sum(-1).mean()  # (eq-attr-pl-loss)
+    alpha = torch.softmax(logits, dim=-1)  # (B, N, N)
+    weighted = alpha.unsqueeze(-1) * xi.unsqueeze(1)  # (B, N, N, d): alpha_ij xi_j
+    grad = -torch.einsum("bid,bije->ijde", xi, weighted) / B  # (eq-attr-pl-grad)
+    return loss, grad
 
 
 def train_pseudo_likelihood(
@@ -118,27 +131,37 @@ def train_pseudo_likelihood(
     clip: float = 1.0,
     generator: torch.Generator | None = None,
     progress: bool = True,
+    on_step: Callable[[int], None] | None = None,
 ) -> History:
     r"""Minimise the energy of the training data by SGD on the couplings, with the paper's precautions.
 
     Each step, for a shuffled mini-batch: the closed-form gradient
-    (:func:`pseudo_likelihood_gradient`) at inverse temperature ``lam``; its norm
-    clipped to ``clip``; :math:`J \leftarrow J - \text{lr}\, \nabla_J\mathcal L`;
-    :math:`J_{ii} \leftarrow 0`; and :math:`J` rescaled to its initial L2 norm,
-    without which the loss would fall without bound as :math:`\lVert J\rVert` grows.
-    With the gradient clipped to norm 1, ``lr`` is the length of a step in the
-    space of couplings (the norm of :math:`J` is about :math:`N/\sqrt{12}`).
+    :math:`\mathbf g` (:func:`pseudo_likelihood_gradient`) at inverse temperature
+    ``lam``; its norm clipped to ``clip``; a step down the gradient; :math:`J_{ii}
+    \leftarrow 0`; and :math:`J` rescaled to its initial L2 norm, without which the
+    loss would fall without bound as :math:`\lVert J\rVert` grows:
+
+    .. math::
+        J \leftarrow \lVert J^{(0)}\rVert\,
+            \frac{J - \eta\,\hat{\mathbf g}}{\lVert J - \eta\,\hat{\mathbf g}\rVert},
+        \qquad \hat{\mathbf g} = \mathbf g\,\min\bigl(1, c/\lVert\mathbf g\rVert\bigr)
+
+    With the gradient clipped to norm :math:`c = 1`, the learning rate :math:`\eta` is
+    the length of a step in the space of couplings (the norm of :math:`J` is about
+    :math:`N/\sqrt{12}`).
 
     Args:
         model: the bare self-attention (its ``J`` is updated in place).
         xi: embedded clean training images (the paper used 50,000 MNIST digits).
         epochs: passes over the training set.
         batch_size: mini-batch size (32 in the paper).
-        lr: SGD learning rate.
+        lr: SGD learning rate :math:`\eta`.
         lam: training inverse temperature (5 in the paper; evaluate with 1).
-        clip: maximal gradient norm.
+        clip: maximal gradient norm :math:`c`.
         generator: random generator of the shuffles.
         progress: show a tqdm bar (silenced by ``TQDM_DISABLE=1``).
+        on_step: called after every step with the number of steps taken so far
+            (for example to take snapshots of the couplings).
 
     Shapes:
         xi: ``(P, N, d)``.
@@ -167,9 +190,9 @@ def train_pseudo_likelihood(
     lr = check_real("lr", lr, min_value=0.0, strict_min=True)
     lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     clip = check_real("clip", clip, min_value=0.0, strict_min=True)
-    N = model.num_tokens
-    diagonal = torch.arange(N, device=model.J.device)
-    J = model.J.data
+    if on_step is not None and not callable(on_step):
+        raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
+    J, N = model.J.data, model.num_tokens
     norm = J.norm()  # kept fixed
     history = History()
     kwargs = {} if progress else {"disable": True}
@@ -179,17 +202,61 @@ def train_pseudo_likelihood(
             losses = []
             for batch in order.split(batch_size):
                 loss, grad = pseudo_likelihood_gradient(model, xi[batch], lam)
-                grad_norm = grad.norm()
-                history.grad_norm.append(grad_norm.item())
-                if grad_norm > clip:
-                    grad = grad * (clip / grad_norm)
-                J.sub_(lr * grad)
-                J[diagonal, diagonal] = 0.0
-                J.mul_(norm / J.norm())
+                grad_norm = grad.norm().item()
+                grad = grad * min(1.0, clip / max(grad_norm, 1e-30))  # clipped
+                J.sub_(lr * grad)  # (eq-attr-sgd)
+                J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
+                J.mul_(norm / J.norm())  # (eq-attr-sgd)
+                history.grad_norm.append(grad_norm)
                 losses.append(loss.item())
                 if not math.isfinite(losses[-1]):
                     raise FloatingPointError("the pseudo-likelihood loss is not finite")
+                if on_step is not None:
+                    on_step(len(history.grad_norm))
             history.step_loss += losses
             history.epoch_loss.append(sum(losses) / len(losses))
     history.seconds = timer.seconds
     return history
+
+
+@torch.no_grad()
+def hebbian_couplings(xi: torch.Tensor, norm: float | None = None) -> torch.Tensor:
+    r"""The plain Hebbian couplings of the data: the training gradient at uniform attention.
+
+    .. math::
+        J^{\text{Hebb}}_{ij} \propto \frac{1}{P}\sum_{\mu=1}^{P}
+            \boldsymbol\xi^\mu_i\,\boldsymbol\xi^{\mu\top}_j \quad (i \ne j),
+        \qquad J^{\text{Hebb}}_{ii} = 0
+
+    This is minus the gradient (eq-attr-pl-grad) when every
+    :math:`\alpha_{i\leftarrow j} = 1/(N-1)`: the couplings that training would
+    accumulate without attention, in one pass and without SGD (a control).
+
+    Args:
+        xi: embedded training images.
+        norm: the L2 norm of the returned couplings (default: that of the mean
+            outer products themselves).
+
+    Shapes:
+        xi: ``(P, N, d)``.
+        returns: ``(N, N, d, d)``, to load into a
+        :class:`~seqbook.attractor.BareSelfAttention`.
+
+    Example:
+        >>> xi = torch.nn.functional.normalize(torch.randn(10, 4, 2), dim=-1)
+        >>> J = hebbian_couplings(xi, norm=3.0)
+        >>> tuple(J.shape), round(J.norm().item(), 4), J[0, 0].abs().max().item()
+        ((4, 4, 2, 2), 3.0, 0.0)
+    """
+    xi = check_tensor("xi", xi, ndim=3, floating=True)
+    P, N, d = xi.shape
+    if P == 0:
+        raise ValueError("xi must hold at least one configuration, got 0")
+    flat = xi.reshape(P, N * d)  # (P, N d)
+    C = (flat.T @ flat / P).view(N, d, N, d)  # (eq-attr-hebb)  (N, d, N, d)
+    J = C.permute(0, 2, 1, 3).contiguous()  # (N, N, d, d): J_ij = <xi_i xi_j^T>
+    J[torch.arange(N), torch.arange(N)] = 0.0
+    if norm is not None:
+        norm = check_real("norm", norm, min_value=0.0, strict_min=True)
+        J *= norm / J.norm()
+    return J

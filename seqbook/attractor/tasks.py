@@ -1,4 +1,4 @@
-r"""The two tasks of the paper, their data and their measurements.
+r"""The two tasks of the paper, their data, their evaluation protocol and simple baselines.
 
 Shape letters: ``B`` images, ``H`` x ``W`` pixels, ``N`` tokens, ``D`` features per
 token, ``S`` iterations.
@@ -9,19 +9,58 @@ token, ``S`` iterations.
 - the error of a reconstruction: the mean squared error per pixel, after each
   iteration :math:`t` of a recurrent model;
 - the variance of the pixels within each patch (the paper's Fig. 2).
+
+The evaluation protocol is public so that other models can be compared on exactly
+the same corrupted digits: :func:`evaluation_set` gives the seeded test digits of one
+task as :class:`CorruptedDigits`, :func:`bare_reconstructions` runs a
+:class:`~seqbook.attractor.BareSelfAttention` on them, and :func:`mse_curve` scores
+any model's reconstructions after :math:`t = 0, 1, \dots` iterations.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
-from seqbook.attractor.embedding import image_to_patches
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_tensor,
+)
+from seqbook.attractor.bare import BareSelfAttention
+from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
 from seqbook.data import mnist5k, split_dataset
 
-__all__ = ["mnist_split", "mask_tokens", "add_noise", "mse_curve", "patch_variance"]
+__all__ = [
+    "CorruptedDigits",
+    "add_noise",
+    "bare_reconstructions",
+    "blur",
+    "corrupt_digits",
+    "evaluation_set",
+    "mask_tokens",
+    "mean_fill",
+    "mnist_split",
+    "mse_curve",
+    "patch_variance",
+]
+
+TASKS = ("mask", "denoise")
+
+
+def _check_pixels(name: str, images: object, ndim: int = 3) -> torch.Tensor:
+    images = check_tensor(name, images, ndim=ndim, floating=True)
+    if images.numel() and not (images.min() >= 0 and images.max() <= 1):
+        raise ValueError(
+            f"{name} must hold pixels in [0, 1], got values in "
+            f"[{images.min().item():.3g}, {images.max().item():.3g}]"
+        )
+    return images
 
 
 def mnist_split(
@@ -122,7 +161,7 @@ def add_noise(
         >>> tuple(noisy.shape), 0.0 <= noisy.min().item() and noisy.max().item() <= 1.0
         ((4, 28, 28), True)
     """
-    images = check_tensor("images", images, ndim=3, floating=True)
+    images = _check_pixels("images", images)
     variance = check_real("variance", variance, min_value=0.0)
     noise = torch.randn(images.shape, generator=generator).to(images)
     noisy = images + math.sqrt(variance) * noise  # (B, H, W)
@@ -150,6 +189,7 @@ def mse_curve(reconstructions: torch.Tensor, images: torch.Tensor) -> torch.Tens
     """
     reconstructions = check_tensor("reconstructions", reconstructions, ndim=4, floating=True)
     images = check_tensor("images", images, ndim=3, floating=True)
+    check_same_dtype("reconstructions", reconstructions, images.dtype, of="images")
     if reconstructions.shape[1:] != images.shape:
         raise ValueError(
             f"reconstructions must have shape (S, *{tuple(images.shape)}), "
@@ -179,7 +219,7 @@ def patch_variance(
         tensor([0.2500, 0.0000])
     """
     patch_size = check_positive_int("patch_size", patch_size)
-    patches = image_to_patches(images, patch_size)  # (B, N, a)
+    patches = image_to_patches(_check_pixels("images", images), patch_size)  # (B, N, a)
     variances = patches.var(-1, unbiased=False)  # (B, N)
     if tokens is None:
         return variances.flatten()
@@ -190,3 +230,190 @@ def patch_variance(
             f"got {tokens.dtype} of shape {tuple(tokens.shape)}"
         )
     return variances[tokens.to(variances.device)]
+
+
+@dataclass(frozen=True)
+class CorruptedDigits:
+    """Clean digits and their corrupted versions for one task: what every model is given.
+
+    Attributes:
+        task: ``"mask"`` or ``"denoise"``.
+        clean: the clean digits ``(B, H, W)``, the targets.
+        corrupted: the corrupted digits ``(B, H, W)``: masked patches set to paper (0),
+            or the noisy images. At :math:`t = 0` a model's reconstruction is this.
+        visible: ``(B, N)``, True for the visible patches of ``patch_size`` (``"mask"``);
+            None for ``"denoise"``.
+        patch_size: the side of the patches that were masked.
+    """
+
+    task: str
+    clean: torch.Tensor
+    corrupted: torch.Tensor
+    visible: torch.Tensor | None
+    patch_size: int
+
+
+def corrupt_digits(
+    images: torch.Tensor,
+    task: str,
+    patch_size: int = 2,
+    fraction: float = 0.3,
+    variance: float = 0.7,
+    generator: torch.Generator | None = None,
+) -> CorruptedDigits:
+    """Corrupt clean digits for one task.
+
+    ``"mask"``: a ``fraction`` of the ``patch_size`` x ``patch_size`` patches of each
+    image is hidden (:func:`mask_tokens`; their pixels set to 0 in ``corrupted``);
+    ``"denoise"``: :func:`add_noise` of variance ``variance``. The generator draws only
+    the masks or only the noise, so the same seed gives the same noisy images for any
+    ``patch_size``.
+
+    Shapes:
+        images: ``(B, H, W)``, pixels in [0, 1].
+
+    Example:
+        >>> digits = corrupt_digits(torch.rand(2, 28, 28), "mask")
+        >>> tuple(digits.visible.shape), (~digits.visible).sum(-1).tolist()
+        ((2, 196), [59, 59])
+    """
+    check_choice("task", task, TASKS)
+    images = _check_pixels("images", images)
+    patch_size = check_positive_int("patch_size", patch_size)
+    patches = image_to_patches(images, patch_size)  # (B, N, a)
+    if task == "denoise":
+        return CorruptedDigits(task, images, add_noise(images, variance, generator), None, patch_size)
+    hidden, visible = mask_tokens(patches, fraction, generator)  # (B, N, a), (B, N)
+    _, H, W = images.shape
+    return CorruptedDigits(task, images, patches_to_image(hidden, patch_size, H, W), visible, patch_size)
+
+
+def evaluation_set(task: str, seed: int = 0, num_images: int = 32, patch_size: int = 2) -> CorruptedDigits:
+    """The chapter's evaluation digits: test digits of :func:`mnist_split`, corrupted with a seed.
+
+    Seed ``s`` takes the test digits ``s * num_images`` to ``(s + 1) * num_images - 1``
+    (disjoint sets for different seeds) and corrupts them with
+    ``torch.Generator().manual_seed(s)`` through :func:`corrupt_digits` (30% of the
+    patches masked; noise of variance 0.7).
+
+    Args:
+        task: ``"mask"`` or ``"denoise"``.
+        seed: which set, 0, 1, 2, ...
+        num_images: digits per set.
+        patch_size: the patches that ``"mask"`` hides (2 for the bare model, 4 for the
+            transformers); the noisy images do not depend on it.
+
+    Example:
+        >>> a, b = evaluation_set("denoise", 0, 4), evaluation_set("denoise", 0, 4, patch_size=4)
+        >>> torch.equal(a.corrupted, b.corrupted), tuple(a.clean.shape)
+        (True, (4, 28, 28))
+    """
+    check_choice("task", task, TASKS)
+    seed = check_int("seed", seed, min_value=0)
+    num_images = check_positive_int("num_images", num_images)
+    if (seed + 1) * num_images > 1000:
+        raise ValueError(
+            f"(seed + 1) * num_images must be <= 1000 (the test digits), got "
+            f"({seed} + 1) * {num_images}"
+        )
+    _, test = mnist_split(1, 1000)
+    images = test[seed * num_images : (seed + 1) * num_images]
+    return corrupt_digits(images, task, patch_size, generator=torch.Generator().manual_seed(seed))
+
+
+@torch.no_grad()
+def bare_reconstructions(
+    model: BareSelfAttention, embedding: PatchEmbedding, digits: CorruptedDigits, steps: int
+) -> torch.Tensor:
+    """The images after ``t = 0, 1, ..., steps`` iterations of the bare self-attention.
+
+    The corrupted digits are embedded as spins; masked tokens are zero vectors that are
+    not attended to in the first step (:meth:`BareSelfAttention.run
+    <seqbook.attractor.BareSelfAttention.run>`); every state is decoded to pixels. At
+    ``t = 0`` the result is the corrupted image.
+
+    Shapes:
+        returns: ``(steps + 1, B, H, W)``; score it with :func:`mse_curve`.
+
+    Example:
+        >>> digits = evaluation_set("denoise", 0, 2)
+        >>> model = BareSelfAttention(196, 8)
+        >>> tuple(bare_reconstructions(model, PatchEmbedding(2), digits, 3).shape)
+        (4, 2, 28, 28)
+    """
+    if not isinstance(model, BareSelfAttention):
+        raise TypeError(f"model must be a BareSelfAttention, got {type(model).__name__}")
+    if not isinstance(embedding, PatchEmbedding):
+        raise TypeError(f"embedding must be a PatchEmbedding, got {type(embedding).__name__}")
+    if not isinstance(digits, CorruptedDigits):
+        raise TypeError(f"digits must be CorruptedDigits, got {type(digits).__name__}")
+    if digits.visible is not None and digits.patch_size != embedding.patch_size:
+        raise ValueError(
+            f"digits were masked with patch_size {digits.patch_size} but the embedding "
+            f"uses patch_size {embedding.patch_size}"
+        )
+    x0 = embedding(digits.corrupted).to(model.J)  # (B, N, d)
+    if digits.visible is not None:
+        x0 = x0 * digits.visible.unsqueeze(-1)  # masked tokens: zero vectors
+    states = model.run(x0, steps, key_mask=digits.visible)  # (S + 1, B, N, d)
+    images = torch.stack([embedding.decode(x.to(embedding.F)) for x in states[1:]])
+    return torch.cat([digits.corrupted[None], images])  # (S + 1, B, H, W)
+
+
+def mean_fill(digits: CorruptedDigits, mean_image: torch.Tensor) -> torch.Tensor:
+    """A baseline for masked prediction: every masked patch takes the pixels of ``mean_image``.
+
+    Shapes:
+        mean_image: ``(H, W)``, e.g. the mean training digit.
+        returns: ``(B, H, W)``.
+
+    Example:
+        >>> digits = corrupt_digits(torch.zeros(1, 4, 4), "mask", fraction=0.5)
+        >>> mean_fill(digits, torch.ones(4, 4)).sum().item()
+        8.0
+    """
+    if not isinstance(digits, CorruptedDigits) or digits.visible is None:
+        raise ValueError("digits must be CorruptedDigits of the task 'mask' (with a visible mask)")
+    mean_image = _check_pixels("mean_image", mean_image, ndim=2)
+    if mean_image.shape != digits.clean.shape[1:]:
+        raise ValueError(
+            f"mean_image must have shape {tuple(digits.clean.shape[1:])}, got {tuple(mean_image.shape)}"
+        )
+    P = digits.patch_size
+    _, H, W = digits.clean.shape
+    patches = image_to_patches(digits.corrupted, P)  # (B, N, a)
+    mean = image_to_patches(mean_image[None], P)  # (1, N, a)
+    filled = torch.where(digits.visible.unsqueeze(-1), patches, mean)
+    return patches_to_image(filled, P, H, W)
+
+
+def blur(images: torch.Tensor, sigma: float) -> torch.Tensor:
+    r"""A baseline for denoising: a Gaussian blur of standard deviation ``sigma`` pixels.
+
+    The kernel is truncated at :math:`3\sigma` and renormalised near the borders (the
+    image is treated as zero outside, and each output pixel divided by the kernel mass
+    inside the image).
+
+    Shapes:
+        images: ``(B, H, W)``, pixels in [0, 1].
+        returns: ``(B, H, W)``.
+
+    Example:
+        >>> image = torch.zeros(1, 5, 5)
+        >>> image[0, 2, 2] = 1.0
+        >>> out = blur(image, 1.0)
+        >>> round(out[0, 2, 2].item(), 3), bool(out[0, 2, 1] > 0)
+        (0.162, True)
+    """
+    images = _check_pixels("images", images)
+    sigma = check_real("sigma", sigma, min_value=0.0, strict_min=True)
+    radius = max(1, math.ceil(3 * sigma))
+    offsets = torch.arange(-radius, radius + 1, dtype=images.dtype, device=images.device)
+    kernel = torch.exp(-(offsets**2) / (2 * sigma**2))
+    kernel = kernel / kernel.sum()
+
+    def smooth(x: torch.Tensor) -> torch.Tensor:  # (B, H, W): along both axes
+        x = torch.nn.functional.conv2d(x[:, None], kernel.view(1, 1, 1, -1), padding=(0, radius))
+        return torch.nn.functional.conv2d(x, kernel.view(1, 1, -1, 1), padding=(radius, 0))[:, 0]
+
+    return smooth(images) / smooth(torch.ones_like(images[:1]))

@@ -1,14 +1,45 @@
-"""Train the backpropagation baselines of the attractor chapter and save their checkpoints.
+"""Train the attractor chapter's models offline and save their small checkpoints.
 
-The chapter "Self-attention as an attractor network" loads the four checkpoints in
-``seqbook/attractor/checkpoints/`` (a recurrent transformer block and a vision
-transformer, each for masked prediction and for denoising), because training them
-takes longer than a chapter may run. They were made with::
+The chapter "Self-attention as an attractor network" loads checkpoints from
+``seqbook/attractor/checkpoints/``, because training takes longer than a chapter may
+run.
+
+**The bare self-attention**, trained as the paper does (pseudo-likelihood, SGD with
+mini-batches of 32 for 20 epochs; here on the 4,000 training digits of
+:func:`~seqbook.attractor.mnist_split`)::
+
+    python -m seqbook.attractor.train --bare --threads 1
+
+trains three seeds and, at the snapshots (untrained, 32 steps, epochs 1, 3, 10 and
+20), measures the reconstruction curves of both tasks on three evaluation sets (with
+the trained attention, with uniform attention and, after 32 steps and at the end, with
+:math:`\\gamma = 2` and with the Hebbian component of the couplings or the rest of
+them alone), the leading eigenvalues of the uniform-attention operator, the
+attention's effective number of partners, where long runs end and how concentrated
+the couplings are. It writes ``bare.pt``: the couplings of the first seed after the
+last epoch (compressed by :func:`~seqbook.attractor.save_bare`) and all these tables.
+The seeds are independent, so they can also run in parallel and be merged; a seed may
+also run for fewer epochs (its tables hold NaN at the snapshots it does not reach)::
+
+    python -m seqbook.attractor.train --bare --seeds 0 --out runs/0   # and 1, 2
+    python -m seqbook.attractor.train --merge runs/0/bare.pt runs/1/bare.pt runs/2/bare.pt
+
+The committed ``checkpoints/bare.pt`` was made so, with seed 0 for the 20 epochs and
+seeds 1 and 2 for one epoch, each on one thread (seed 0: 3.5 CPU minutes of training
+and 10 in all, the measurements of the snapshots included; seeds 1 and 2: about 7 CPU
+minutes each, nearly all of it measuring)::
+
+    python -m seqbook.attractor.train --bare --seeds 0 --threads 1 --out runs/0
+    python -m seqbook.attractor.train --bare --seeds 1 --epochs 1 --threads 1 --out runs/1
+    python -m seqbook.attractor.train --bare --seeds 2 --epochs 1 --threads 1 --out runs/2
+    python -m seqbook.attractor.train --merge runs/0/bare.pt runs/1/bare.pt runs/2/bare.pt
+
+**The backpropagation baselines** (a recurrent transformer block and a vision
+transformer, each for masked prediction and for denoising)::
 
     python -m seqbook.attractor.train --all --threads 1
 
-which trains every model with the defaults below (on one CPU thread, several minutes
-per model) and writes ``block_mask.pt``, ``block_denoise.pt``, ``vit_mask.pt`` and
+writes ``block_mask.pt``, ``block_denoise.pt``, ``vit_mask.pt`` and
 ``vit_denoise.pt``. ``--smoke`` trains tiny models for a few steps (a test that the
 script runs), ``--help`` lists the options.
 """
@@ -23,6 +54,7 @@ from pathlib import Path
 
 import torch
 
+from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import (
     CHECKPOINTS,
     BaselineConfig,
@@ -30,34 +62,67 @@ from seqbook.attractor.baselines import (
     save_baseline,
     train_baseline,
 )
-from seqbook.attractor.tasks import mnist_split
+from seqbook.attractor.embedding import PatchEmbedding
+from seqbook.attractor.pseudolikelihood import hebbian_couplings, train_pseudo_likelihood
+from seqbook.attractor.spectrum import effective_partners, leading_modes, mode_spins
+from seqbook.attractor.storage import expand_couplings, compress_couplings, save_bare
+from seqbook.attractor.tasks import TASKS, bare_reconstructions, evaluation_set, mnist_split, mse_curve
 from seqbook.utils import seed_everything
 
-__all__ = ["main", "parse_args"]
+__all__ = ["BARE_VARIANTS", "hebbian_split", "main", "measure_bare", "merge_bare", "parse_args"]
 
 MODELS = ("block", "vit")
-TASKS = ("mask", "denoise")
+#: The dynamics measured at the snapshots: (name, lam, gamma, couplings). The couplings
+#: are the trained J, its component along the plain Hebbian couplings of the training
+#: digits (:func:`~seqbook.attractor.hebbian_couplings`), or the rest of J. The first two
+#: are measured at every snapshot, all of them after 32 steps and at the end.
+BARE_VARIANTS = (
+    ("attention", 1.0, 1.0, "trained"),
+    ("uniform", 0.0, 1.0, "trained"),
+    ("gamma2", 1.0, 2.0, "trained"),
+    ("hebbian", 1.0, 1.0, "hebbian"),
+    ("rest", 1.0, 1.0, "rest"),
+)
+
+
+def hebbian_split(J: torch.Tensor, hebbian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``J`` as its component along ``hebbian`` (a multiple of it) plus the rest.
+
+    Example:
+        >>> H = torch.ones(2, 2, 1, 1)
+        >>> along, rest = hebbian_split(3 * H + torch.tensor([1.0, -1.0]).view(2, 1, 1, 1), H)
+        >>> along.flatten().tolist(), rest.flatten().tolist()
+        ([3.0, 3.0, 3.0, 3.0], [1.0, 1.0, -1.0, -1.0])
+    """
+    along = (J * hebbian).sum() / (hebbian * hebbian).sum() * hebbian
+    return along, J - along
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line's options (see ``python -m seqbook.attractor.train --help``)."""
     parser = argparse.ArgumentParser(
         prog="python -m seqbook.attractor.train",
-        description="Train the recurrent transformer block and the ViT baselines.",
+        description="Train the bare self-attention (--bare) or the transformer baselines.",
     )
+    parser.add_argument("--bare", action="store_true", help="train the bare self-attention")
+    parser.add_argument("--merge", type=Path, nargs="+", default=None,
+                        help="merge bare.pt files of single seeds into OUT/bare.pt (first: its couplings)")
     parser.add_argument("--model", choices=MODELS, default="block")
     parser.add_argument("--task", choices=TASKS, default="mask")
-    parser.add_argument("--all", action="store_true", help="train every model on every task")
+    parser.add_argument("--all", action="store_true", help="train every baseline on every task")
     parser.add_argument("--train-size", type=int, default=4000, help="training digits (<= 4000)")
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--epochs", type=int, default=None, help="20 (--bare) or 30 (baselines)")
+    parser.add_argument("--batch-size", type=int, default=None, help="32 (--bare) or 64 (baselines)")
+    parser.add_argument("--lr", type=float, default=None, help="5 (--bare, SGD) or 1e-3 (Adam)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="--bare: training seeds")
+    parser.add_argument("--steps", type=int, default=60, help="--bare: iterations of the curves")
+    parser.add_argument("--eval-sets", type=int, default=3, help="--bare: evaluation sets of 32 digits")
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--num-heads", type=int, default=4)
     parser.add_argument("--d-ff", type=int, default=128)
     parser.add_argument("--num-layers", type=int, default=5, help="ViT depth")
     parser.add_argument("--patch-size", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="baselines: the seed")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--out", type=Path, default=CHECKPOINTS, help="checkpoint folder")
     parser.add_argument(
@@ -65,17 +130,186 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="a fast test: tiny models, 64 digits, 1 epoch (use with --out)",
     )
     args = parser.parse_args(argv)
+    if args.epochs is None:
+        args.epochs = 20 if args.bare else 30
+    if args.batch_size is None:
+        args.batch_size = 32 if args.bare else 64
+    if args.lr is None:
+        args.lr = 5.0 if args.bare else 1e-3
     if args.smoke:
         args.train_size, args.epochs, args.batch_size = 64, 1, 32
         args.d_model, args.num_heads, args.d_ff, args.num_layers = 8, 2, 16, 2
+        args.seeds, args.steps, args.eval_sets = args.seeds[:1], 3, 1
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> list[Path]:
+# ---------------------------------------------------------------- the bare model
+@torch.no_grad()
+def measure_bare(
+    model: BareSelfAttention,
+    embedding: PatchEmbedding,
+    mean_digit: torch.Tensor,
+    hebbian: torch.Tensor,
+    steps: int = 60,
+    eval_sets: int = 3,
+    variants: Sequence[tuple[str, float, float, str]] = BARE_VARIANTS,
+    num_images: int = 32,
+    long_steps: int = 400,
+) -> dict[str, torch.Tensor]:
+    """What the chapter reports about a bare model at one moment of its training.
+
+    Returns a dict of tensors:
+
+    - ``curves`` ``(V, 2, E, steps + 1)``: the MSE per pixel after ``t`` iterations,
+      for each variant of the dynamics (``variants``: name, lam, gamma, couplings; see
+      :data:`BARE_VARIANTS`), task ("mask", "denoise") and evaluation set
+      (:func:`~seqbook.attractor.evaluation_set`);
+    - ``eigenvalues`` ``(4, 2)``: the four of largest modulus of the uniform-attention
+      operator (real and imaginary parts), and ``mode_image`` ``(H, W)``: its
+      leading eigenvector decoded (signed to agree with the mean training spins);
+    - ``partners`` ``(2, 3)``: the effective number of partners at lam = 1 and 5 on
+      clean test digits (median, 10th percentile, minimum);
+    - ``attractor_image`` ``(H, W)``: the mean of the states after ``long_steps``
+      iterations from 8 corrupted digits; ``attractor`` ``(2,)``: their largest MSE to
+      the mean digit and to each other; ``to_mean`` ``(long_steps + 1,)``: the mean
+      MSE to the mean digit along those runs;
+    - ``concentration`` ``(2,)``: how many pairs (i, j) hold 99% of the squared norm
+      of J, and the share of the squared norm in the N strongest pairs;
+    - ``hebbian`` ``(2,)``: the cosine between J and ``hebbian``, and the norm of J's
+      component along it.
+    """
+    N, d = model.num_tokens, model.dim
+    J = model.J.detach()
+    along, rest = hebbian_split(J, hebbian)
+    couplings = {"trained": J, "hebbian": along, "rest": rest}
+    curves = torch.full((len(variants), len(TASKS), eval_sets, steps + 1), float("nan"))
+    for v, (_, lam, gamma, which) in enumerate(variants):
+        dynamics = BareSelfAttention(N, d, lam=lam, gamma=gamma)
+        dynamics.J.copy_(couplings[which])
+        for k, task in enumerate(TASKS):
+            for s in range(eval_sets):
+                digits = evaluation_set(task, s, num_images, embedding.patch_size)
+                images = bare_reconstructions(dynamics, embedding, digits, steps)
+                curves[v, k, s] = mse_curve(images, digits.clean)
+    evaluation = BareSelfAttention(N, d, lam=1.0)
+    evaluation.J.copy_(J)
+    mu, modes = leading_modes(evaluation, k=4)
+    reference = embedding(mean_digit[None])[0]
+    if modes[0].imag.abs().max() <= 1e-8 * modes[0].abs().max():
+        mode_image = embedding.decode(mode_spins(modes[0], reference)[None])[0]
+    else:  # a complex leading pair has no single real direction
+        mode_image = torch.full_like(mean_digit, float("nan"))
+    clean = evaluation_set("mask", 0, num_images).clean
+    partners = torch.zeros(2, 3)
+    for row, lam in enumerate((1.0, 5.0)):
+        hot = BareSelfAttention(N, d, lam=lam)
+        hot.J.copy_(J)
+        n = effective_partners(hot.attention(embedding(clean))).flatten()
+        partners[row] = torch.stack([n.median(), n.quantile(0.1), n.min()])
+    starts = [evaluation_set(task, 0, 4) for task in TASKS]
+    runs = torch.cat([bare_reconstructions(evaluation, embedding, digits, long_steps) for digits in starts], 1)
+    ends = runs[-1]  # (8, H, W)
+    to_mean = ((runs - mean_digit) ** 2).mean((2, 3))  # (long_steps + 1, 8)
+    pairwise = ((ends[:, None] - ends[None]) ** 2).mean((2, 3))
+    block_norms = J.double().flatten(2).norm(dim=-1).flatten().sort(descending=True).values ** 2
+    share = block_norms.cumsum(0) / block_norms.sum()
+    return {
+        "curves": curves,
+        "eigenvalues": torch.view_as_real(mu).float(),
+        "mode_image": mode_image.half(),
+        "partners": partners,
+        "attractor_image": ends.mean(0).half(),
+        "attractor": torch.stack([to_mean[-1].max(), pairwise.max()]).float(),
+        "to_mean": to_mean.mean(1).float(),
+        "concentration": torch.tensor([float((share < 0.99).sum() + 1), share[N - 1].item()]),
+        "hebbian": torch.tensor([(J * hebbian).sum().item() / (J.norm() * hebbian.norm()).item(),
+                                 along.norm().item()]),
+    }
+
+
+def train_bare(args: argparse.Namespace) -> Path:
+    """Train the bare self-attention for every seed, measure the snapshots, save ``bare.pt``."""
+    train_images, _ = mnist_split(args.train_size, 1)
+    embedding = PatchEmbedding(patch_size=2)
+    xi = embedding(train_images)  # (P, N, d)
+    mean_digit = train_images.mean(0)
+    hebbian = hebbian_couplings(xi)
+    per_epoch = -(-args.train_size // args.batch_size)
+    marks = {0: "untrained", 32: "32 steps"}
+    for epoch in (1, 3, 10, 20):
+        if epoch <= args.epochs:
+            marks[epoch * per_epoch] = f"epoch {epoch}"
+    marks[args.epochs * per_epoch] = f"epoch {args.epochs}"
+    snapshots = sorted(s for s in marks if s <= args.epochs * per_epoch)
+    long_steps = 400 if not args.smoke else 5
+    tables: dict[str, list[torch.Tensor]] = {}
+    step_losses, seconds = [], []
+    final = None
+    for seed in args.seeds:
+        seed_everything(seed)
+        generator = torch.Generator().manual_seed(seed)
+        model = BareSelfAttention(embedding.num_tokens, embedding.dim, generator=generator)
+        measured: dict[str, list[torch.Tensor]] = {}
+        clock = {"train": 0.0, "since": time.process_time()}
+
+        def snapshot(step: int, model: BareSelfAttention = model, measured: dict = measured) -> None:
+            if step not in marks:
+                return
+            clock["train"] += time.process_time() - clock["since"]
+            wanted = BARE_VARIANTS if step in (32, snapshots[-1]) else BARE_VARIANTS[:2]
+            result = measure_bare(model, embedding, mean_digit, hebbian, args.steps, args.eval_sets,
+                                  wanted, long_steps=long_steps)
+            if len(wanted) < len(BARE_VARIANTS):  # pad the variants not measured
+                pad = torch.full((len(BARE_VARIANTS) - len(wanted), *result["curves"].shape[1:]), float("nan"))
+                result["curves"] = torch.cat([result["curves"], pad])
+            for key, value in result.items():
+                measured.setdefault(key, []).append(value)
+            best = result["curves"][0].mean(1).argmin(-1).tolist()
+            print(f"seed {seed}, {marks[step]} (step {step}): best t (mask, denoise) = {best}, "
+                  f"|mu| = {result['eigenvalues'][:2].norm(dim=-1).tolist()}", flush=True)
+            clock["since"] = time.process_time()
+
+        snapshot(0)
+        history = train_pseudo_likelihood(
+            model, xi, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, lam=5.0,
+            clip=1.0, generator=generator, progress=not args.smoke, on_step=snapshot,
+        )
+        clock["train"] += time.process_time() - clock["since"]
+        seconds.append(clock["train"])
+        step_losses.append(torch.tensor(history.step_loss))
+        for key, values in measured.items():
+            tables.setdefault(key, []).append(torch.stack(values))
+        if final is None:
+            final = model
+    assert final is not None
+    # how much the compressed checkpoint changes the curves of seed 0 (set 0, both tasks)
+    stored = BareSelfAttention(final.num_tokens, final.dim)
+    with torch.no_grad():
+        stored.J.copy_(expand_couplings(compress_couplings(final.J)))
+    gap = 0.0
+    for task in TASKS:
+        digits = evaluation_set(task, 0)
+        a = mse_curve(bare_reconstructions(final, embedding, digits, args.steps), digits.clean)
+        b = mse_curve(bare_reconstructions(stored, embedding, digits, args.steps), digits.clean)
+        gap = max(gap, (a - b).abs().max().item())
+    path = save_bare(
+        final, args.out / "bare.pt",
+        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, lam_train=5.0, clip=1.0,
+        train_size=args.train_size, steps_per_epoch=per_epoch, seeds=list(args.seeds),
+        cpu_seconds=seconds, compression_gap=gap, epochs_per_seed=[args.epochs] * len(args.seeds),
+        snapshot_steps=snapshots, snapshot_labels=[marks[s] for s in snapshots],
+        variants=[name for name, *_ in BARE_VARIANTS], tasks=list(TASKS),
+        step_loss=torch.stack(step_losses),
+        **{key: torch.stack(values) for key, values in tables.items()},
+    )
+    print(f"bare: {len(args.seeds)} seeds, CPU seconds of training {[round(s) for s in seconds]}, "
+          f"compression changes the curves by at most {gap:.1e} -> {path}", flush=True)
+    return path
+
+
+# --------------------------------------------------------------- the baselines
+def train_baselines(args: argparse.Namespace) -> list[Path]:
     """Train the chosen baselines and return the paths of their checkpoints."""
-    args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     train_images, _ = mnist_split(args.train_size, 1)
     jobs = [(m, t) for m in MODELS for t in TASKS] if args.all else [(args.model, args.task)]
     paths = []
@@ -107,6 +341,63 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
               f"{seconds:.0f} s -> {path}", flush=True)
         paths.append(path)
     return paths
+
+
+def merge_bare(paths: Sequence[Path], out: Path) -> Path:
+    """One ``bare.pt`` from runs of single seeds: the first file's couplings, every seed's tables.
+
+    The runs must share the recipe (batch size, learning rate, training digits); a run
+    may be shorter than the first one (fewer ``--epochs``) if its snapshots are among
+    the first run's. Its tables then hold NaN at the snapshots it did not reach, and its
+    loss curve is padded with NaN; ``info["epochs_per_seed"]`` says how long each ran and
+    ``info["compression_gaps"]`` how much compressing each seed's couplings changed its
+    curves (only the first seed's couplings are kept).
+    """
+    parts = [torch.load(path, map_location="cpu", weights_only=True)["info"] for path in paths]
+    checkpoint = torch.load(paths[0], map_location="cpu", weights_only=True)
+    info = dict(checkpoint["info"])
+    for key in ("batch_size", "lr", "train_size", "steps_per_epoch", "variants", "tasks"):
+        if any(part[key] != info[key] for part in parts):
+            raise ValueError(f"the runs to merge differ in {key}")
+    steps = list(info["snapshot_steps"])
+    for path, part in zip(paths, parts):
+        if not set(part["snapshot_steps"]) <= set(steps):
+            raise ValueError(f"{path} has snapshots {part['snapshot_steps']}, not among the first run's {steps}")
+    longest = max(part["step_loss"].shape[-1] for part in parts)
+    for key, value in info.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        rows = []
+        for part in parts:
+            table = part[key]  # (1, K, ...) or, for the loss, (1, steps)
+            if key == "step_loss":
+                row = torch.full((table.shape[0], longest), float("nan"), dtype=table.dtype)
+                row[:, : table.shape[1]] = table
+            else:
+                row = torch.full((table.shape[0], len(steps), *table.shape[2:]), float("nan"), dtype=table.dtype)
+                row[:, [steps.index(s) for s in part["snapshot_steps"]]] = table
+            rows.append(row)
+        info[key] = torch.cat(rows)
+    for key in ("seeds", "cpu_seconds"):
+        info[key] = [v for part in parts for v in part[key]]
+    info["epochs_per_seed"] = [part["epochs"] for part in parts for _ in part["seeds"]]
+    info["compression_gaps"] = [part["compression_gap"] for part in parts for _ in part["seeds"]]
+    checkpoint["info"] = info
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(checkpoint, out / "bare.pt")
+    return out / "bare.pt"
+
+
+def main(argv: Sequence[str] | None = None) -> list[Path]:
+    """Train what the options ask for and return the paths of the checkpoints."""
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.merge:
+        return [merge_bare(args.merge, args.out)]
+    if args.bare:
+        return [train_bare(args)]
+    return train_baselines(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,189 @@
+r"""The bare self-attention without attention: a projected power iteration, and its spectrum.
+
+Shape letters: ``B`` configurations, ``N`` tokens, ``d`` the spin dimension, ``K``
+modes.
+
+When the attention is uniform, :math:`\alpha_{i\leftarrow j} = 1/(N-1)` (the limit
+:math:`\lambda \to 0`, and nearly what a trained model does at :math:`\lambda = 1`),
+the update of the bare self-attention is linear up to the normalisation of every spin:
+
+.. math::
+    \mathbf x \leftarrow \operatorname{normalize}_i\bigl(A\,\mathbf x\bigr), \qquad
+    A = \gamma I + \frac{1}{N-1} M, \qquad M_{(i,a),(j,b)} = (J_{ij})_{ab},
+
+a power iteration of the :math:`Nd \times Nd` matrix :math:`A`, projected back onto
+the spheres after every step. Its eigenvalues of largest modulus tell where it goes
+(the leading eigenvector) and how fast: the other modes shrink relative to the first
+by :math:`|\mu_2|/|\mu_1|` per step, a time scale :math:`1/\ln(|\mu_1|/|\mu_2|)`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from seqbook._checks import check_positive_int, check_tensor
+from seqbook.attractor.bare import BareSelfAttention
+
+__all__ = [
+    "coupling_matrix",
+    "effective_partners",
+    "forgetting_time",
+    "leading_modes",
+    "mode_spins",
+    "power_operator",
+]
+
+
+def _check_model(model: object) -> BareSelfAttention:
+    if not isinstance(model, BareSelfAttention):
+        raise TypeError(
+            f"model must be a seqbook.attractor.BareSelfAttention, got {type(model).__name__}"
+        )
+    return model
+
+
+@torch.no_grad()
+def coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
+    r"""The couplings as one :math:`Nd \times Nd` matrix, :math:`M_{(i,a),(j,b)} = (J_{ij})_{ab}`.
+
+    ``M @ x.flatten()`` is :math:`\sum_j J_{ij}\mathbf x_j` for every token :math:`i`.
+
+    Shapes:
+        returns: ``(N * d, N * d)``.
+
+    Example:
+        >>> model = BareSelfAttention(3, 2)
+        >>> x = torch.randn(3, 2)
+        >>> field = torch.einsum("ijde,je->id", model.J, x)
+        >>> torch.allclose(coupling_matrix(model) @ x.flatten(), field.flatten())
+        True
+    """
+    model = _check_model(model)
+    N, d = model.num_tokens, model.dim
+    return model.J.detach().permute(0, 2, 1, 3).reshape(N * d, N * d)  # (N d, N d)
+
+
+@torch.no_grad()
+def power_operator(model: BareSelfAttention) -> torch.Tensor:
+    r"""The linear map of one step at uniform attention, :math:`A = \gamma I + M/(N-1)`, eq. (eq-attr-power).
+
+    Shapes:
+        returns: ``(N * d, N * d)``.
+
+    Example:
+        >>> model = BareSelfAttention(4, 2, lam=0.0)
+        >>> x = torch.nn.functional.normalize(torch.randn(1, 4, 2), dim=-1)
+        >>> y = (power_operator(model) @ x.flatten()).view(1, 4, 2)
+        >>> torch.allclose(model.step(x), torch.nn.functional.normalize(y, dim=-1))
+        True
+    """
+    model = _check_model(model)
+    M = coupling_matrix(model)
+    eye = torch.eye(M.shape[0], dtype=M.dtype, device=M.device)
+    return model.gamma * eye + M / (model.num_tokens - 1)  # (eq-attr-power)
+
+
+def effective_partners(alpha: torch.Tensor) -> torch.Tensor:
+    r"""How many partners a spin listens to: :math:`n_i = 1 / \sum_j \alpha_{i\leftarrow j}^2`, eq. (eq-attr-partners).
+
+    :math:`N - 1` for a uniform attention over all others, 1 for a one-hot one.
+
+    Shapes:
+        alpha: ``(..., N, N)``, rows summing to 1.
+        returns: ``(..., N)``.
+
+    Example:
+        >>> effective_partners(torch.tensor([[0.0, 0.5, 0.5], [0.0, 1.0, 0.0]]))
+        tensor([2., 1.])
+    """
+    alpha = check_tensor("alpha", alpha, floating=True)
+    if alpha.dim() < 1:
+        raise ValueError("alpha must have at least one dimension (a row of weights)")
+    if alpha.numel() and (alpha.min() < 0 or not torch.allclose(alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4)):
+        raise ValueError("alpha must hold non-negative weights whose rows sum to 1 (an attention mask)")
+    return 1.0 / (alpha**2).sum(-1)  # (eq-attr-partners)
+
+
+@torch.no_grad()
+def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The ``k`` eigenvalues of largest modulus of :math:`A` (eq. (eq-attr-power)) and their eigenvectors.
+
+    Computed in float64 (the matrix is not symmetric: eigenvalues may come in complex
+    conjugate pairs).
+
+    Shapes:
+        returns: eigenvalues ``(K,)`` and eigenvectors ``(K, N, d)``, both complex, by
+        decreasing modulus.
+
+    Example:
+        >>> model = BareSelfAttention(4, 2, generator=torch.Generator().manual_seed(0))
+        >>> mu, v = leading_modes(model, k=2)
+        >>> tuple(v.shape), bool(mu[0].abs() >= mu[1].abs())
+        ((2, 4, 2), True)
+    """
+    model = _check_model(model)
+    N, d = model.num_tokens, model.dim
+    k = check_positive_int("k", k)
+    if k > N * d:
+        raise ValueError(f"k must be <= N d = {N * d}, got {k}")
+    A = power_operator(model).double()
+    mu, V = torch.linalg.eig(A)
+    order = mu.abs().argsort(descending=True)[:k]
+    return mu[order], V[:, order].T.reshape(k, N, d)  # (K, N, d)
+
+
+def mode_spins(v: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    r"""A real eigenvector as a configuration of unit spins, with the sign that agrees with ``reference``.
+
+    Eigenvectors have no sign; :math:`\mathbf v` and :math:`-\mathbf v` are the same
+    mode. The sign is chosen so that :math:`\sum_i \mathbf v_i\cdot
+    \mathbf r_i > 0`, then every token is normalised.
+
+    Shapes:
+        v: ``(N, d)`` (real or complex with zero imaginary part); reference: ``(N, d)``.
+        returns: ``(N, d)``, unit vectors, in the reference's dtype.
+
+    Example:
+        >>> v = torch.tensor([[0.0, -2.0], [-1.0, 0.0]])
+        >>> mode_spins(v, torch.ones(2, 2))
+        tensor([[-0., 1.],
+                [1., -0.]])
+    """
+    v = check_tensor("v", v, ndim=2)
+    reference = check_tensor("reference", reference, ndim=2, floating=True)
+    if v.shape != reference.shape:
+        raise ValueError(f"v and reference must have the same shape, got {tuple(v.shape)} and {tuple(reference.shape)}")
+    if v.is_complex():
+        if v.imag.abs().max() > 1e-8 * max(v.abs().max().item(), 1e-30):
+            raise ValueError("v must be a real eigenvector (its eigenvalue is complex)")
+        v = v.real
+    v = v.to(reference.dtype)
+    if (v * reference).sum() < 0:
+        v = -v
+    return torch.nn.functional.normalize(v, dim=-1)
+
+
+def forgetting_time(eigenvalues: torch.Tensor) -> float:
+    r"""The time scale :math:`\tau = 1/\ln(|\mu_1|/|\mu_2|)` of a power iteration, eq. (eq-attr-tau).
+
+    The distance to the leading mode shrinks like :math:`e^{-t/\tau}`.
+
+    Shapes:
+        eigenvalues: ``(K,)`` with ``K >= 2``, by decreasing modulus.
+
+    Example:
+        >>> round(forgetting_time(torch.tensor([2.0, 1.0])), 4)
+        1.4427
+    """
+    eigenvalues = check_tensor("eigenvalues", eigenvalues, ndim=1)
+    if eigenvalues.numel() < 2:
+        raise ValueError(f"eigenvalues must hold at least two values, got {eigenvalues.numel()}")
+    first, second = eigenvalues.abs()[:2].tolist()
+    if not first > second > 0:
+        raise ValueError(
+            f"eigenvalues must be sorted by decreasing modulus with |mu_1| > |mu_2| > 0, "
+            f"got moduli {first:.6g} and {second:.6g}"
+        )
+    return 1.0 / math.log(first / second)  # (eq-attr-tau)

@@ -1,0 +1,96 @@
+"""python -m seqbook.attractor.train --bare: the bare model's training script and its tables."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from seqbook.attractor import load_bare
+from seqbook.attractor.train import BARE_VARIANTS, hebbian_split, parse_args
+
+
+def test_bare_defaults_are_the_papers():
+    args = parse_args(["--bare"])
+    assert (args.epochs, args.batch_size, args.lr, args.seeds) == (20, 32, 5.0, [0, 1, 2])
+    baselines = parse_args([])
+    assert (baselines.epochs, baselines.batch_size) == (30, 64)
+
+
+def test_hebbian_split_is_a_projection():
+    g = torch.Generator().manual_seed(0)
+    J, H = torch.randn(3, 3, 2, 2, generator=g), torch.randn(3, 3, 2, 2, generator=g)
+    along, rest = hebbian_split(J, H)
+    assert torch.allclose(along + rest, J)
+    assert abs((rest * H).sum().item()) < 1e-5  # the rest is orthogonal to H
+
+
+@pytest.mark.slow
+def test_the_bare_script_runs_and_merges(tmp_path):
+    for seed in (0, 1):
+        result = subprocess.run(
+            [sys.executable, "-m", "seqbook.attractor.train", "--bare", "--smoke",
+             "--seeds", str(seed), "--out", str(tmp_path / str(seed))],
+            capture_output=True, text=True, timeout=900,
+        )
+        assert result.returncode == 0, result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "seqbook.attractor.train", "--merge",
+         str(tmp_path / "0" / "bare.pt"), str(tmp_path / "1" / "bare.pt"), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    model, info = load_bare(tmp_path / "bare.pt")
+    assert info["seeds"] == [0, 1] and info["snapshot_labels"] == ["untrained", "epoch 1"]
+    curves = info["curves"]  # (seeds, snapshots, variants, tasks, sets, steps + 1)
+    assert curves.shape == (2, 2, len(BARE_VARIANTS), 2, 1, 4)
+    assert torch.isfinite(curves[:, :, :2]).all()  # attention and uniform: always
+    assert torch.isfinite(curves[:, -1]).all()  # every variant at the end
+    assert torch.isnan(curves[:, 0, 2:]).all()  # the others only there
+    first, _ = load_bare(tmp_path / "0" / "bare.pt")
+    assert torch.equal(model.J, first.J)  # the first file's couplings
+
+
+def _single_run(path, seed, snapshot_steps, steps):
+    """A bare.pt as one seed of train_bare writes it, with tables that say where they come from."""
+    from seqbook.attractor import BareSelfAttention, save_bare
+
+    K = len(snapshot_steps)
+    model = BareSelfAttention(3, 2, generator=torch.Generator().manual_seed(seed))
+    return save_bare(
+        model, path, epochs=len(snapshot_steps), batch_size=32, lr=5.0, train_size=64,
+        steps_per_epoch=2, seeds=[seed], cpu_seconds=[1.0 + seed], compression_gap=0.1 * seed, variants=["attention"],
+        tasks=["mask", "denoise"], snapshot_steps=snapshot_steps, epochs_per_seed=[len(snapshot_steps)],
+        snapshot_labels=[str(s) for s in snapshot_steps],
+        curves=torch.tensor(snapshot_steps, dtype=torch.float32).view(1, K, 1, 1).expand(1, K, 2, 3).clone(),
+        mode_image=torch.full((1, K, 2, 2), float(seed)).half(),
+        step_loss=torch.arange(steps, dtype=torch.float32)[None],
+    )
+
+
+def test_merge_pads_a_shorter_run_with_nan(tmp_path):
+    from seqbook.attractor.train import merge_bare
+
+    long = _single_run(tmp_path / "0.pt", 0, [0, 2, 6], 6)
+    short = _single_run(tmp_path / "1.pt", 1, [0, 2], 2)
+    model, info = load_bare(merge_bare([long, short], tmp_path / "merged"))
+    assert info["seeds"] == [0, 1] and info["epochs_per_seed"] == [3, 2]
+    assert info["cpu_seconds"] == [1.0, 2.0] and info["snapshot_steps"] == [0, 2, 6]
+    assert info["compression_gaps"] == [0.0, 0.1]
+    curves = info["curves"]  # (seeds, snapshots, tasks, 3)
+    assert curves.shape == (2, 3, 2, 3)
+    assert torch.equal(curves[0, :, 0, 0], torch.tensor([0.0, 2.0, 6.0]))
+    assert torch.equal(curves[1, :2, 0, 0], torch.tensor([0.0, 2.0])) and torch.isnan(curves[1, 2]).all()
+    assert torch.isnan(info["mode_image"][1, 2]).all() and (info["mode_image"][1, :2] == 1).all()
+    assert torch.equal(info["step_loss"][1, :2], torch.tensor([0.0, 1.0])) and torch.isnan(info["step_loss"][1, 2:]).all()
+    first, _ = load_bare(long)
+    assert torch.equal(model.J, first.J)
+
+
+def test_merge_refuses_runs_that_do_not_fit(tmp_path):
+    from seqbook.attractor.train import merge_bare
+
+    long = _single_run(tmp_path / "0.pt", 0, [0, 2], 2)
+    other = _single_run(tmp_path / "1.pt", 1, [0, 3], 3)
+    with pytest.raises(ValueError, match="snapshots"):
+        merge_bare([long, other], tmp_path / "merged")
