@@ -43,7 +43,8 @@ APT_INSTALL := $(APT_GET) update -qq && DEBIAN_FRONTEND=noninteractive $(APT_GET
 MISSING_TOOLS = $(foreach tool,$(SYSTEM_TOOLS),$(if $(wildcard $($(tool))),,$(tool)))
 
 .PHONY: book test plan unit lint nbval build-strict html-checks colab-venv colab-check \
-        notebooks bench bench-build clean system-tools $(addprefix check-,$(CHECKS))
+        notebooks bench bench-build clean system-tools $(addprefix check-,$(CHECKS)) \
+        check-nbval-run check-nbval-logged
 
 # --- environments -----------------------------------------------------------------
 
@@ -80,10 +81,13 @@ notebooks: $(STAMP)
 
 # --- make test: everything CI runs (.ci/run calls this) ------------------------------
 # The checks run side by side (all of them, even after one fails), each with its output
-# in _build/logs/<check>.log. The strict build and then the browser checks are the
-# longest chain, so they run at normal priority and the others (nice) take the CPU
-# time they leave.
+# in _build/logs/<check>.log. nbval executes every chapter from scratch into an emptied
+# cache, then the strict build renders those outputs (executing only what nbval could
+# not store, a failed chapter), then the browser checks read the pages: that chain is
+# the longest, so it runs at normal priority and the others (nice) take the CPU time
+# it leaves.
 NICE   := nice -n 10
+CACHE  := _build/.jupyter_cache
 
 test: plan
 	@mkdir -p $(LOGS)
@@ -116,10 +120,17 @@ check-lint: $(STAMP)
 	$(call logged,lint,$(NICE) $(MAKE) --no-print-directory lint)
 check-unit: $(STAMP)
 	$(call logged,unit,$(NICE) $(MAKE) --no-print-directory unit)
-check-nbval: $(STAMP)
-	$(call logged,nbval,$(NICE) $(MAKE) --no-print-directory nbval)
-check-build-strict: $(STAMP)
-	$(call logged,build-strict,$(MAKE) --no-print-directory build-strict)
+# nbval's outcome is kept in a file, so that the build still runs (and reports its own
+# problems) when a notebook fails; check-nbval then fails at the end.
+check-nbval-run: $(STAMP)
+	@rm -rf $(CACHE) $(LOGS)/nbval.failed
+	@$(MAKE) --no-print-directory check-nbval-logged || touch $(LOGS)/nbval.failed
+check-nbval-logged: $(STAMP)
+	$(call logged,nbval,$(MAKE) --no-print-directory nbval NBVAL_CACHE=$(CACHE))
+check-nbval: check-nbval-run
+	@test ! -e $(LOGS)/nbval.failed
+check-build-strict: check-nbval-run $(STAMP)
+	$(call logged,build-strict,$(MAKE) --no-print-directory build-strict REUSE_NBVAL=1)
 check-html-checks: check-build-strict $(STAMP) | $(CHROMIUM)
 	$(call logged,html-checks,$(MAKE) --no-print-directory html-checks)
 check-colab-check: | $(ENSUREPIP)
@@ -137,15 +148,23 @@ lint: $(STAMP)
 
 # 3. every chapter executes top to bottom, as notebooks/ (what Colab opens); hidden
 #    assert cells make this a check of the prose's claims. One notebook per worker.
+#    With NBVAL_CACHE=DIR, each notebook that ran without an error is stored with its
+#    outputs in the build's jupyter-cache DIR (book/_ext/nbval_cache.py), so that
+#    make test's build executes no chapter a second time.
+NBVAL_CACHE ?=
 nbval: $(STAMP)
-	$(PY) -m pytest -n auto --dist loadfile --nbval-lax notebooks/
+	PYTHONPATH=book/_ext $(PY) -m pytest -n auto --dist loadfile --nbval-lax -p nbval_cache \
+	  $(if $(NBVAL_CACHE),--nbval-cache=$(NBVAL_CACHE)) notebooks/
 
 # 4. the book builds with no warning at all (nitpicky references, citations, glue),
 #    every chapter executed from scratch: no cache, no environment, no old page.
+#    REUSE_NBVAL=1 (make test) keeps the cache that nbval has just filled from scratch.
+REUSE_NBVAL ?= 0
 #    The build's log is long; on failure its warnings are repeated at the end, where a
 #    CI log's tail shows them.
 build-strict: $(STAMP)
-	rm -rf _build/.jupyter_cache _build/html _build/.doctrees _build/jupyter_execute
+	rm -rf $(if $(filter 1,$(REUSE_NBVAL)),,$(CACHE)) _build/html _build/.doctrees \
+	  _build/jupyter_execute
 	mkdir -p _build
 	set -o pipefail; $(JB) build . --all -n -W --keep-going 2>&1 | tee _build/build.log \
 	  || { echo "== the build's warnings and errors:"; \
