@@ -13,7 +13,8 @@ def _gen(seed=0):
 
 
 def _spins(B, N, d, seed=1, dtype=torch.float32):
-    return F.normalize(torch.randn(B, N, d, generator=_gen(seed), dtype=torch.float64), dim=-1).to(dtype)
+    x = torch.randn(B, N, d, generator=_gen(seed), dtype=torch.float64)
+    return F.normalize(x, dim=-1).to(dtype)
 
 
 def _reference_field(x, J, lam, key_mask=None):
@@ -43,10 +44,14 @@ def test_local_field_matches_the_equations_written_out(lam):
     model = BareSelfAttention(5, 3, lam=lam, generator=_gen())
     model.J.data.mul_(10)  # stronger couplings: a non-uniform attention
     x = _spins(2, 5, 3)
-    assert torch.allclose(model.local_field(x), _reference_field(x, model.J.detach(), lam), atol=1e-5)
+    assert torch.allclose(
+        model.local_field(x), _reference_field(x, model.J.detach(), lam), atol=1e-5
+    )
     key_mask = torch.tensor([[True, False, True, True, False], [True] * 5])
     assert torch.allclose(
-        model.local_field(x, key_mask), _reference_field(x, model.J.detach(), lam, key_mask), atol=1e-5
+        model.local_field(x, key_mask),
+        _reference_field(x, model.J.detach(), lam, key_mask),
+        atol=1e-5,
     )
 
 
@@ -77,8 +82,11 @@ def test_local_energy_matches_eq_4_and_total_energy_is_their_sum():
     model = BareSelfAttention(4, 2, generator=_gen()).double()
     x = _spins(2, 4, 2, dtype=torch.float64)
     J = model.J.detach()
-    e = torch.tensor([[-torch.log(sum(torch.exp(x[b, i] @ J[i, j] @ x[b, j]) for j in range(4) if j != i))
-                       for i in range(4)] for b in range(2)], dtype=torch.float64)
+    e = torch.tensor(
+        [[-torch.log(sum(torch.exp(x[b, i] @ J[i, j] @ x[b, j]) for j in range(4) if j != i))
+          for i in range(4)] for b in range(2)],
+        dtype=torch.float64,
+    )
     assert torch.allclose(model.local_energies(x), e)
     assert torch.allclose(model.energy(x), e.sum(-1))
     # at temperature lam: -(1/lam) log sum exp(lam ...), which tends to -max_j as lam grows
@@ -190,5 +198,7 @@ def test_float64_computes_in_float64_and_mixed_dtypes_are_refused():
     x = _spins(2, 5, 3, dtype=torch.float64)
     assert model.step(x).dtype == torch.float64
     assert model.local_energies(x).dtype == torch.float64
-    with pytest.raises(TypeError, match="x has dtype torch.float32 but the couplings J have dtype torch.float64"):
+    with pytest.raises(
+        TypeError, match="x has dtype torch.float32 but the couplings J have dtype torch.float64"
+    ):
         model.step(x.float())

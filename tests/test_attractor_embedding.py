@@ -40,7 +40,9 @@ def test_pixel_spins_lie_on_the_quarter_circle_and_invert():
 
 
 def test_off_circle_vectors_decode_to_the_nearest_end():
-    out = spins_to_pixels(torch.tensor([[1.0, -0.1], [-0.1, 1.0], [-1.0, -0.5], [-0.5, -1.0], [0.0, 0.0]]))
+    out = spins_to_pixels(
+        torch.tensor([[1.0, -0.1], [-0.1, 1.0], [-1.0, -0.5], [-0.5, -1.0], [0.0, 0.0]])
+    )
     assert out.tolist() == [1.0, 0.0, 0.0, 1.0, 0.0]  # nearer end of the arc
 
 

@@ -81,7 +81,9 @@ def test_training_is_reproducible_with_a_generator():
     runs = []
     for _ in range(2):
         model = BareSelfAttention(6, 2, generator=_gen(5))
-        train_pseudo_likelihood(model, xi, epochs=2, batch_size=8, generator=_gen(6), progress=False)
+        train_pseudo_likelihood(
+            model, xi, epochs=2, batch_size=8, generator=_gen(6), progress=False
+        )
         runs.append(model.J.detach().clone())
     assert torch.equal(runs[0], runs[1])
 
@@ -123,7 +125,9 @@ def test_hebbian_couplings_are_the_gradient_at_uniform_attention():
     _, grad = pseudo_likelihood_gradient(model, xi, lam=1e-9)  # alpha = 1 / (N - 1)
     H = hebbian_couplings(xi)
     assert torch.allclose(-grad * 5, H, atol=1e-7)
-    assert torch.allclose(hebbian_couplings(xi, norm=2.0).norm(), torch.tensor(2.0, dtype=torch.float64))
+    assert torch.allclose(
+        hebbian_couplings(xi, norm=2.0).norm(), torch.tensor(2.0, dtype=torch.float64)
+    )
     assert (H[torch.arange(6), torch.arange(6)] == 0).all()
 
 

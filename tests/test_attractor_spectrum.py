@@ -62,7 +62,9 @@ def test_effective_partners():
     one_hot[:, :, 0] = 1.0
     assert torch.allclose(effective_partners(one_hot), torch.ones(2, 3))
     model = BareSelfAttention(6, 2, lam=0.0)
-    assert torch.allclose(effective_partners(model.attention(_spins(1, 6, 2).float())), torch.full((1, 6), 5.0))
+    assert torch.allclose(
+        effective_partners(model.attention(_spins(1, 6, 2).float())), torch.full((1, 6), 5.0)
+    )
 
 
 def test_leading_modes_and_the_forgetting_time_predict_the_dynamics():

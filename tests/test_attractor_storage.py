@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from seqbook.attractor import BareSelfAttention, compress_couplings, expand_couplings, load_bare, save_bare
+from seqbook.attractor import (
+    BareSelfAttention,
+    compress_couplings,
+    expand_couplings,
+    load_bare,
+    save_bare,
+)
 from seqbook.attractor.baselines import CHECKPOINTS
 
 
@@ -50,7 +56,9 @@ def test_the_committed_checkpoint_is_small_and_loads():
     # rounding of J alone moved the curves of seed 0 by about 2e-3), so the chapter reads
     # the tables measured before compression and uses the stored model for its couplings
     assert max(info["compression_gaps"][1:]) < 1e-3 and info["compression_gap"] < 1e-2
-    reached = [k for k, step in enumerate(info["snapshot_steps"]) if step <= info["steps_per_epoch"]]
+    reached = [
+        k for k, step in enumerate(info["snapshot_steps"]) if step <= info["steps_per_epoch"]
+    ]
     assert torch.isfinite(info["curves"][:, reached, :2]).all()  # attention and uniform, every seed
     assert torch.isfinite(info["curves"][0, :, :2]).all()  # seed 0 at every snapshot
     assert torch.isnan(info["curves"][1:, len(reached):]).all()  # the short seeds stop at epoch 1

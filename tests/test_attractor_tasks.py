@@ -89,7 +89,8 @@ def test_corrupt_digits_masks_patches_or_adds_noise():
         digits = corrupt_digits(images, "mask", patch_size, generator=_gen(3))
         assert isinstance(digits, CorruptedDigits) and digits.patch_size == patch_size
         N = (28 // patch_size) ** 2
-        assert digits.visible.shape == (6, N) and ((~digits.visible).sum(-1) == round(0.3 * N)).all()
+        assert digits.visible.shape == (6, N)
+        assert ((~digits.visible).sum(-1) == round(0.3 * N)).all()
         patches = image_to_patches(digits.corrupted, patch_size)
         clean = image_to_patches(images, patch_size)
         assert (patches[~digits.visible] == 0).all()
@@ -129,7 +130,9 @@ def test_baselines_mean_fill_and_blur():
     digits = corrupt_digits(images, "mask", 2, generator=_gen())
     mean = images.mean(0)
     filled = image_to_patches(mean_fill(digits, mean), 2)
-    assert torch.equal(filled[~digits.visible], image_to_patches(mean[None], 2).expand(4, -1, -1)[~digits.visible])
+    assert torch.equal(
+        filled[~digits.visible], image_to_patches(mean[None], 2).expand(4, -1, -1)[~digits.visible]
+    )
     assert torch.equal(filled[digits.visible], image_to_patches(images, 2)[digits.visible])
     flat = torch.full((2, 28, 28), 0.3)
     assert torch.allclose(blur(flat, 1.5), flat, atol=1e-6)  # borders renormalised

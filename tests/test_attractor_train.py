@@ -57,12 +57,13 @@ def _single_run(path, seed, snapshot_steps, steps):
 
     K = len(snapshot_steps)
     model = BareSelfAttention(3, 2, generator=torch.Generator().manual_seed(seed))
+    curves = torch.tensor(snapshot_steps, dtype=torch.float32).view(1, K, 1, 1).expand(1, K, 2, 3)
     return save_bare(
         model, path, epochs=len(snapshot_steps), batch_size=32, lr=5.0, train_size=64,
-        steps_per_epoch=2, seeds=[seed], cpu_seconds=[1.0 + seed], compression_gap=0.1 * seed, variants=["attention"],
-        tasks=["mask", "denoise"], snapshot_steps=snapshot_steps, epochs_per_seed=[len(snapshot_steps)],
-        snapshot_labels=[str(s) for s in snapshot_steps],
-        curves=torch.tensor(snapshot_steps, dtype=torch.float32).view(1, K, 1, 1).expand(1, K, 2, 3).clone(),
+        steps_per_epoch=2, seeds=[seed], cpu_seconds=[1.0 + seed], compression_gap=0.1 * seed,
+        variants=["attention"], tasks=["mask", "denoise"], snapshot_steps=snapshot_steps,
+        epochs_per_seed=[len(snapshot_steps)], snapshot_labels=[str(s) for s in snapshot_steps],
+        curves=curves.clone(),
         mode_image=torch.full((1, K, 2, 2), float(seed)).half(),
         step_loss=torch.arange(steps, dtype=torch.float32)[None],
     )
@@ -80,9 +81,11 @@ def test_merge_pads_a_shorter_run_with_nan(tmp_path):
     curves = info["curves"]  # (seeds, snapshots, tasks, 3)
     assert curves.shape == (2, 3, 2, 3)
     assert torch.equal(curves[0, :, 0, 0], torch.tensor([0.0, 2.0, 6.0]))
-    assert torch.equal(curves[1, :2, 0, 0], torch.tensor([0.0, 2.0])) and torch.isnan(curves[1, 2]).all()
+    assert torch.equal(curves[1, :2, 0, 0], torch.tensor([0.0, 2.0]))
+    assert torch.isnan(curves[1, 2]).all()
     assert torch.isnan(info["mode_image"][1, 2]).all() and (info["mode_image"][1, :2] == 1).all()
-    assert torch.equal(info["step_loss"][1, :2], torch.tensor([0.0, 1.0])) and torch.isnan(info["step_loss"][1, 2:]).all()
+    assert torch.equal(info["step_loss"][1, :2], torch.tensor([0.0, 1.0]))
+    assert torch.isnan(info["step_loss"][1, 2:]).all()
     first, _ = load_bare(long)
     assert torch.equal(model.J, first.J)
 

@@ -128,10 +128,13 @@ class BareSelfAttention(nn.Module):
 
     def _energies(self, x: torch.Tensor, others: torch.Tensor, lam: float) -> torch.Tensor:
         S = torch.einsum("bid,ijde,bje->bij", x, self.J, others)  # (B, N, N)
-        return -torch.logsumexp(self._partners(lam * S, None), dim=-1) / lam  # (eq-attr-local-energy)
+        # the local energies, eq. (eq-attr-local-energy)
+        return -torch.logsumexp(self._partners(lam * S, None), dim=-1) / lam
 
     # ------------------------------------------------------------ plumbing
-    def _chunked(self, fn: Callable[..., torch.Tensor], *tensors: torch.Tensor | None) -> torch.Tensor:
+    def _chunked(
+        self, fn: Callable[..., torch.Tensor], *tensors: torch.Tensor | None
+    ) -> torch.Tensor:
         """``fn`` on a few configurations at a time (the first dimension of each tensor)."""
         B = tensors[0].shape[0]
         size = max(1, _CHUNK_ELEMENTS // (self.num_tokens**2 * self.dim))
@@ -162,10 +165,13 @@ class BareSelfAttention(nn.Module):
             return None
         key_mask = check_tensor("key_mask", key_mask, ndim=2)
         if key_mask.dtype != torch.bool:
-            raise TypeError(f"key_mask must be a boolean tensor (True = attend), got {key_mask.dtype}")
+            raise TypeError(
+                f"key_mask must be a boolean tensor (True = attend), got {key_mask.dtype}"
+            )
         if key_mask.shape != x.shape[:2]:
             raise ValueError(
-                f"key_mask must have shape (B, N) = {tuple(x.shape[:2])}, got {tuple(key_mask.shape)}"
+                f"key_mask must have shape (B, N) = {tuple(x.shape[:2])}, "
+                f"got {tuple(key_mask.shape)}"
             )
         if (key_mask.sum(-1) < 2).any():
             raise ValueError(
@@ -180,13 +186,15 @@ class BareSelfAttention(nn.Module):
         lam = check_real("lam", lam, min_value=0.0)
         if lam == 0:
             raise ValueError(
-                "lam must be > 0 for the energies (-(1/lam) log sum exp diverges at lam = 0), got 0.0"
+                "lam must be > 0 for the energies (-(1/lam) log sum exp diverges at lam = 0), "
+                "got 0.0"
             )
         return lam
 
     # ------------------------------------------------------------ public API
     def scores(self, x: torch.Tensor) -> torch.Tensor:
-        r"""The scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}\mathbf x_j`, :math:`-\infty` for :math:`j = i`.
+        r"""The scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}\mathbf x_j`, :math:`-\infty` for
+        :math:`j = i`.
 
         Shapes:
             x: ``(B, N, d)``.
@@ -216,7 +224,8 @@ class BareSelfAttention(nn.Module):
         return self._chunked(attention, x, key_mask)
 
     def local_field(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
-        r"""The local fields :math:`\mathbf h_i = \sum_{j\ne i}\alpha_{i\leftarrow j}J_{ij}\mathbf x_j`.
+        r"""The local fields
+        :math:`\mathbf h_i = \sum_{j\ne i}\alpha_{i\leftarrow j}J_{ij}\mathbf x_j`.
 
         Shapes:
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
@@ -236,7 +245,9 @@ class BareSelfAttention(nn.Module):
         return self._chunked(self._step, x, self._check_key_mask(key_mask, x))
 
     @torch.no_grad()
-    def run(self, x0: torch.Tensor, steps: int, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def run(
+        self, x0: torch.Tensor, steps: int, key_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Iterate the dynamics ``steps`` times and return the whole trajectory.
 
         ``key_mask`` applies to the **first** step only: masked tokens (zero vectors,
@@ -298,4 +309,7 @@ class BareSelfAttention(nn.Module):
         return self.local_energies(x, lam=lam).sum(-1)  # (eq-attr-total-energy)
 
     def extra_repr(self) -> str:
-        return f"num_tokens={self.num_tokens}, dim={self.dim}, lam={self.lam:g}, gamma={self.gamma:g}"
+        return (
+            f"num_tokens={self.num_tokens}, dim={self.dim}, lam={self.lam:g}, "
+            f"gamma={self.gamma:g}"
+        )

@@ -147,7 +147,9 @@ class RecurrentTransformer(PatchTransformer):
     def __init__(self, config: BaselineConfig | None = None) -> None:
         config = config or BaselineConfig()
         super().__init__(config)
-        self.block = EncoderBlock(config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True)
+        self.block = EncoderBlock(
+            config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True
+        )
 
     def forward(self, s: torch.Tensor, steps: int = 5) -> torch.Tensor:
         s = self._check_spins(s)
@@ -300,7 +302,9 @@ def train_baseline(
     draw = random.Random(seed)
 
     def batches() -> list[torch.Tensor]:
-        return [images[k] for k in torch.randperm(len(images), generator=generator).split(batch_size)]
+        return [
+            images[k] for k in torch.randperm(len(images), generator=generator).split(batch_size)
+        ]
 
     def loss_fn(m: nn.Module, clean: torch.Tensor) -> torch.Tensor:
         s, _ = corrupt(clean, task, embedding, generator=generator)
@@ -316,7 +320,9 @@ def train_baseline(
                desc=f"{model.config.kind} ({task})")
 
 
-def save_baseline(model: RecurrentTransformer | VisionTransformer, path: str | Path, **info: object) -> Path:
+def save_baseline(
+    model: RecurrentTransformer | VisionTransformer, path: str | Path, **info: object
+) -> Path:
     """Save a baseline's configuration and weights (as float16, to keep files small).
 
     ``info`` (e.g. the task, the epochs, the final loss) is stored alongside.
@@ -329,7 +335,9 @@ def save_baseline(model: RecurrentTransformer | VisionTransformer, path: str | P
     return path
 
 
-def load_baseline(name_or_path: str | Path) -> tuple[RecurrentTransformer | VisionTransformer, dict]:
+def load_baseline(
+    name_or_path: str | Path,
+) -> tuple[RecurrentTransformer | VisionTransformer, dict]:
     """Load a saved baseline in eval mode, with the ``info`` saved with it.
 
     Args:
@@ -351,7 +359,9 @@ def load_baseline(name_or_path: str | Path) -> tuple[RecurrentTransformer | Visi
         )
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model = build_baseline(BaselineConfig(**checkpoint["config"]))
-    state = {k: v.float() if v.is_floating_point() else v for k, v in checkpoint["state_dict"].items()}
+    state = {
+        k: v.float() if v.is_floating_point() else v for k, v in checkpoint["state_dict"].items()
+    }
     model.load_state_dict(state, strict=False)
     missing = set(model.state_dict()) - set(state) - {"pe"}
     if missing:

@@ -76,7 +76,9 @@ def image_to_patches(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     return grid.reshape(B, (H // P) * (W // P), P * P)  # (B, N, a)
 
 
-def patches_to_image(patches: torch.Tensor, patch_size: int, height: int, width: int) -> torch.Tensor:
+def patches_to_image(
+    patches: torch.Tensor, patch_size: int, height: int, width: int
+) -> torch.Tensor:
     """Put patches back together: the inverse of :func:`image_to_patches`.
 
     Shapes:
@@ -245,7 +247,8 @@ class PatchEmbedding(nn.Module):
         return s @ self.F.T / math.sqrt(self.a)  # (eq-attr-embed)  (B, N, d)
 
     def decode(self, x: torch.Tensor) -> torch.Tensor:
-        r"""De-embed spins into images: :math:`\mathbf s_i = \sqrt a\, F^\top\mathbf x_i`, then pixels.
+        r"""De-embed spins into images: :math:`\mathbf s_i = \sqrt a\, F^\top\mathbf x_i`, then
+        pixels.
 
         Works for any vectors, not only clean embeddings: each pixel pair is read by
         its angle (:func:`spins_to_pixels`), so a spin off the image manifold still

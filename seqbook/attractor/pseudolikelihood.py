@@ -28,7 +28,7 @@ from collections.abc import Callable
 import torch
 from tqdm.auto import tqdm
 
-from seqbook._checks import check_int, check_positive_int, check_real, check_tensor
+from seqbook._checks import check_positive_int, check_real, check_tensor
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.train import History
 from seqbook.utils import Timer
@@ -53,7 +53,9 @@ def _check_model(model: object) -> BareSelfAttention:
     return model
 
 
-def pseudo_likelihood_loss(model: BareSelfAttention, xi: torch.Tensor, lam: float = 5.0) -> torch.Tensor:
+def pseudo_likelihood_loss(
+    model: BareSelfAttention, xi: torch.Tensor, lam: float = 5.0
+) -> torch.Tensor:
     r"""The mean total energy of the configurations ``xi``, eq. (eq-attr-pl-loss).
 
     Differentiable with respect to the couplings by autograd (a one-layer model: no
@@ -133,7 +135,8 @@ def train_pseudo_likelihood(
     progress: bool = True,
     on_step: Callable[[int], None] | None = None,
 ) -> History:
-    r"""Minimise the energy of the training data by SGD on the couplings, with the paper's precautions.
+    r"""Minimise the energy of the training data by SGD on the couplings, with the paper's
+    precautions.
 
     Each step, for a shuffled mini-batch: the closed-form gradient
     :math:`\mathbf g` (:func:`pseudo_likelihood_gradient`) at inverse temperature

@@ -67,7 +67,8 @@ def coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
 
 @torch.no_grad()
 def power_operator(model: BareSelfAttention) -> torch.Tensor:
-    r"""The linear map of one step at uniform attention, :math:`A = \gamma I + M/(N-1)`, eq. (eq-attr-power).
+    r"""The linear map of one step at uniform attention, :math:`A = \gamma I + M/(N-1)`,
+    eq. (eq-attr-power).
 
     Shapes:
         returns: ``(N * d, N * d)``.
@@ -86,7 +87,8 @@ def power_operator(model: BareSelfAttention) -> torch.Tensor:
 
 
 def effective_partners(alpha: torch.Tensor) -> torch.Tensor:
-    r"""How many partners a spin listens to: :math:`n_i = 1 / \sum_j \alpha_{i\leftarrow j}^2`, eq. (eq-attr-partners).
+    r"""How many partners a spin listens to: :math:`n_i = 1 / \sum_j \alpha_{i\leftarrow j}^2`,
+    eq. (eq-attr-partners).
 
     :math:`N - 1` for a uniform attention over all others, 1 for a one-hot one.
 
@@ -101,14 +103,20 @@ def effective_partners(alpha: torch.Tensor) -> torch.Tensor:
     alpha = check_tensor("alpha", alpha, floating=True)
     if alpha.dim() < 1:
         raise ValueError("alpha must have at least one dimension (a row of weights)")
-    if alpha.numel() and (alpha.min() < 0 or not torch.allclose(alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4)):
-        raise ValueError("alpha must hold non-negative weights whose rows sum to 1 (an attention mask)")
+    if alpha.numel() and (
+        alpha.min() < 0
+        or not torch.allclose(alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4)
+    ):
+        raise ValueError(
+            "alpha must hold non-negative weights whose rows sum to 1 (an attention mask)"
+        )
     return 1.0 / (alpha**2).sum(-1)  # (eq-attr-partners)
 
 
 @torch.no_grad()
 def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""The ``k`` eigenvalues of largest modulus of :math:`A` (eq. (eq-attr-power)) and their eigenvectors.
+    r"""The ``k`` eigenvalues of largest modulus of :math:`A` (eq. (eq-attr-power)) and their
+    eigenvectors.
 
     Computed in float64 (the matrix is not symmetric: eigenvalues may come in complex
     conjugate pairs).
@@ -135,7 +143,8 @@ def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, t
 
 
 def mode_spins(v: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
-    r"""A real eigenvector as a configuration of unit spins, with the sign that agrees with ``reference``.
+    r"""A real eigenvector as a configuration of unit spins, with the sign that agrees with
+    ``reference``.
 
     Eigenvectors have no sign; :math:`\mathbf v` and :math:`-\mathbf v` are the same
     mode. The sign is chosen so that :math:`\sum_i \mathbf v_i\cdot
@@ -154,7 +163,10 @@ def mode_spins(v: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
     v = check_tensor("v", v, ndim=2)
     reference = check_tensor("reference", reference, ndim=2, floating=True)
     if v.shape != reference.shape:
-        raise ValueError(f"v and reference must have the same shape, got {tuple(v.shape)} and {tuple(reference.shape)}")
+        raise ValueError(
+            f"v and reference must have the same shape, got {tuple(v.shape)} and "
+            f"{tuple(reference.shape)}"
+        )
     if v.is_complex():
         if v.imag.abs().max() > 1e-8 * max(v.abs().max().item(), 1e-30):
             raise ValueError("v must be a real eigenvector (its eigenvalue is complex)")
@@ -166,7 +178,8 @@ def mode_spins(v: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
 
 
 def forgetting_time(eigenvalues: torch.Tensor) -> float:
-    r"""The time scale :math:`\tau = 1/\ln(|\mu_1|/|\mu_2|)` of a power iteration, eq. (eq-attr-tau).
+    r"""The time scale :math:`\tau = 1/\ln(|\mu_1|/|\mu_2|)` of a power iteration,
+    eq. (eq-attr-tau).
 
     The distance to the leading mode shrinks like :math:`e^{-t/\tau}`.
 

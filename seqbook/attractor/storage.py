@@ -30,7 +30,9 @@ __all__ = ["compress_couplings", "expand_couplings", "load_bare", "save_bare"]
 
 
 @torch.no_grad()
-def compress_couplings(J: torch.Tensor, pairs: int = 256, rank: int = 32) -> dict[str, torch.Tensor]:
+def compress_couplings(
+    J: torch.Tensor, pairs: int = 256, rank: int = 32
+) -> dict[str, torch.Tensor]:
     """The largest ``pairs`` blocks of ``J`` and a rank-``rank`` approximation of the rest.
 
     Shapes:
@@ -44,8 +46,15 @@ def compress_couplings(J: torch.Tensor, pairs: int = 256, rank: int = 32) -> dic
         >>> torch.equal(expand_couplings(compress_couplings(J, pairs=1, rank=1)), J)
         True
     """
-    if not isinstance(J, torch.Tensor) or J.dim() != 4 or J.shape[0] != J.shape[1] or J.shape[2] != J.shape[3]:
-        raise ValueError(f"J must be a tensor of shape (N, N, d, d), got {getattr(J, 'shape', J)!r}")
+    if (
+        not isinstance(J, torch.Tensor)
+        or J.dim() != 4
+        or J.shape[0] != J.shape[1]
+        or J.shape[2] != J.shape[3]
+    ):
+        raise ValueError(
+            f"J must be a tensor of shape (N, N, d, d), got {getattr(J, 'shape', J)!r}"
+        )
     N, _, d, _ = J.shape
     pairs = min(check_positive_int("pairs", pairs), N * N)
     rank = min(check_positive_int("rank", rank), N * d)
@@ -82,7 +91,9 @@ def expand_couplings(stored: dict[str, torch.Tensor]) -> torch.Tensor:
     return J.float()
 
 
-def save_bare(model: BareSelfAttention, path: str | Path, pairs: int = 256, rank: int = 32, **info: object) -> Path:
+def save_bare(
+    model: BareSelfAttention, path: str | Path, pairs: int = 256, rank: int = 32, **info: object
+) -> Path:
     """Save a bare self-attention compressed (:func:`compress_couplings`), with ``info``.
 
     ``info`` holds what the chapter needs besides the couplings (the training recipe,
@@ -95,7 +106,12 @@ def save_bare(model: BareSelfAttention, path: str | Path, pairs: int = 256, rank
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(
         {
-            "config": {"num_tokens": model.num_tokens, "dim": model.dim, "lam": model.lam, "gamma": model.gamma},
+            "config": {
+                "num_tokens": model.num_tokens,
+                "dim": model.dim,
+                "lam": model.lam,
+                "gamma": model.gamma,
+            },
             "couplings": compress_couplings(model.J, pairs, rank),
             "info": info,
         },
@@ -121,7 +137,9 @@ def load_bare(name_or_path: str | Path = "bare") -> tuple[BareSelfAttention, dic
     if not path.suffix:
         path = CHECKPOINTS / f"{name_or_path}.pt"
     if not path.exists():
-        raise FileNotFoundError(f"no checkpoint {path}; train one with `python -m seqbook.attractor.train --bare`")
+        raise FileNotFoundError(
+            f"no checkpoint {path}; train one with `python -m seqbook.attractor.train --bare`"
+        )
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model = BareSelfAttention(**checkpoint["config"])
     with torch.no_grad():

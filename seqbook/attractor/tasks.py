@@ -282,13 +282,19 @@ def corrupt_digits(
     patch_size = check_positive_int("patch_size", patch_size)
     patches = image_to_patches(images, patch_size)  # (B, N, a)
     if task == "denoise":
-        return CorruptedDigits(task, images, add_noise(images, variance, generator), None, patch_size)
+        return CorruptedDigits(
+            task, images, add_noise(images, variance, generator), None, patch_size
+        )
     hidden, visible = mask_tokens(patches, fraction, generator)  # (B, N, a), (B, N)
     _, H, W = images.shape
-    return CorruptedDigits(task, images, patches_to_image(hidden, patch_size, H, W), visible, patch_size)
+    return CorruptedDigits(
+        task, images, patches_to_image(hidden, patch_size, H, W), visible, patch_size
+    )
 
 
-def evaluation_set(task: str, seed: int = 0, num_images: int = 32, patch_size: int = 2) -> CorruptedDigits:
+def evaluation_set(
+    task: str, seed: int = 0, num_images: int = 32, patch_size: int = 2
+) -> CorruptedDigits:
     """The chapter's evaluation digits: test digits of :func:`mnist_split`, corrupted with a seed.
 
     Seed ``s`` takes the test digits ``s * num_images`` to ``(s + 1) * num_images - 1``
@@ -377,7 +383,8 @@ def mean_fill(digits: CorruptedDigits, mean_image: torch.Tensor) -> torch.Tensor
     mean_image = _check_pixels("mean_image", mean_image, ndim=2)
     if mean_image.shape != digits.clean.shape[1:]:
         raise ValueError(
-            f"mean_image must have shape {tuple(digits.clean.shape[1:])}, got {tuple(mean_image.shape)}"
+            f"mean_image must have shape {tuple(digits.clean.shape[1:])}, "
+            f"got {tuple(mean_image.shape)}"
         )
     P = digits.patch_size
     _, H, W = digits.clean.shape

@@ -65,8 +65,14 @@ from seqbook.attractor.baselines import (
 from seqbook.attractor.embedding import PatchEmbedding
 from seqbook.attractor.pseudolikelihood import hebbian_couplings, train_pseudo_likelihood
 from seqbook.attractor.spectrum import effective_partners, leading_modes, mode_spins
-from seqbook.attractor.storage import expand_couplings, compress_couplings, save_bare
-from seqbook.attractor.tasks import TASKS, bare_reconstructions, evaluation_set, mnist_split, mse_curve
+from seqbook.attractor.storage import compress_couplings, expand_couplings, save_bare
+from seqbook.attractor.tasks import (
+    TASKS,
+    bare_reconstructions,
+    evaluation_set,
+    mnist_split,
+    mse_curve,
+)
 from seqbook.utils import seed_everything
 
 __all__ = ["BARE_VARIANTS", "hebbian_split", "main", "measure_bare", "merge_bare", "parse_args"]
@@ -106,17 +112,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--bare", action="store_true", help="train the bare self-attention")
     parser.add_argument("--merge", type=Path, nargs="+", default=None,
-                        help="merge bare.pt files of single seeds into OUT/bare.pt (first: its couplings)")
+                        help="merge bare.pt files of single seeds into OUT/bare.pt "
+                        "(first: its couplings)")
     parser.add_argument("--model", choices=MODELS, default="block")
     parser.add_argument("--task", choices=TASKS, default="mask")
     parser.add_argument("--all", action="store_true", help="train every baseline on every task")
     parser.add_argument("--train-size", type=int, default=4000, help="training digits (<= 4000)")
     parser.add_argument("--epochs", type=int, default=None, help="20 (--bare) or 30 (baselines)")
-    parser.add_argument("--batch-size", type=int, default=None, help="32 (--bare) or 64 (baselines)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="32 (--bare) or 64 (baselines)")
     parser.add_argument("--lr", type=float, default=None, help="5 (--bare, SGD) or 1e-3 (Adam)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="--bare: training seeds")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                        help="--bare: training seeds")
     parser.add_argument("--steps", type=int, default=60, help="--bare: iterations of the curves")
-    parser.add_argument("--eval-sets", type=int, default=3, help="--bare: evaluation sets of 32 digits")
+    parser.add_argument("--eval-sets", type=int, default=3,
+                        help="--bare: evaluation sets of 32 digits")
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--num-heads", type=int, default=4)
     parser.add_argument("--d-ff", type=int, default=128)
@@ -207,7 +217,9 @@ def measure_bare(
         n = effective_partners(hot.attention(embedding(clean))).flatten()
         partners[row] = torch.stack([n.median(), n.quantile(0.1), n.min()])
     starts = [evaluation_set(task, 0, 4) for task in TASKS]
-    runs = torch.cat([bare_reconstructions(evaluation, embedding, digits, long_steps) for digits in starts], 1)
+    runs = torch.cat(
+        [bare_reconstructions(evaluation, embedding, digits, long_steps) for digits in starts], 1
+    )
     ends = runs[-1]  # (8, H, W)
     to_mean = ((runs - mean_digit) ** 2).mean((2, 3))  # (long_steps + 1, 8)
     pairwise = ((ends[:, None] - ends[None]) ** 2).mean((2, 3))
@@ -252,7 +264,9 @@ def train_bare(args: argparse.Namespace) -> Path:
         measured: dict[str, list[torch.Tensor]] = {}
         clock = {"train": 0.0, "since": time.process_time()}
 
-        def snapshot(step: int, model: BareSelfAttention = model, measured: dict = measured) -> None:
+        def snapshot(
+            step: int, model: BareSelfAttention = model, measured: dict = measured
+        ) -> None:
             if step not in marks:
                 return
             clock["train"] += time.process_time() - clock["since"]
@@ -260,7 +274,9 @@ def train_bare(args: argparse.Namespace) -> Path:
             result = measure_bare(model, embedding, mean_digit, hebbian, args.steps, args.eval_sets,
                                   wanted, long_steps=long_steps)
             if len(wanted) < len(BARE_VARIANTS):  # pad the variants not measured
-                pad = torch.full((len(BARE_VARIANTS) - len(wanted), *result["curves"].shape[1:]), float("nan"))
+                pad = torch.full(
+                    (len(BARE_VARIANTS) - len(wanted), *result["curves"].shape[1:]), float("nan")
+                )
                 result["curves"] = torch.cat([result["curves"], pad])
             for key, value in result.items():
                 measured.setdefault(key, []).append(value)
@@ -362,7 +378,10 @@ def merge_bare(paths: Sequence[Path], out: Path) -> Path:
     steps = list(info["snapshot_steps"])
     for path, part in zip(paths, parts):
         if not set(part["snapshot_steps"]) <= set(steps):
-            raise ValueError(f"{path} has snapshots {part['snapshot_steps']}, not among the first run's {steps}")
+            raise ValueError(
+                f"{path} has snapshots {part['snapshot_steps']}, "
+                f"not among the first run's {steps}"
+            )
     longest = max(part["step_loss"].shape[-1] for part in parts)
     for key, value in info.items():
         if not isinstance(value, torch.Tensor):
@@ -374,7 +393,9 @@ def merge_bare(paths: Sequence[Path], out: Path) -> Path:
                 row = torch.full((table.shape[0], longest), float("nan"), dtype=table.dtype)
                 row[:, : table.shape[1]] = table
             else:
-                row = torch.full((table.shape[0], len(steps), *table.shape[2:]), float("nan"), dtype=table.dtype)
+                row = torch.full(
+                    (table.shape[0], len(steps), *table.shape[2:]), float("nan"), dtype=table.dtype
+                )
                 row[:, [steps.index(s) for s in part["snapshot_steps"]]] = table
             rows.append(row)
         info[key] = torch.cat(rows)
