@@ -173,9 +173,10 @@ build-strict: $(STAMP)
 
 # 5. the rendered HTML, statically and in a real browser (Debian's chromium, headless):
 #    console errors, typeset equations, images, links, solutions, search, screenshots.
+#    On every core: each worker drives its own browser.
 #    Needs the build of step 4.
 html-checks: $(STAMP) | $(CHROMIUM)
-	$(PY) -m pytest -m built_html tests/
+	$(PY) -m pytest -n auto -m built_html tests/
 
 ## make colab-check: every notebook run as in Colab, in a clean environment holding
 ## only what Colab preinstalls that matters here; the install cell installs this

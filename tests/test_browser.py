@@ -4,7 +4,7 @@ Needs the build in _build/html (`make test` runs this after it) and Debian's chr
 (`make test` installs it). Every page is opened from a local HTTP server; the checks
 are those a reader would notice: errors in the console, equations left as raw LaTeX,
 broken images or links, solutions that are not hidden, a search that finds nothing.
-A summary (pages, links, equations) goes to _build/browser-report.json and
+A summary (pages, links, equations) goes to _build/browser-report*.json and
 screenshots to _build/screenshots/.
 """
 
@@ -31,7 +31,8 @@ pytestmark = pytest.mark.built_html
 
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-REPORT = ROOT / "_build" / "browser-report.json"
+# one summary per pytest-xdist worker (make test runs these checks on every core)
+REPORT = ROOT / "_build" / f"browser-report{os.environ.get('PYTEST_XDIST_WORKER', '')}.json"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # A desktop window, and a phone (an iPhone 12/13/14's CSS size).
 DEVICES = {
