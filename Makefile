@@ -64,7 +64,9 @@ system-tools: | $(ENSUREPIP) $(CHROMIUM)
 $(STAMP): requirements.txt pyproject.toml | $(ENSUREPIP)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	# --no-compile: compiling every module of every package to bytecode takes half a
+	# minute; Python compiles (and keeps) the modules that are imported when they are.
+	$(PY) -m pip install --quiet --no-compile -r requirements.txt
 	touch $(STAMP)
 
 # --- the book -----------------------------------------------------------------------
@@ -91,7 +93,8 @@ CACHE  := _build/.jupyter_cache
 
 test: plan
 	@mkdir -p $(LOGS)
-	@start=$$SECONDS; $(MAKE) --no-print-directory -k -j 8 $(addprefix check-,$(CHECKS)); \
+	@start=$$SECONDS; export MAKE_TEST_START=$$(date +%s); \
+	  $(MAKE) --no-print-directory -k -j 8 $(addprefix check-,$(CHECKS)); \
 	  status=$$?; echo "== make test: $$( ((status)) && echo FAILED || echo passed) in $$((SECONDS - start)) s"; \
 	  exit $$status
 
@@ -106,8 +109,10 @@ plan:
 
 # $(call logged,NAME,COMMAND): run COMMAND, its output in _build/logs/NAME.log; say
 # when it starts and ends (with pytest's summary line), and on failure show the log's end.
+# Under make test, "at +N s" is when it started, counted from make test's start.
 define logged
-@mkdir -p $(LOGS); start=$$SECONDS; echo "== $(1): started"; \
+@mkdir -p $(LOGS); start=$$SECONDS; \
+echo "== $(1): started$${MAKE_TEST_START:+ at +$$(( $$(date +%s) - MAKE_TEST_START )) s}"; \
 if { $(2); } > $(LOGS)/$(1).log 2>&1; then \
   echo "== $(1): passed in $$((SECONDS - start)) s $$(grep -E '^=+ .*(passed|failed|error).* =+$$' $(LOGS)/$(1).log | tail -n 1)"; \
 else status=$$?; \
@@ -133,7 +138,9 @@ check-build-strict: check-nbval-run $(STAMP)
 	$(call logged,build-strict,$(MAKE) --no-print-directory build-strict REUSE_NBVAL=1)
 check-html-checks: check-build-strict $(STAMP) | $(CHROMIUM)
 	$(call logged,html-checks,$(MAKE) --no-print-directory html-checks)
-check-colab-check: | $(ENSUREPIP)
+# After the book's environment (order only): the two installs would otherwise share
+# the disk and the cores while nothing else can start.
+check-colab-check: | $(ENSUREPIP) $(STAMP)
 	$(call logged,colab-check,$(NICE) $(MAKE) --no-print-directory colab-check COLAB_CHAPTERS=--first)
 
 # 1. unit tests of the package + book-level checks (notebooks/ are the twins of book/,

