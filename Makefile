@@ -18,6 +18,10 @@ export TQDM_DISABLE := 1
 # Chapters use one thread each (torch.set_num_threads(1)); the build runs one chapter
 # per core, and `make test` runs its checks side by side, so more threads only contend.
 export OMP_NUM_THREADS ?= 1
+# Python keeps the bytecode it compiles (in __pycache__/, ignored by git) even where the
+# shell says not to: dozens of processes (kernels, test workers, builds) import the same
+# modules, and compiling them in each costs seconds of CPU a process.
+unexport PYTHONDONTWRITEBYTECODE
 
 # --- system tools -----------------------------------------------------------------
 # Each system tool is a file with a rule that installs it (Debian's apt-get), and every
@@ -65,7 +69,8 @@ $(STAMP): requirements.txt pyproject.toml | $(ENSUREPIP)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# --no-compile: compiling every module of every package to bytecode takes half a
-	# minute; Python compiles (and keeps) the modules that are imported when they are.
+	# minute; Python compiles (and keeps, see PYTHONDONTWRITEBYTECODE above) the modules
+	# that are imported, when they first are.
 	$(PY) -m pip install --quiet --no-compile -r requirements.txt
 	touch $(STAMP)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -93,6 +94,29 @@ def check_tensor(
     ):
         raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
     return value
+
+
+def check_token_mask(name: str, value: Any, shape: torch.Size, *, meaning: str) -> torch.Tensor:
+    """Return ``value`` if it is a boolean tensor of shape ``(B, N)`` = ``shape``, one flag
+    per token (``meaning`` says what True means, for the message)."""
+    value = check_tensor(name, value, ndim=2)
+    if value.dtype != torch.bool:
+        raise TypeError(f"{name} must be a boolean tensor ({meaning}), got {value.dtype}")
+    if value.shape != shape:
+        raise ValueError(
+            f"{name} must have shape (B, N) = {tuple(shape)}, got {tuple(value.shape)}"
+        )
+    return value
+
+
+def check_patch_grid(patch_size: Any, image_size: Any) -> tuple[int, int]:
+    """Return ``(patch_size, image_size)``: positive integers, the image made of whole
+    ``patch_size x patch_size`` patches."""
+    patch_size = check_positive_int("patch_size", patch_size)
+    image_size = check_positive_int("image_size", image_size)
+    if image_size % patch_size:
+        raise ValueError(f"image_size {image_size} must be divisible by patch_size {patch_size}")
+    return patch_size, image_size
 
 
 def check_probability(name: str, value: Any) -> float:
@@ -358,3 +382,16 @@ def check_spin_order(order: Any, d: int) -> torch.Tensor:
             f"got indices from {int(order.min())} to {int(order.max())}"
         )
     return order
+
+
+def checkpoint_path(name_or_path: Any, folder: Path, trainer: str) -> Path:
+    """The checkpoint file ``name_or_path`` names: a path (with a suffix), or the name of
+    a committed checkpoint in ``folder``; ``trainer`` is the command that writes one."""
+    if not isinstance(name_or_path, (str, Path)):
+        raise TypeError(f"name_or_path must be a str or Path, got {_describe(name_or_path)}")
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = folder / f"{name_or_path}.pt"
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint {path}; train one with `{trainer}`")
+    return path

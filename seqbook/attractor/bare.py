@@ -41,6 +41,7 @@ from seqbook._checks import (
     check_real,
     check_same_dtype,
     check_tensor,
+    check_token_mask,
 )
 
 __all__ = ["BareSelfAttention"]
@@ -163,16 +164,7 @@ class BareSelfAttention(nn.Module):
     def _check_key_mask(self, key_mask: object, x: torch.Tensor) -> torch.Tensor | None:
         if key_mask is None:
             return None
-        key_mask = check_tensor("key_mask", key_mask, ndim=2)
-        if key_mask.dtype != torch.bool:
-            raise TypeError(
-                f"key_mask must be a boolean tensor (True = attend), got {key_mask.dtype}"
-            )
-        if key_mask.shape != x.shape[:2]:
-            raise ValueError(
-                f"key_mask must have shape (B, N) = {tuple(x.shape[:2])}, "
-                f"got {tuple(key_mask.shape)}"
-            )
+        key_mask = check_token_mask("key_mask", key_mask, x.shape[:2], meaning="True = attend")
         if (key_mask.sum(-1) < 2).any():
             raise ValueError(
                 "key_mask must allow at least two tokens per configuration: a spin "

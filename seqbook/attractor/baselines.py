@@ -29,7 +29,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_choice, check_int, check_positive_int, check_real, check_tensor
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patch_grid,
+    check_positive_int,
+    check_real,
+    check_tensor,
+    checkpoint_path,
+)
 from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
 from seqbook.attractor.tasks import add_noise, mask_tokens
 from seqbook.train import History, fit
@@ -83,12 +91,7 @@ class PatchTransformer(nn.Module):
     def __init__(self, config: BaselineConfig) -> None:
         super().__init__()
         self.config = config
-        self.patch_size = check_positive_int("patch_size", config.patch_size)
-        self.image_size = check_positive_int("image_size", config.image_size)
-        if self.image_size % self.patch_size:
-            raise ValueError(
-                f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}"
-            )
+        self.patch_size, self.image_size = check_patch_grid(config.patch_size, config.image_size)
         self.a = self.patch_size**2
         self.num_tokens = (self.image_size // self.patch_size) ** 2
         d_model = check_positive_int("d_model", config.d_model)
@@ -350,13 +353,7 @@ def load_baseline(
         >>> type(model).__name__, info["task"]
         ('RecurrentTransformer', 'mask')
     """
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = CHECKPOINTS / f"{name_or_path}.pt"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no checkpoint {path}; train one with `python -m seqbook.attractor.train`"
-        )
+    path = checkpoint_path(name_or_path, CHECKPOINTS, "python -m seqbook.attractor.train")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model = build_baseline(BaselineConfig(**checkpoint["config"]))
     state = {

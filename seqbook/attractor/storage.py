@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from seqbook._checks import check_positive_int
+from seqbook._checks import check_positive_int, checkpoint_path
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import CHECKPOINTS
 
@@ -133,13 +133,7 @@ def load_bare(name_or_path: str | Path = "bare") -> tuple[BareSelfAttention, dic
         >>> model.num_tokens, model.dim, info["epochs"]
         (196, 8, 20)
     """
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = CHECKPOINTS / f"{name_or_path}.pt"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no checkpoint {path}; train one with `python -m seqbook.attractor.train --bare`"
-        )
+    path = checkpoint_path(name_or_path, CHECKPOINTS, "python -m seqbook.attractor.train --bare")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model = BareSelfAttention(**checkpoint["config"])
     with torch.no_grad():

@@ -35,10 +35,13 @@ from torch import nn
 from seqbook._checks import (
     check_choice,
     check_int,
+    check_patch_grid,
     check_positive_int,
     check_real,
     check_same_dtype,
     check_tensor,
+    check_token_mask,
+    checkpoint_path,
 )
 from seqbook.attractor import image_to_patches, mask_tokens, patches_to_image
 from seqbook.energy_transformer.block import EnergyTransformer
@@ -126,12 +129,7 @@ class MaskedEnergyTransformer(nn.Module):
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
         self.config = config = config or MaskedConfig()
-        self.patch_size = check_positive_int("patch_size", config.patch_size)
-        self.image_size = check_positive_int("image_size", config.image_size)
-        if self.image_size % self.patch_size:
-            raise ValueError(
-                f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}"
-            )
+        self.patch_size, self.image_size = check_patch_grid(config.patch_size, config.image_size)
         self.a = self.patch_size**2
         self.num_tokens = (self.image_size // self.patch_size) ** 2
         check_positive_int("steps", config.steps)
@@ -155,16 +153,7 @@ class MaskedEnergyTransformer(nn.Module):
                 f"got {tuple(patches.shape)}"
             )
         check_same_dtype("patches", patches, self.position.dtype, of="the model's parameters")
-        visible = check_tensor("visible", visible, ndim=2)
-        if visible.dtype != torch.bool:
-            raise TypeError(
-                f"visible must be a boolean tensor (True = visible), got {visible.dtype}"
-            )
-        if visible.shape != patches.shape[:2]:
-            raise ValueError(
-                f"visible must have shape (B, N) = {tuple(patches.shape[:2])}, "
-                f"got {tuple(visible.shape)}"
-            )
+        visible = check_token_mask("visible", visible, patches.shape[:2], meaning="True = visible")
         return patches, visible.to(patches.device)
 
     def tokens(self, patches: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -371,15 +360,7 @@ def load_masked(name_or_path: str | Path) -> tuple[MaskedEnergyTransformer, dict
         >>> model.config.patch_size, info["seed"]
         (2, 0)
     """
-    if not isinstance(name_or_path, (str, Path)):
-        raise TypeError(f"name_or_path must be a str or Path, got {type(name_or_path).__name__}")
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = CHECKPOINTS / f"{name_or_path}.pt"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no checkpoint {path}; train one with `python -m seqbook.energy_transformer.train`"
-        )
+    path = checkpoint_path(name_or_path, CHECKPOINTS, "python -m seqbook.energy_transformer.train")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     config = MaskedConfig(**checkpoint["config"])
     check_choice("config.hopfield", config.hopfield, ("relu", "softmax"))
