@@ -143,9 +143,8 @@ check-build-strict: check-nbval-run $(STAMP)
 	$(call logged,build-strict,$(MAKE) --no-print-directory build-strict REUSE_NBVAL=1)
 check-html-checks: check-build-strict $(STAMP) | $(CHROMIUM)
 	$(call logged,html-checks,$(MAKE) --no-print-directory html-checks)
-# After the book's environment (order only): the two installs would otherwise share
-# the disk and the cores while nothing else can start.
-check-colab-check: | $(ENSUREPIP) $(STAMP)
+# Its install runs beside the book's (pip keeps one core busy, the other is free).
+check-colab-check: | $(ENSUREPIP)
 	$(call logged,colab-check,$(NICE) $(MAKE) --no-print-directory colab-check COLAB_CHAPTERS=--first)
 
 # 1. unit tests of the package + book-level checks (notebooks/ are the twins of book/,
@@ -187,8 +186,12 @@ build-strict: $(STAMP)
 #    console errors, typeset equations, images, links, solutions, search, screenshots.
 #    On every core: each worker drives its own browser.
 #    Needs the build of step 4.
+#    Only the files that hold such tests are collected (collecting all 4,000 tests in
+#    every worker costs seconds each); tests/test_makefile.py checks that the list is
+#    complete.
+HTML_TESTS := tests/test_browser.py tests/test_built_html.py
 html-checks: $(STAMP) | $(CHROMIUM)
-	$(PY) -m pytest -n auto -m built_html tests/
+	$(PY) -m pytest -n auto -m built_html $(HTML_TESTS)
 
 ## make colab-check: every notebook run as in Colab, in a clean environment holding
 ## only what Colab preinstalls that matters here; the install cell installs this

@@ -149,3 +149,13 @@ def test_make_test_runs_every_check():
     database = make("-p", "-n", "-q", "plan")
     for check in checks:
         assert re.search(rf"^check-{check}:", database, re.M), check
+
+
+def test_html_checks_collect_every_file_with_built_html_tests():
+    """make html-checks collects only HTML_TESTS: a file of tests of the built book that
+    is not listed there would never run."""
+    listed = set(variable("HTML_TESTS").split())
+    marked = {f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
+              if re.search(r"^(pytestmark = |\s*@)pytest\.mark\.built_html",
+                           path.read_text(encoding="utf-8"), re.M)}
+    assert marked and marked <= listed, sorted(marked - listed)
