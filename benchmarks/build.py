@@ -206,14 +206,35 @@ def run(keep: bool = False, all_cases: bool = False) -> list[BuildCase]:
     return cases
 
 
+FRESH_BUDGET, EDIT_BUDGET = 300.0, 45.0  # seconds: a fresh clone; an edit, besides execution
+
+
 def markdown(cases: list[BuildCase]) -> list[str]:
     lines = [MARKDOWN_HEADER, *(case.markdown_row() for case in cases)]
+    verdicts = []
+
+    def verdict(seconds: float, budget: float) -> str:
+        return f"within {budget:.0f} s" if seconds <= budget else f"**over {budget:.0f} s**"
+
+    venv = next((c for c in cases if c.name.startswith("the Python environment")), None)
+    fresh = next((c for c in cases if c.name.startswith("from scratch")), None)
+    if venv is not None and fresh is not None:
+        total = venv.wall_seconds + fresh.wall_seconds
+        verdicts.append(f"a fresh clone, environment included: {total:.0f} s "
+                        f"({verdict(total, FRESH_BUDGET)})")
+    prose = next((c for c in cases if c.name.startswith("prose edit")), None)
+    if prose is not None:
+        verdicts.append(f"after a prose edit: {prose.wall_seconds:.0f} s "
+                        f"({verdict(prose.wall_seconds, EDIT_BUDGET)})")
     code = next((c for c in cases if c.name.startswith("code edit")), None)
     if code is not None and code.chapter_seconds:
         chapter_time = sum(code.chapter_seconds.values())
         overhead = code.wall_seconds - chapter_time
-        lines += ["", f"After the code edit, the build took {overhead:.0f} s of wall time "
-                  f"besides executing the chapter ({chapter_time:.0f} s)."]
+        verdicts.append(f"after a code edit: {code.wall_seconds:.0f} s, of which {overhead:.0f} s "
+                        f"besides executing the chapter ({chapter_time:.0f} s) "
+                        f"({verdict(overhead, EDIT_BUDGET)})")
+    if verdicts:
+        lines += ["", "Against the budgets:", "", *(f"- {line}" for line in verdicts)]
     return lines
 
 

@@ -83,3 +83,14 @@ def test_results_keep_the_sections_a_run_did_not_write(tmp_path, monkeypatch):
     monkeypatch.setattr(main, "RESULTS", results)
     kept = main.kept_sections(["# Benchmark results", "", "## Rows", "", "| new |"])
     assert kept == ["", "## Building the book", "", "| b |"]
+
+
+def test_the_budgets_are_judged_on_the_measured_cases():
+    cases = [build.BuildCase("the Python environment (.venv), fresh clone", 50, 40, set(), None),
+             build.BuildCase("from scratch (every chapter)", 260, 500, {"a", "b"}, None),
+             build.BuildCase("prose edit in a", 46, 40, set(), set()),
+             build.BuildCase("code edit in a", 60, 60, {"a"}, {"a"}, {"a": 20.0})]
+    verdicts = "\n".join(build.markdown(cases))
+    assert "environment included: 310 s (**over 300 s**)" in verdicts
+    assert "after a prose edit: 46 s (**over 45 s**)" in verdicts
+    assert "of which 40 s besides executing the chapter (20 s) (within 45 s)" in verdicts
