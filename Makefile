@@ -91,9 +91,9 @@ notebooks: $(STAMP)
 # in _build/logs/<check>.log. nbval executes every chapter from scratch into an emptied
 # cache, then the strict build renders those outputs (executing only what nbval could
 # not store, a failed chapter), then the browser checks read the pages: that chain is
-# the longest, so it runs at normal priority and the others (nice) take the CPU time
-# it leaves.
-NICE   := nice -n 10
+# the longest, so it runs at normal priority and the others (nice, at the lowest
+# priority) take the CPU time it leaves: above all the core the build leaves idle.
+NICE   := nice -n 19
 CACHE  := _build/.jupyter_cache
 
 test: plan
