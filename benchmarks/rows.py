@@ -304,9 +304,9 @@ TARGETS = {
         "with and without the cache, each new token pays the same fixed cost: its "
         "embedding, its projections, the feed-forward layers, the output layer and the "
         "dispatch of each of these small operations from Python. The cache removes only "
-        "the work over the prefix, which grows with the length, so the ratio falls "
-        "slowly towards that fixed share (0.76 at 64 tokens, about 0.5 at 250 for this "
-        "64-wide model of 2 blocks). That is our reading of the two rows, not a "
-        "measurement of the fixed cost by itself."
+        "the work over the prefix, which grows with the length, so for this 64-wide "
+        "model of 2 blocks the ratio falls only slowly from the 64-token row to the "
+        "250-token row, towards that fixed share. That is our reading of the two rows, "
+        "not a measurement of the fixed cost by itself."
     )),
 }
