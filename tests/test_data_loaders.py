@@ -87,6 +87,26 @@ def test_surnames_are_deterministic():
     assert surnames(["German", "Irish"], 20, seed=5) != surnames(["German", "Irish"], 20, seed=6)
 
 
+def test_surnames_are_every_surname_of_fakers_person_provider():
+    # the lists are read from the provider classes, without building a Faker; they must
+    # be what a Faker of the locale uses
+    import warnings
+
+    import faker
+
+    from seqbook.data.surnames import _locale_surnames
+
+    for locale in SURNAME_LOCALES.values():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fake = faker.Faker(locale)
+        (provider,) = [p for p in fake.providers if ".person." in type(p).__module__]
+        names = set()
+        for attribute in ("last_names", "last_names_male", "last_names_female"):
+            names.update(getattr(provider, attribute, None) or ())
+        assert _locale_surnames(locale) == {n.strip() for n in names if n.strip()}, locale
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
@@ -142,6 +162,19 @@ def test_python_source_corpus_is_real_code_split_by_file():
     for f in files:  # it is Python: every file compiles
         compile(f.text, f.path, "exec")
     assert corpus == python_source_corpus(num_chars=50_000, seed=0)
+
+
+def test_python_source_files_are_the_stdlib_outside_the_excluded_folders():
+    # the pruned walk finds exactly what filtering every *.py file under the folder does
+    import sysconfig
+    from pathlib import Path
+
+    from seqbook.data.python_source import _EXCLUDED_DIRS, _stdlib_files
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    expected = sorted(path for path in root.rglob("*.py")
+                      if not _EXCLUDED_DIRS.intersection(path.relative_to(root).parts[:-1]))
+    assert _stdlib_files() == expected and len(expected) > 100
 
 
 @pytest.mark.parametrize(

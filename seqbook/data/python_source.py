@@ -7,6 +7,7 @@ text depends on the Python version (Colab's may differ from the book's build).
 
 from __future__ import annotations
 
+import os
 import random
 import sysconfig
 from pathlib import Path
@@ -30,12 +31,16 @@ class SourceFile(NamedTuple):
 
 
 def _stdlib_files() -> list[Path]:
+    """Every ``*.py`` file under the standard library's directory, outside the excluded
+    folders, sorted. The walk prunes those folders instead of filtering afterwards: the
+    interpreter's own ``site-packages`` (torch and the like, on many installations) lies
+    inside the standard library's directory and holds far more files than the library."""
     root = Path(sysconfig.get_paths()["stdlib"])
-    return sorted(
-        path
-        for path in root.rglob("*.py")
-        if not _EXCLUDED_DIRS.intersection(path.relative_to(root).parts[:-1])
-    )
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name not in _EXCLUDED_DIRS]
+        found += [Path(folder, name) for name in names if name.endswith(".py")]
+    return sorted(found)
 
 
 def python_source_corpus(

@@ -10,6 +10,7 @@ French and the German one) are dropped, so that no name in the data carries two 
 
 from __future__ import annotations
 
+import importlib
 import random
 import warnings
 from functools import lru_cache
@@ -46,13 +47,14 @@ class Surname(NamedTuple):
 
 @lru_cache(maxsize=None)
 def _locale_surnames(locale: str) -> frozenset[str]:
-    """Every distinct surname in the person provider of a faker locale."""
-    import faker  # imported here: building Faker objects is slow and rarely needed
+    """Every distinct surname in the person provider of a faker locale.
 
+    The lists are class attributes of the locale's provider, read without building a
+    ``faker.Faker``: that would set up the locale's two dozen other providers too, a
+    second and a half for the twelve locales."""
     with warnings.catch_warnings():  # some locales warn that they are deprecated
         warnings.simplefilter("ignore")
-        fake = faker.Faker(locale)
-    (provider,) = [p for p in fake.providers if ".person." in type(p).__module__]
+        provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
     names: set[str] = set()
     for attribute in ("last_names", "last_names_male", "last_names_female"):
         names.update(getattr(provider, attribute, None) or ())  # lists or weighted dicts
