@@ -76,6 +76,7 @@ def main() -> None:
                      f"{'within' if cpu <= 600 else '**over**'} 10 min |")
         print(lines[-1], flush=True)
         sections += ["", "## Chapters: execution time and peak memory", "", *lines]
+        chapters.write_estimates(runs)
     if args.build:
         from benchmarks import build
 

@@ -94,3 +94,19 @@ def test_the_budgets_are_judged_on_the_measured_cases():
     assert "environment included: 310 s (**over 300 s**)" in verdicts
     assert "after a prose edit: 46 s (**over 45 s**)" in verdicts
     assert "of which 40 s besides executing the chapter (20 s) (within 45 s)" in verdicts
+
+
+def test_the_chapter_benchmark_writes_the_estimates_the_build_reads(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import execution_cache
+
+    runs = [chapters.ChapterRun("b", 20.0, 1, 12.34), chapters.ChapterRun("a", 5.0, 1)]
+    path = tmp_path / "chapter_seconds.json"
+    chapters.write_estimates(runs, path)
+    assert execution_cache.read_estimates(path) == {"a": 5.0, "b": 12.3}  # CPU where known
+    # the book's default is the file the benchmark writes, and it times every chapter
+    assert ROOT / execution_cache.DEFAULT_ESTIMATES == chapters.ESTIMATES
+    committed = execution_cache.read_estimates(chapters.ESTIMATES)
+    assert set(committed) == {path.stem for path in (ROOT / "notebooks").glob("*.ipynb")}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,6 +162,37 @@ def test_worker_count_reads_the_environment(monkeypatch):
         ec.worker_count(jobs=2)
 
 
+def test_the_plan_starts_the_longest_chapters_and_predicts_the_finishing_order():
+    expected = {"a": 10.0, "b": 40.0, "c": 30.0, "d": 20.0}
+    starts, finishes = ec.execution_plan(expected, dict.fromkeys(expected, 0), workers=2)
+    assert starts == ["b", "c", "d", "a"]
+    # b runs 0-40 s and c 0-30 s; d follows c (30-50 s) and a follows b (40-50 s)
+    assert finishes == ["c", "b", "d", "a"]
+    assert ec.execution_plan(expected, dict.fromkeys(expected, 0), workers=1)[1] == starts
+
+
+def test_a_chapter_with_no_known_time_starts_first():
+    # a new chapter may be long; its time is taken as the mean of the known ones
+    starts, finishes = ec.execution_plan({"known": 5.0, "other": 1.0, "new": None},
+                                         {"known": 1, "other": 1, "new": 100}, workers=1)
+    assert starts == ["new", "known", "other"] and finishes == starts
+    # with no time known at all, the longest code first
+    starts, _ = ec.execution_plan({"x": None, "y": None}, {"x": 10, "y": 30}, workers=2)
+    assert starts == ["y", "x"]
+    with pytest.raises(ValueError, match="workers"):
+        ec.execution_plan({"x": 1.0}, {"x": 1}, workers=0)
+
+
+def test_estimates_are_read_leniently(tmp_path):
+    # the estimates only order the work: a missing or damaged file orders by code size
+    path = tmp_path / "seconds.json"
+    assert ec.read_estimates(path) == {}
+    path.write_text("not json")
+    assert ec.read_estimates(path) == {}
+    path.write_text('{"a": 3, "b": "slow", "c": -1, "d": 2.5}')
+    assert ec.read_estimates(path) == {"a": 3.0, "d": 2.5}
+
+
 # --- the real book ----------------------------------------------------------------------
 
 ORACLE = r"""
@@ -269,6 +301,8 @@ def test_a_small_book_executes_what_changed_and_nothing_else(tmp_path):
     assert status == 0, log
     assert executed(log) == {"one", "two", "three", "four"}
     assert "2" in html_text(root, "two")  # A = 1 + 1
+    # the page that is no chapter is read first, while the chapters execute
+    assert re.findall(r"reading sources\.\.\. \[\s*\d+%\] (\S+)", log)[0] == "index"
 
     status, log = build(root)  # nothing changed
     assert status == 0, log

@@ -30,13 +30,12 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import multiprocessing
 import os
 import re
 import sys
 import time
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,10 @@ KEY_FIELD = "seqbook_dependency_key"  # in the cached notebook's record and in t
 WORKERS_VARIABLE = "SEQBOOK_EXECUTION_WORKERS"
 ENVIRONMENT_FILES = ("requirements.txt",)
 VERSIONS_KEPT = 3  # cached notebooks per chapter (its latest code versions)
+# each chapter's seconds as the chapter benchmark measured them: the order in which to
+# start the chapters when no cached notebook tells their time (a fresh clone)
+ESTIMATES_CONFIG = "seqbook_execution_estimates"
+DEFAULT_ESTIMATES = "benchmarks/chapter_seconds.json"  # relative to the book's root
 
 
 # --- what a chapter depends on (no Sphinx needed) --------------------------------------
@@ -235,6 +238,50 @@ def worker_count(jobs: int) -> int:
     return max(1, min(count, jobs))
 
 
+def read_estimates(path: Path) -> dict[str, float]:
+    """Seconds per chapter (by file stem) as the chapter benchmark last measured them
+    (``python -m benchmarks --chapters`` writes the file); empty if there is none."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(name): float(seconds) for name, seconds in data.items()
+            if isinstance(seconds, (int, float)) and seconds >= 0}
+
+
+def execution_plan(expected: dict[str, float | None], sizes: dict[str, int],
+                   workers: int) -> tuple[list[str], list[str]]:
+    """The order in which to start the chapters, and the order they should finish in.
+
+    ``expected`` holds each chapter's expected seconds (None: unknown), ``sizes`` the
+    length of its code. Chapters start longest first, so that the last to finish is a
+    short one; those with no known time start before all others (a new chapter may be
+    long), the longest code first. The finishing order simulates ``workers`` workers,
+    each taking the next chapter when it is free, with the unknown times set to the
+    mean of the known ones (or to the code's length, if no time is known)."""
+    import heapq
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    starts = sorted(expected, key=lambda name: (
+        expected[name] is not None, -(expected[name] or 0.0), -sizes.get(name, 0), name))
+    known = [seconds for seconds in expected.values() if seconds is not None]
+    free = [(0.0, worker) for worker in range(workers)]
+    finishes = []
+    for name in starts:
+        seconds = expected[name]
+        if seconds is None:
+            seconds = sum(known) / len(known) if known else float(sizes.get(name, 0))
+        start, worker = heapq.heappop(free)
+        finishes.append((start + seconds, len(finishes), name))
+        heapq.heappush(free, (start + seconds, worker))
+    return starts, [name for _, _, name in sorted(finishes)]
+
+
 # --- Sphinx -----------------------------------------------------------------------------
 
 
@@ -317,15 +364,21 @@ def _uses_cache(chapter: _Chapter) -> bool:
 
 
 def execute_outdated(app: Any, env: Any, docnames: list[str]) -> None:
-    """env-before-read-docs: execute, in parallel, the chapters to be read that have no
-    cached notebook made under their current dependency key."""
-    import nbformat
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
+    """env-before-read-docs: start executing, in parallel, the chapters to be read that
+    have no cached notebook made under their current dependency key.
 
-    ChapterExecutionError, logger = _sphinx_imports()
+    Sphinx then reads the other pages first (the API reference's autodoc alone takes
+    seconds) while the chapters execute, and each chapter in the order the chapters are
+    expected to finish: :func:`wait_for_chapter` holds a chapter's reading until its
+    notebook is cached. Under parallel reading (``-j``), Sphinx's reading processes
+    could not wait on this process's workers, so every chapter is executed first."""
+    from jupyter_cache import get_cache
+
+    _, logger = _sphinx_imports()
     chapters = getattr(app, "seqbook_chapters", {})
-    jobs: list[tuple[_Chapter, Any, float]] = []
+    jobs: dict[str, tuple[_Chapter, Any]] = {}
+    expected: dict[str, float | None] = {}
+    estimates = read_estimates(_root(app) / app.config[ESTIMATES_CONFIG])
     for docname in docnames:
         chapter = chapters.get(docname)
         if chapter is None or not _uses_cache(chapter):
@@ -334,70 +387,140 @@ def execute_outdated(app: Any, env: Any, docnames: list[str]) -> None:
         record = None
         with suppress(KeyError):
             record = cache.match_cache_notebook(chapter.notebook)
-        previous_seconds = 0.0
+        seconds = estimates.get(chapter.path.stem)
         if record is not None:
             data = record.data or {}
             if data.get(KEY_FIELD) == chapter.key:
                 continue
-            previous_seconds = float(data.get("execution_seconds") or 0.0)
+            seconds = float(data.get("execution_seconds") or 0.0) or seconds
             with suppress(KeyError):
                 cache.remove_cache(record.pk)  # made under other imported code
-        jobs.append((chapter, cache, previous_seconds))
+        jobs[docname] = (chapter, cache)
+        expected[docname] = seconds
     if not jobs:
         return
-    # Longest first (by the last known time, else by the amount of code), so that the
-    # last chapter to finish is a short one.
-    jobs.sort(key=lambda job: (job[2], sum(len(c.source) for c in job[0].notebook.cells
-                                           if c.cell_type == "code")), reverse=True)
     workers = worker_count(len(jobs))
+    sizes = {docname: sum(len(cell.source) for cell in chapter.notebook.cells
+                          if cell.cell_type == "code") for docname, (chapter, _) in jobs.items()}
+    starts, finishes = execution_plan(expected, sizes, workers)
     logger.info(f"[execution_cache] executing {len(jobs)} chapter(s) with {workers} "
-                f"worker(s): {', '.join(job[0].docname for job in jobs)}")
-    failures = []
-    started = time.perf_counter()
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {}
-        for chapter, cache, _ in jobs:
-            config = chapter.nb_config
-            cwd = str(chapter.path.parent)
-            if config.execution_in_temp:  # pragma: no cover - not this book's setting
-                import tempfile
+                f"worker(s): {', '.join(starts)}")
+    executions = _Executions(workers, logger)
+    app.seqbook_executions = executions
+    for docname in starts:
+        executions.submit(docname, *jobs[docname])
+    if app.parallel > 1:
+        executions.wait_for_all()
+        executions.finish()
+        return
+    # the other pages first, then the chapters as they should finish
+    others = [docname for docname in docnames if docname not in jobs]
+    docnames[:] = others + finishes
 
-                cwd = tempfile.mkdtemp(prefix="seqbook-execution-")
-            future = pool.submit(execute_notebook, nbformat.writes(chapter.notebook), cwd,
-                                 config.execution_timeout, config.execution_allow_errors)
-            futures[future] = (chapter, cache)
-        for future in as_completed(futures):
-            chapter, cache = futures[future]
-            executed, seconds, error, trace = future.result()
-            if error is not None:
-                failures.append((chapter, error, trace))
-                logger.info(f"[execution_cache] {chapter.docname}: {error} after {seconds:.1f} s")
-                continue
-            logger.info(f"[execution_cache] {chapter.docname}: executed in {seconds:.1f} s")
-            notebook = nbformat.reads(executed, as_version=4)
-            uri = str(chapter.path)
-            # keep the last few versions of the chapter (an edit undone executes
-            # nothing), not all of them
-            older = sorted((r.pk for r in cache.list_cache_records() if r.uri == uri))
-            for pk in older[: max(0, len(older) - (VERSIONS_KEPT - 1))]:
-                with suppress(KeyError):
-                    cache.remove_cache(pk)
-            cache.cache_notebook_bundle(
-                CacheBundleIn(notebook, uri,
-                              data={"execution_seconds": seconds, KEY_FIELD: chapter.key}),
-                check_validity=False, overwrite=True,
-            )
-    logger.info(f"[execution_cache] {len(jobs)} chapter(s) executed in "
-                f"{time.perf_counter() - started:.1f} s")
-    raising = [f for f in failures if f[0].nb_config.execution_raise_on_error]
-    if raising:
-        report = "\n\n".join(f"{chapter.path}: {error}\n{trace}"
-                               for chapter, error, trace in raising)
-        raise ChapterExecutionError(
-            f"{len(raising)} chapter(s) failed to execute: "
-            f"{', '.join(str(f[0].path) for f in raising)}\n\n{report}")
-    # chapters that may fail are left uncached: myst-nb executes them again as it reads
-    # them and reports their errors as warnings
+
+class _Executions:
+    """The chapters executing in worker processes, and what became of them."""
+
+    def __init__(self, workers: int, logger: Any) -> None:
+        import multiprocessing
+
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        self.logger = logger
+        self.pending: dict[str, tuple[Any, _Chapter, Any]] = {}  # docname -> future, ...
+        self.failures: list[tuple[_Chapter, str, str | None]] = []
+        self.count = 0
+        self.started = time.perf_counter()
+
+    def submit(self, docname: str, chapter: _Chapter, cache: Any) -> None:
+        import nbformat
+
+        config = chapter.nb_config
+        cwd = str(chapter.path.parent)
+        if config.execution_in_temp:  # pragma: no cover - not this book's setting
+            import tempfile
+
+            cwd = tempfile.mkdtemp(prefix="seqbook-execution-")
+        future = self.pool.submit(execute_notebook, nbformat.writes(chapter.notebook), cwd,
+                                  config.execution_timeout, config.execution_allow_errors)
+        self.pending[docname] = (future, chapter, cache)
+        self.count += 1
+
+    def collect(self, docname: str) -> None:
+        """Wait for one chapter's execution; cache its notebook, or note its failure."""
+        import nbformat
+        from jupyter_cache.base import CacheBundleIn
+
+        future, chapter, cache = self.pending.pop(docname)
+        executed, seconds, error, trace = future.result()
+        if error is not None:
+            self.failures.append((chapter, error, trace))
+            self.logger.info(f"[execution_cache] {docname}: {error} after {seconds:.1f} s")
+            return
+        self.logger.info(f"[execution_cache] {docname}: executed in {seconds:.1f} s")
+        notebook = nbformat.reads(executed, as_version=4)
+        uri = str(chapter.path)
+        # keep the last few versions of the chapter (an edit undone executes nothing),
+        # not all of them
+        older = sorted(r.pk for r in cache.list_cache_records() if r.uri == uri)
+        for pk in older[: max(0, len(older) - (VERSIONS_KEPT - 1))]:
+            with suppress(KeyError):
+                cache.remove_cache(pk)
+        data = {"execution_seconds": seconds, KEY_FIELD: chapter.key}
+        cache.cache_notebook_bundle(CacheBundleIn(notebook, uri, data=data),
+                                    check_validity=False, overwrite=True)
+
+    def collect_finished(self) -> None:
+        for docname in [d for d, (future, _, _) in self.pending.items() if future.done()]:
+            self.collect(docname)
+
+    def wait_for_all(self) -> None:
+        """Every chapter executed and collected; raise if one that must not fail did."""
+        for docname in list(self.pending):
+            self.collect(docname)
+        raising = [f for f in self.failures if f[0].nb_config.execution_raise_on_error]
+        if raising:
+            self.finish()
+            ChapterExecutionError, _ = _sphinx_imports()
+            report = "\n\n".join(f"{chapter.path}: {error}\n{trace}"
+                                   for chapter, error, trace in raising)
+            raise ChapterExecutionError(
+                f"{len(raising)} chapter(s) failed to execute: "
+                f"{', '.join(str(f[0].path) for f in raising)}\n\n{report}")
+        # chapters that may fail are left uncached: myst-nb executes them again as it
+        # reads them and reports their errors as warnings
+
+    def finish(self) -> None:
+        if self.pool is None:
+            return
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = None
+        self.logger.info(f"[execution_cache] {self.count} chapter(s) executed in "
+                         f"{time.perf_counter() - self.started:.1f} s")
+
+
+def wait_for_chapter(app: Any, docname: str, source: list[str]) -> None:
+    """source-read: cache the chapters that have finished; hold a chapter still
+    executing until it has. A chapter that failed stops the build once every chapter
+    has run, with each failing chapter's traceback."""
+    executions = getattr(app, "seqbook_executions", None)
+    if executions is None or executions.pool is None:
+        return
+    executions.collect_finished()
+    if docname in executions.pending:
+        executions.collect(docname)
+    if any(chapter.docname == docname and chapter.nb_config.execution_raise_on_error
+           for chapter, _, _ in executions.failures):
+        executions.wait_for_all()  # raises, once the other chapters have run
+    if not executions.pending:
+        executions.wait_for_all()
+        executions.finish()
+
+
+def stop_executions(app: Any, exception: Exception | None) -> None:
+    """build-finished: no worker outlives the build, even one that failed."""
+    executions = getattr(app, "seqbook_executions", None)
+    if executions is not None:
+        executions.finish()
 
 
 def remember_key(app: Any, doctree: Any) -> None:
@@ -427,6 +550,9 @@ def setup(app: Any) -> dict[str, Any]:
     app.setup_extension("myst_nb")
     app.connect("env-get-outdated", compute_keys)
     app.connect("env-before-read-docs", execute_outdated)
+    app.connect("source-read", wait_for_chapter)
+    app.connect("build-finished", stop_executions)
+    app.add_config_value(ESTIMATES_CONFIG, DEFAULT_ESTIMATES, "env", types=[str])
     app.connect("doctree-read", remember_key)
     app.connect("env-purge-doc", purge)
     app.connect("env-merge-info", merge)
