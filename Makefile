@@ -65,13 +65,13 @@ $(CHROMIUM): | $(ENSUREPIP)
 system-tools: | $(ENSUREPIP) $(CHROMIUM)
 
 # The pinned environment of the book, the tests and CI.
-$(STAMP): requirements.txt pyproject.toml | $(ENSUREPIP)
+# tools/install_environment.py installs with uv, configured as pip is (a third of pip's
+# time), and with pip where uv cannot be used. Neither compiles every module to
+# bytecode (half a minute): Python compiles (and keeps, see PYTHONDONTWRITEBYTECODE
+# above) the modules that are imported, when they first are.
+$(STAMP): requirements.txt pyproject.toml tools/install_environment.py | $(ENSUREPIP)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	# --no-compile: compiling every module of every package to bytecode takes half a
-	# minute; Python compiles (and keeps, see PYTHONDONTWRITEBYTECODE above) the modules
-	# that are imported, when they first are.
-	$(PY) -m pip install --quiet --no-compile -r requirements.txt
+	$(PY) tools/install_environment.py $(PY) requirements.txt
 	touch $(STAMP)
 
 # --- the book -----------------------------------------------------------------------
@@ -109,7 +109,7 @@ plan:
 	@echo "== make test installs first: $(strip \
 	  $(foreach tool,$(MISSING_TOOLS),Debian's $($(tool)_PACKAGE) (for $($(tool))); ) \
 	  $(shell test -f $(STAMP) -a $(STAMP) -nt requirements.txt -a $(STAMP) -nt pyproject.toml \
-	    || echo "the Python environment $(VENV) (requirements.txt);") \
+	    -a $(STAMP) -nt tools/install_environment.py || echo "the Python environment $(VENV) (requirements.txt);") \
 	  the Colab rehearsal's environment $(COLAB_VENV) (torch and what Colab preinstalls))"
 
 # $(call logged,NAME,COMMAND): run COMMAND, its output in _build/logs/NAME.log; say
