@@ -83,28 +83,41 @@ def main() -> None:
         cases = build.run()
         sections += ["", f"## {build.SECTION}", "", build.INTRODUCTION, "",
                      *build.markdown(cases)]
-    sections += kept_sections(sections)
+    sections = merged_sections(sections)
     sections += ["", f"Total time of this benchmark run: {time.perf_counter() - started:.0f} s."]
     RESULTS.write_text("\n".join(sections) + "\n", encoding="utf-8")
 
 
-def kept_sections(sections: list[str]) -> list[str]:
-    """The previous results.md's "## " sections that this run did not write."""
-    if not RESULTS.exists():
-        return []
-    written = {line for line in sections if line.startswith("## ")}
-    kept: list[str] = []
-    keeping = False
-    for line in RESULTS.read_text(encoding="utf-8").splitlines():
+def _split(lines: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The lines before the first "## " heading, and each "## " section's lines (the
+    heading first, trailing blank lines and the closing total left out), in order."""
+    head: list[str] = []
+    parts: dict[str, list[str]] = {}
+    current = head
+    for line in lines:
         if line.startswith("## "):
-            keeping = line not in written
+            current = parts.setdefault(line, [])
         elif line.startswith("Total time of this benchmark run"):
-            keeping = False
-        if keeping:
-            kept.append(line)
-    while kept and not kept[-1].strip():
-        kept.pop()
-    return ["", *kept] if kept else []
+            current = []
+            continue
+        current.append(line)
+    for part in [head, *parts.values()]:
+        while part and not part[-1].strip():
+            part.pop()
+    return head, parts
+
+
+def merged_sections(written: list[str]) -> list[str]:
+    """This run's sections, with the previous results.md's sections that it did not
+    write, each where it was (a new section goes last): the file keeps its order."""
+    head, new = _split(written)
+    old: dict[str, list[str]] = {}
+    if RESULTS.exists():
+        old = _split(RESULTS.read_text(encoding="utf-8").splitlines())[1]
+    merged = list(head)
+    for heading in [*old, *(h for h in new if h not in old)]:
+        merged += ["", *new.get(heading, old.get(heading, []))]
+    return merged
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 The checkout's committed HEAD is cloned into a temporary folder, where `make book`
 runs six times:
 
-1. on the fresh clone (creating .venv first, timed apart, then executing every chapter);
+1. on the fresh clone (creating .venv first, timed apart and with an empty uv cache as
+   on a new machine, then executing every chapter);
 2. with nothing changed;
 3. after a prose edit of the first chapter (a sentence added): nothing may execute;
 4. after a code edit of the first chapter (a comment added to its last code cell):
@@ -80,12 +81,14 @@ MARKDOWN_HEADER = (
 )
 
 
-def timed(command: list[str], cwd: Path, log: Path) -> tuple[float, float, int]:
+def timed(command: list[str], cwd: Path, log: Path,
+          env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """Wall and CPU seconds (user + system, of the command and all it waited for)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with log.open("w") as out:
-        status = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT).returncode
+        status = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                env=env).returncode
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -160,7 +163,11 @@ def run(keep: bool = False, all_cases: bool = False) -> list[BuildCase]:
     env_make = ["make", "--no-print-directory"]
     cases: list[BuildCase] = []
     try:
-        wall, cpu, status = timed([*env_make, ".venv/.installed"], clone, scratch / "venv.log")
+        # uv's cache emptied, as on a new machine (uv would otherwise copy every
+        # package from the cache of this machine's earlier installs)
+        fresh_machine = {**os.environ, "UV_CACHE_DIR": str(scratch / "uv-cache")}
+        wall, cpu, status = timed([*env_make, ".venv/.installed"], clone, scratch / "venv.log",
+                                  env=fresh_machine)
         if status:
             raise RuntimeError(f"installing .venv failed: see {scratch / 'venv.log'}")
         print(f"  .venv installed in {wall:.0f} s (CPU {cpu:.0f} s)", flush=True)

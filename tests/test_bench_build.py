@@ -74,15 +74,22 @@ def test_kernel_cpu_time_is_read_from_proc():
     assert "**over**" in chapters.ChapterRun("x", 200.0, 1, 95.0).markdown_row()
 
 
-def test_results_keep_the_sections_a_run_did_not_write(tmp_path, monkeypatch):
+def test_results_keep_the_sections_a_run_did_not_write_in_their_place(tmp_path, monkeypatch):
     from benchmarks import __main__ as main
 
     results = tmp_path / "results.md"
-    results.write_text("# Benchmark results\n\n## Rows\n\n| a |\n\n## Building the book\n\n"
-                       "| b |\n\nTotal time of this benchmark run: 3 s.\n")
+    results.write_text("# Benchmark results\n\n## Rows\n\n| a |\n\n### Why\n\n- w\n\n"
+                       "## Building the book\n\n| b |\n\n## By hand\n\n| c |\n\n"
+                       "Total time of this benchmark run: 3 s.\n")
     monkeypatch.setattr(main, "RESULTS", results)
-    kept = main.kept_sections(["# Benchmark results", "", "## Rows", "", "| new |"])
-    assert kept == ["", "## Building the book", "", "| b |"]
+    merged = main.merged_sections(["# Benchmark results", "", "intro", "",
+                                   "## Building the book", "", "| new b |", "",
+                                   "## Brand new", "", "| d |", ""])
+    assert merged == ["# Benchmark results", "", "intro",
+                      "", "## Rows", "", "| a |", "", "### Why", "", "- w",
+                      "", "## Building the book", "", "| new b |",
+                      "", "## By hand", "", "| c |",
+                      "", "## Brand new", "", "| d |"]
 
 
 def test_the_budgets_are_judged_on_the_measured_cases():
