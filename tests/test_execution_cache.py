@@ -332,6 +332,44 @@ def test_a_small_book_executes_what_changed_and_nothing_else(tmp_path):
         assert "chapter four is broken" in log and "four.md" in log
 
 
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def test_a_kernel_that_dies_is_that_chapters_failure(tmp_path):
+    # nbclient raises DeadKernelError, which jupyter-cache does not catch: the build
+    # must name the chapter, not stop on a bare exception from the worker pool
+    from types import SimpleNamespace
+
+    import nbformat
+
+    config = SimpleNamespace(execution_in_temp=False, execution_timeout=60,
+                             execution_allow_errors=False, execution_raise_on_error=True)
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import os\nos._exit(3)")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}})
+    path = tmp_path / "dies.md"
+    chapter = ec._Chapter("dies", path, notebook, config, key="k")
+    log = _Log()
+    executions = ec._Executions(1, log)
+    try:
+        executions.submit("dies", chapter, cache=None)
+        with pytest.raises(Exception) as raised:
+            executions.wait_for_all()
+    finally:
+        executions.finish()
+    assert type(raised.value).__name__ == "ChapterExecutionError"
+    message = str(raised.value)
+    assert str(path) in message and "DeadKernelError" in message
+    assert "[execution_cache] dies: DeadKernelError" in log.lines
+    assert executions.pool is None and not executions.pending
+
+
 def test_the_config_executes_through_the_cache():
     import yaml
 

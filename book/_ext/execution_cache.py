@@ -34,6 +34,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
@@ -451,7 +452,15 @@ class _Executions:
         from jupyter_cache.base import CacheBundleIn
 
         future, chapter, cache = self.pending.pop(docname)
-        executed, seconds, error, trace = future.result()
+        try:
+            executed, seconds, error, trace = future.result()
+        except Exception as exc:  # noqa: BLE001 - reported as this chapter's failure
+            # what the worker does not catch: a kernel that died (out of memory, a
+            # cell's os._exit), a kernel that could not start, a worker that was killed
+            self.failures.append((chapter, type(exc).__name__,
+                                  "".join(traceback.format_exception(exc))))
+            self.logger.info(f"[execution_cache] {docname}: {type(exc).__name__}")
+            return
         if error is not None:
             self.failures.append((chapter, error, trace))
             self.logger.info(f"[execution_cache] {docname}: {error} after {seconds:.1f} s")
