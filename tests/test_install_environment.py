@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -56,7 +58,7 @@ def test_a_setting_uv_would_not_follow_means_pip(monkeypatch):
     monkeypatch.setattr(ie, "install_with_pip", lambda python, req: calls.append((python, req)))
 
     class Listed:
-        stdout = "global.prefer-binary='1'\n"
+        returncode, stdout = 0, "global.prefer-binary='1'\n"
 
     monkeypatch.setattr(ie.subprocess, "run", lambda *args, **kwargs: Listed)
     how = ie.install("python", "requirements.txt")
@@ -70,7 +72,7 @@ def test_uv_failing_means_pip(monkeypatch):
     monkeypatch.setattr(ie, "install_with_pip", lambda python, req: calls.append(req))
 
     class Listed:
-        stdout = CONFIG_LIST
+        returncode, stdout = 0, CONFIG_LIST
 
     monkeypatch.setattr(ie.subprocess, "run", lambda *args, **kwargs: Listed)
     monkeypatch.setattr(ie, "run", lambda command, environment=None: (
@@ -78,3 +80,34 @@ def test_uv_failing_means_pip(monkeypatch):
     how = ie.install("/env/bin/python", "requirements.txt")
     assert calls == ["requirements.txt"] and "uv failed" in how
     assert commands[0][-1] == "uv" and commands[1][0] == "/env/bin/uv"  # pip installed uv
+
+
+def test_a_list_on_several_lines_of_pips_file_is_read_as_pip_reads_it(tmp_path, monkeypatch):
+    # pip prints values with repr(): the newlines of a multi-line value come escaped
+    (tmp_path / "pip.conf").write_text(
+        "[global]\nfind-links =\n    /opt/wheels\n    /srv/wheels\n"
+        "extra-index-url = file:///opt/pypi/simple\n")
+    for name in [name for name in os.environ if name.startswith("PIP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(tmp_path / "pip.conf"))
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                            capture_output=True, text=True, check=True).stdout
+    settings = ie.pip_settings(listed)
+    assert settings["find-links"].split("\n") == ["", "/opt/wheels", "/srv/wheels"]
+    arguments, _ = ie.uv_arguments(settings)  # config-file: its settings are listed
+    pairs = list(zip(arguments[::2], arguments[1::2]))
+    assert ("--find-links", "/opt/wheels") in pairs and ("--find-links", "/srv/wheels") in pairs
+    assert ("--extra-index-url", "file:///opt/pypi/simple") in pairs
+
+
+def test_pip_config_list_failing_means_pip(monkeypatch):
+    calls = []
+    monkeypatch.setattr(ie, "install_with_pip", lambda python, req: calls.append(req))
+
+    class Listed:
+        returncode, stdout, stderr = 1, "", "ERROR: bad configuration file"
+
+    monkeypatch.setattr(ie.subprocess, "run", lambda *args, **kwargs: Listed)
+    monkeypatch.setattr(ie, "run", lambda *args, **kwargs: pytest.fail("uv was tried"))
+    how = ie.install("python", "requirements.txt")
+    assert calls == ["requirements.txt"] and "bad configuration file" in how

@@ -20,16 +20,17 @@ uv cannot be installed or uv fails. ``SEQBOOK_INSTALLER=pip`` asks for pip.
 
 from __future__ import annotations
 
+import ast
 import os
-import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 INSTALLER_VARIABLE = "SEQBOOK_INSTALLER"
-# pip's settings that only change how pip talks or shows progress: nothing to translate
-IGNORED = {"disable-pip-version-check", "no-cache-dir", "cache-dir", "progress-bar",
+# pip's settings that only change how pip talks or shows progress, and the name of a
+# configuration file (its settings are listed with the others): nothing to translate
+IGNORED = {"config-file", "disable-pip-version-check", "no-cache-dir", "cache-dir", "progress-bar",
            "quiet", "verbose", "require-virtualenv", "root-user-action", "no-compile",
            "no-color", "no-input", "break-system-packages", "user"}
 
@@ -53,11 +54,21 @@ def pip_settings(config_list: str) -> dict[str, str]:
         section, _, option = key.rpartition(".")
         if section not in {"global", "install", ":env:"}:
             continue  # another command's settings (download, wheel, ...)
-        value = shlex.split(value)[0] if value.strip() else ""
+        value = _printed_string(value)
         target = variables if section == ":env:" else files
         if section == "install" or option not in target:
             target[option] = value
     return {**files, **variables}
+
+
+def _printed_string(value: str) -> str:
+    # pip prints each value with repr(): a list of find-links on several lines of its
+    # file reads '\\n/opt/wheels\\n/srv/wheels', which only literal_eval turns back
+    try:
+        parsed = ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        return value.strip()
+    return parsed if isinstance(parsed, str) else value.strip()
 
 
 def uv_arguments(settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -116,6 +127,9 @@ def install(python: str, requirements: str) -> str:
         return f"pip ({INSTALLER_VARIABLE}=pip)"
     listed = subprocess.run([python, "-m", "pip", "config", "list"],
                             capture_output=True, text=True)
+    if listed.returncode != 0:  # settings unknown: uv might resolve other builds
+        install_with_pip(python, requirements)
+        return "pip (pip config list failed: " + (listed.stderr.strip() or "no message") + ")"
     try:
         arguments, environment = uv_arguments(pip_settings(listed.stdout))
     except Untranslatable as why:
