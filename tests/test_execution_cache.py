@@ -127,6 +127,15 @@ def test_a_prose_edit_changes_no_key_and_not_the_code_that_jupyter_cache_hashes(
     assert code_before == code_after
 
 
+def test_another_version_of_an_installed_package_changes_every_key(project, monkeypatch):
+    listed = ec.installed_packages()
+    assert any(line.startswith("torch==2.13.0") for line in listed.splitlines())
+    upgraded = listed.replace("\nnumpy==", "\nnumpy==0.0.0+")
+    assert upgraded != listed
+    assert changed_by(project, lambda: monkeypatch.setattr(
+        ec, "installed_packages", lambda: upgraded)) == set(CHAPTERS)
+
+
 def test_a_new_import_in_a_chapter_changes_its_key_only(project):
     chapter = project / "book" / "one.md"
     edited = chapter_text([*CHAPTERS["one"], "import seqbook.gamma"])
@@ -160,6 +169,25 @@ def test_worker_count_reads_the_environment(monkeypatch):
     monkeypatch.setenv(ec.WORKERS_VARIABLE, "two")
     with pytest.raises(ValueError, match=ec.WORKERS_VARIABLE):
         ec.worker_count(jobs=2)
+
+
+def test_the_default_worker_count_follows_the_containers_cpu_quota(tmp_path, monkeypatch):
+    monkeypatch.delenv(ec.WORKERS_VARIABLE, raising=False)
+    monkeypatch.setattr(ec.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    (tmp_path / "cpu.max").write_text("200000 100000\n")  # 2 CPUs' worth of a 64-core host
+    assert ec.usable_cpus(tmp_path) == 2
+    (tmp_path / "cpu.max").write_text("50000 100000\n")  # half a CPU: still one worker
+    assert ec.usable_cpus(tmp_path) == 1
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert ec.usable_cpus(tmp_path) == 64
+    (tmp_path / "cpu.max").unlink()  # cgroup v1
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("300000\n")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert ec.usable_cpus(tmp_path) == 3
+    monkeypatch.setattr(ec.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert ec.usable_cpus(tmp_path) == 1  # pinned to one CPU
+    assert 1 <= ec.worker_count(jobs=20) <= (os.cpu_count() or 1)
 
 
 def test_the_plan_starts_the_longest_chapters_and_predicts_the_finishing_order():

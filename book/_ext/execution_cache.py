@@ -8,14 +8,15 @@ at a time while Sphinx reads it. This extension
 
 * gives every chapter a *dependency key*: a hash of the ``seqbook`` modules it imports,
   directly or through other ``seqbook`` modules (with the data files of their packages,
-  such as trained checkpoints), of ``requirements.txt`` and of the Python version;
+  such as trained checkpoints), of ``requirements.txt``, of the versions of every
+  installed package and of the Python version;
 * stores the key in Sphinx's environment, and marks a chapter outdated (Sphinx re-reads
   it) when its key has changed, although its source file has not;
 * stores the key with the chapter's cached notebook too, and drops a cached notebook
   made under another key (so a cache left from an older checkout is never used);
 * before Sphinx reads the chapters, executes those that have no valid cached notebook,
   in parallel, one kernel per worker (``SEQBOOK_EXECUTION_WORKERS``, default: one per
-  CPU), and caches them; myst-nb then finds every notebook in the cache.
+  CPU this process may use), and caches them; myst-nb then finds every notebook in the cache.
 
 A chapter that fails stops the build after every chapter has run, with each failing
 chapter's traceback (as ``nb_execution_raise_on_error`` does). ``make test`` deletes
@@ -200,13 +201,25 @@ def dependency_files(code_cells: Iterable[str], root: Path) -> list[Path]:
 
 def dependency_key(code_cells: Iterable[str], root: Path) -> str:
     """A hash of what a chapter's outputs depend on besides its own code cells: the
-    sources (and package data) of the seqbook modules it imports, requirements.txt and
-    the Python version. Its code cells themselves are jupyter-cache's key."""
-    digest = hashlib.sha256(f"python {sys.version}\n".encode())
+    sources (and package data) of the seqbook modules it imports, requirements.txt,
+    the installed packages' versions and the Python version. Its code cells themselves
+    are jupyter-cache's key."""
+    digest = hashlib.sha256(f"python {sys.version}\n{installed_packages()}\n".encode())
     for path in dependency_files(code_cells, root):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def installed_packages() -> str:
+    """Every package installed beside this Python, as ``name==version`` lines: the
+    pins of requirements.txt do not fix what they depend on, and an environment
+    installed again may resolve those to other versions."""
+    from importlib import metadata
+
+    return "\n".join(sorted({f"{(d.metadata['Name'] or '').lower()}=={d.version}"
+                              for d in metadata.distributions()}))
 
 
 # --- executing notebooks in worker processes --------------------------------------------
@@ -235,8 +248,32 @@ def worker_count(jobs: int) -> int:
             raise ValueError(f"{WORKERS_VARIABLE} must be a positive integer, got {wanted!r}")
         count = int(wanted)
     else:
-        count = os.cpu_count() or 1
+        count = usable_cpus()
     return max(1, min(count, jobs))
+
+
+def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The CPUs this process may use: those it may run on, fewer if its container's
+    CPU quota allows fewer. ``os.cpu_count()`` counts the host's: in a container limited
+    to 2 CPUs on a 64-core host it would start every chapter at once."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        count = os.cpu_count() or 1
+    quota = None
+    with suppress(OSError, ValueError):  # cgroup v2: "max 100000" or "200000 100000"
+        limit, period = (cgroup / "cpu.max").read_text().split()[:2]
+        if limit != "max":
+            quota = int(limit) / int(period)
+    if quota is None:
+        with suppress(OSError, ValueError):  # cgroup v1: -1 means no limit
+            limit = int((cgroup / "cpu" / "cpu.cfs_quota_us").read_text())
+            period = int((cgroup / "cpu" / "cpu.cfs_period_us").read_text())
+            if limit > 0:
+                quota = limit / period
+    if quota is not None:
+        count = min(count, max(1, int(quota)))
+    return max(1, count)
 
 
 def read_estimates(path: Path) -> dict[str, float]:
