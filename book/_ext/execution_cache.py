@@ -16,7 +16,8 @@ at a time while Sphinx reads it. This extension
   made under another key (so a cache left from an older checkout is never used);
 * before Sphinx reads the chapters, executes those that have no valid cached notebook,
   in parallel, one kernel per worker (``SEQBOOK_EXECUTION_WORKERS``, default: one per
-  CPU this process may use), and caches them; myst-nb then finds every notebook in the cache.
+  CPU this process may use), and caches them; myst-nb then finds every notebook in the
+  cache.
 
 A chapter that fails stops the build after every chapter has run, with each failing
 chapter's traceback (as ``nb_execution_raise_on_error`` does). ``make test`` deletes
