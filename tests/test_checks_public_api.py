@@ -272,6 +272,8 @@ def cases() -> list[Case]:
         optimizer=torch.optim.SGD(linear.parameters(), lr=0.1), epochs=1, clip=1.0,
         eval_fn=lambda m: {"w": m.weight.item()}, device="cpu", progress=False, desc="t")
     add("seed_everything", utils.seed_everything, seed=3)
+    add("shifted_seed", utils.shifted_seed, seed=3)
+    add("seeded_generator", utils.seeded_generator, seed=3)
     add("to_device", utils.to_device, batch=(torch.zeros(2), "x"), device="cpu")
     history = train.History(step_loss=[1.0, 0.5], grad_norm=[1.0, 1.0],
                             epoch_loss=[1.0, 0.5], metrics={"acc": [0.1, 0.2]})
@@ -290,7 +292,8 @@ NOT_CALLABLES = {
     "Encoded", "TranslationBatch", "Translations", "TranslatorConfig", "TransformerConfig",
     "NumberPair", "SourceFile", "Splits", "Surname", "History", "Timer",
     "TranslationTask",  # built by number_translation_task; its methods have cases
-    "default_device",  # takes no arguments
+    "default_device", "seed_shift",  # take no arguments
+    "SEED_SHIFT_VARIABLE",
 }
 # Public callables whose only arguments are models or tasks trained for minutes; their
 # arguments are the validated configs of build_translator / build_transformer.

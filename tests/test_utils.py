@@ -74,3 +74,35 @@ def test_timer_measures_elapsed_time():
         time.sleep(0.02)
     assert 0.015 < timer.seconds < 1.0
     assert "Timer(seconds=" in repr(timer)
+
+
+def test_seed_shift_is_zero_where_unset_and_read_from_the_environment(monkeypatch):
+    from seqbook.utils import SEED_SHIFT_VARIABLE, seed_shift, seeded_generator, shifted_seed
+
+    monkeypatch.delenv(SEED_SHIFT_VARIABLE, raising=False)
+    assert seed_shift() == 0 and shifted_seed(7) == 7
+    printed = torch.rand(3, generator=seeded_generator(7))
+    assert torch.equal(printed, torch.rand(3, generator=torch.Generator().manual_seed(7)))
+    monkeypatch.setenv(SEED_SHIFT_VARIABLE, "2")
+    assert seed_shift() == 2 and shifted_seed(7) == 2007
+    assert not torch.equal(printed, torch.rand(3, generator=seeded_generator(7)))
+
+
+def test_seed_everything_follows_the_shift(monkeypatch):
+    from seqbook.utils import SEED_SHIFT_VARIABLE
+
+    monkeypatch.setenv(SEED_SHIFT_VARIABLE, "1")
+    seed_everything(3)
+    shifted = torch.rand(3)
+    monkeypatch.delenv(SEED_SHIFT_VARIABLE)
+    seed_everything(1003)
+    assert torch.equal(shifted, torch.rand(3))
+
+
+@pytest.mark.parametrize("bad", ["-1", "one", "1.5"])
+def test_a_bad_seed_shift_names_the_variable(monkeypatch, bad):
+    from seqbook.utils import SEED_SHIFT_VARIABLE, seed_shift
+
+    monkeypatch.setenv(SEED_SHIFT_VARIABLE, bad)
+    with pytest.raises(ValueError, match=SEED_SHIFT_VARIABLE):
+        seed_shift()

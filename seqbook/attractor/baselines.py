@@ -42,6 +42,7 @@ from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patche
 from seqbook.attractor.tasks import add_noise, mask_tokens
 from seqbook.train import History, fit
 from seqbook.transformer import EncoderBlock, positional_encoding
+from seqbook.utils import seeded_generator, shifted_seed
 
 __all__ = [
     "BaselineConfig",
@@ -301,8 +302,8 @@ def train_baseline(
     batch_size = check_positive_int("batch_size", batch_size)
     check_real("lr", lr, min_value=0.0, strict_min=True)
     embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
-    generator = torch.Generator().manual_seed(seed)
-    draw = random.Random(seed)
+    generator = seeded_generator(seed)
+    draw = random.Random(shifted_seed(seed))
 
     def batches() -> list[torch.Tensor]:
         return [

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_int, check_positive_int, check_tensor
+from seqbook.utils import seeded_generator
 
 __all__ = [
     "PatchEmbedding",
@@ -220,7 +221,7 @@ class PatchEmbedding(nn.Module):
                 f"{self.patch_size} x {self.patch_size} patch), got {self.dim}"
             )
         seed = check_int("seed", seed, min_value=0)
-        generator = torch.Generator().manual_seed(seed)
+        generator = seeded_generator(seed)
         gaussian = torch.randn(self.dim, 2 * self.a, generator=generator, dtype=torch.float64)
         F, _ = torch.linalg.qr(gaussian)  # (d, 2a), orthonormal columns
         self.register_buffer("F", F.float())

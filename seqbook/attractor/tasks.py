@@ -35,6 +35,7 @@ from seqbook._checks import (
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
 from seqbook.data import mnist5k, split_dataset
+from seqbook.utils import seeded_generator
 
 __all__ = [
     "CorruptedDigits",
@@ -324,7 +325,7 @@ def evaluation_set(
         )
     _, test = mnist_split(1, 1000)
     images = test[seed * num_images : (seed + 1) * num_images]
-    return corrupt_digits(images, task, patch_size, generator=torch.Generator().manual_seed(seed))
+    return corrupt_digits(images, task, patch_size, generator=seeded_generator(seed))
 
 
 @torch.no_grad()

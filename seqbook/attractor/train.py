@@ -73,7 +73,7 @@ from seqbook.attractor.tasks import (
     mnist_split,
     mse_curve,
 )
-from seqbook.utils import seed_everything
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = ["BARE_VARIANTS", "hebbian_split", "main", "measure_bare", "merge_bare", "parse_args"]
 
@@ -259,7 +259,7 @@ def train_bare(args: argparse.Namespace) -> Path:
     final = None
     for seed in args.seeds:
         seed_everything(seed)
-        generator = torch.Generator().manual_seed(seed)
+        generator = seeded_generator(seed)
         model = BareSelfAttention(embedding.num_tokens, embedding.dim, generator=generator)
         measured: dict[str, list[torch.Tensor]] = {}
         clock = {"train": 0.0, "since": time.process_time()}

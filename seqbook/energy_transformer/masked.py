@@ -47,6 +47,7 @@ from seqbook.attractor import image_to_patches, mask_tokens, patches_to_image
 from seqbook.energy_transformer.block import EnergyTransformer
 from seqbook.train import History, fit
 from seqbook.transformer import positional_encoding
+from seqbook.utils import seeded_generator
 
 __all__ = [
     "CHECKPOINTS",
@@ -320,7 +321,7 @@ def train_masked(
     batch_size = check_positive_int("batch_size", batch_size)
     lr = check_real("lr", lr, min_value=0.0, strict_min=True)
     fraction = check_real("fraction", fraction, min_value=0.0, max_value=1.0)
-    generator = torch.Generator().manual_seed(check_int("seed", seed, min_value=0))
+    generator = seeded_generator(check_int("seed", seed, min_value=0))
     if steps_per_epoch is not None:
         steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
 

@@ -34,7 +34,7 @@ from seqbook.energy_transformer.masked import (
     save_masked,
     train_masked,
 )
-from seqbook.utils import seed_everything
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = ["main", "parse_args"]
 
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             num_memories=args.num_memories, hopfield=args.hopfield, steps=args.steps,
             alpha=args.alpha, init_std=args.init_std,
         )
-        model = MaskedEnergyTransformer(config, generator=torch.Generator().manual_seed(seed))
+        model = MaskedEnergyTransformer(config, generator=seeded_generator(seed))
         start, cpu = time.perf_counter(), time.process_time()
         history = train_masked(
             model, train_images, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,

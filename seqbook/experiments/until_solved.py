@@ -19,6 +19,7 @@ from torch import nn
 from seqbook._checks import check_int, check_positive_int, check_real
 from seqbook.experiments.classifier import accuracy, classify_loss
 from seqbook.train import fit
+from seqbook.utils import seeded_generator
 
 __all__ = ["SolveResult", "train_until_solved"]
 
@@ -108,8 +109,8 @@ def train_until_solved(
     ):
         check_positive_int(name, value)
 
-    generator = torch.Generator().manual_seed(seed)
-    x_valid, y_valid = task(valid_size, torch.Generator().manual_seed(VALID_SEED))
+    generator = seeded_generator(seed)
+    x_valid, y_valid = task(valid_size, seeded_generator(VALID_SEED))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     solved = False
     steps = 0
@@ -119,5 +120,5 @@ def train_until_solved(
         fit(model, classify_loss, batches, optimizer, epochs=1, clip=clip, progress=False)
         steps += rounds
         solved = accuracy(model, x_valid, y_valid) >= target
-    x_test, y_test = task(test_size, torch.Generator().manual_seed(TEST_SEED))
+    x_test, y_test = task(test_size, seeded_generator(TEST_SEED))
     return SolveResult(accuracy(model, x_test, y_test), steps, solved)

@@ -38,7 +38,7 @@ from seqbook._checks import check_int, check_positive_int, check_tensor
 from seqbook.experiments._common import check_generator, one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.train import fit
-from seqbook.utils import seed_everything
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = [
     "ValueStreamTask",
@@ -287,11 +287,11 @@ def value_stream_run(
     with one_thread():
         seed_everything(seed)
         model = StepRegressor(recurrent_layer(spec, task.input_size, hidden_size), hidden_size)
-        generator = torch.Generator().manual_seed(seed)
+        generator = seeded_generator(seed)
         batches = lambda: (task(64, generator) for _ in range(steps))  # fresh, lazily
         fit(model, masked_mse, batches, torch.optim.Adam(model.parameters(), lr=lr), epochs=1,
             clip=1.0, progress=False)
-        errors = [rmse(model, *problem(eval_size, torch.Generator().manual_seed(EVAL_SEED)))
+        errors = [rmse(model, *problem(eval_size, seeded_generator(EVAL_SEED)))
                   for problem in (episodes, task, long_task)]
     record = ValueStreamRecord(
         spec.label, spec.kind, spec.forget_gate, spec.input_gate_bias, spec.forget_gate_bias,

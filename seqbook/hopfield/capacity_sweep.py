@@ -41,6 +41,7 @@ import torch
 from seqbook._checks import check_positive_int, check_real
 from seqbook.hopfield.capacity import bit_errors, random_patterns
 from seqbook.hopfield.classical import async_relax
+from seqbook.utils import seeded_generator, shifted_seed
 
 __all__ = [
     "SWEEP",
@@ -278,7 +279,7 @@ def bootstrap_crossings(
         returns: ``(num_resamples,)``.
     """
     num_resamples = check_positive_int("num_resamples", num_resamples)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(shifted_seed(seed))
     T = sweep.networks(dim)
     return np.array(
         [sweep_crossing(sweep, dim, networks=rng.integers(0, T, T)) for _ in range(num_resamples)]
@@ -393,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         loads = [round(N / d, 6) for N in sizes]
         networks = 4 if args.smoke else NETWORKS.get(d, 10)
         Q = min(args.queries, sizes[0])
-        generator = torch.Generator().manual_seed(args.seed + d)
+        generator = seeded_generator(args.seed + d)
         start = time.process_time()
         errors = nested_retrieval_errors(
             d, sizes, networks, Q, generator, batch=max(1, 4_000_000 // d**2)

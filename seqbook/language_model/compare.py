@@ -33,7 +33,7 @@ from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexit
 from seqbook.language_model.model import TransformerLM
 from seqbook.language_model.recurrent import RecurrentLM
 from seqbook.train import fit
-from seqbook.utils import seed_everything
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = ["RESULTS", "build_model", "load_comparison", "main", "parse_args", "train_segment"]
 
@@ -73,7 +73,7 @@ def _run(name: str, seed: int, corpus: CharCorpus, steps_per_unit: int, units: l
          eval_window: int) -> list[dict]:
     model = build_model(name, corpus.vocab_size, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATES[name])
-    generator = torch.Generator().manual_seed(seed + 1)
+    generator = seeded_generator(seed + 1)
     rows, done, cpu = [], 0, 0.0
     for unit in units:
         steps = unit * steps_per_unit - done
@@ -100,7 +100,7 @@ def calibrate(corpus: CharCorpus, steps: int = 30) -> dict[str, float]:
     """Median CPU seconds of one training step of each model, timed alternately."""
     models = {name: build_model(name, corpus.vocab_size, 0) for name in MODELS}
     optimizers = {n: torch.optim.Adam(m.parameters(), lr=1e-3) for n, m in models.items()}
-    generator = torch.Generator().manual_seed(1)
+    generator = seeded_generator(1)
     times: dict[str, list[float]] = {name: [] for name in MODELS}
     for _ in range(steps):
         batch = random_windows(corpus.train_ids, generator)

@@ -25,6 +25,7 @@ from seqbook.data import (
 )
 from seqbook.data.numbers import _check_language
 from seqbook.seq2seq.pieces import PieceTokenizer, join_words
+from seqbook.utils import seeded_generator
 
 __all__ = ["TranslationBatch", "TranslationTask", "number_translation_task"]
 
@@ -147,7 +148,7 @@ class TranslationTask:
         whole = self.batch(pairs)
         tgt_lengths = whole.tgt_mask.sum(1)  # (B,)
         if shuffle:
-            order = torch.randperm(len(pairs), generator=torch.Generator().manual_seed(seed))
+            order = torch.randperm(len(pairs), generator=seeded_generator(seed))
         else:
             order = torch.arange(len(pairs))
         batches = []
