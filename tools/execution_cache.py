@@ -1,0 +1,166 @@
+"""Execute the book's outdated chapters into jupyter-cache, in parallel, before Sphinx.
+
+myst-nb (``execute_notebooks: cache`` in ``_config.yml``) reuses a chapter's cached
+outputs for as long as its code cells are unchanged. A chapter also depends on the
+``seqbook`` modules it imports (directly or through other ``seqbook`` modules, with the
+results and checkpoints shipped in their packages) and on ``requirements.txt``: its
+*dependency key* hashes those. This script, which ``make book`` runs before
+``jupyter-book build``,
+
+1. removes the cached notebook of every chapter whose key changed since the last run,
+2. executes the chapters that have no cached notebook with jupyter-cache's own
+   ``local-parallel`` executor (one kernel per CPU), which stores them in the cache,
+
+so that myst-nb then finds every chapter in the cache. A chapter that fails is not
+cached: the build executes it again and reports its error.
+
+    python tools/execution_cache.py            # what make book runs
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import logging
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "seqbook"
+CACHE = ROOT / "_build" / ".jupyter_cache"  # where Jupyter Book 1 keeps myst-nb's cache
+KEYS = CACHE / "dependency_keys.json"  # chapter -> key, as of the last run
+ENVIRONMENT = ROOT / "requirements.txt"
+READER = {"name": "jupytext", "type": "plugin"}  # jupyter-cache reads MyST Markdown so
+
+
+def chapters(root: Path = ROOT) -> list[Path]:
+    """The pages of book/ that are notebooks (a jupytext header with a kernelspec)."""
+    pages = {path: path.read_text(encoding="utf-8") for path in (root / "book").glob("*.md")}
+    return sorted(path for path, text in pages.items()
+                  if text.startswith("---\n") and "kernelspec:" in text.split("\n---")[0])
+
+
+def imported_names(source: str, module: str = "", is_package: bool = False) -> set[str]:
+    """Every dotted name under PACKAGE that ``source`` imports, anywhere in it.
+
+    ``from seqbook.data import Vocab`` gives ``seqbook.data`` and ``seqbook.data.Vocab``
+    (which may be a module); relative imports are resolved against ``module``."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")[: None if is_package else -1]
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return {name for name in names if name.split(".")[0] == PACKAGE}
+
+
+def module_file(name: str, root: Path) -> Path | None:
+    base = root.joinpath(*name.split("."))
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def resolve(name: str, root: Path) -> set[str]:
+    """The modules that importing ``name`` runs: its longest prefix that is a module,
+    and every package above it."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        if module_file(".".join(parts[:end]), root):
+            return {".".join(parts[:i]) for i in range(1, end + 1)}
+    return set()
+
+
+def closure(names: set[str], root: Path) -> set[str]:
+    """The modules that importing ``names`` runs, through each other's imports."""
+    todo = set().union(*(resolve(name, root) for name in names))
+    done: set[str] = set()
+    while todo:
+        module = todo.pop()
+        done.add(module)
+        path = module_file(module, root)
+        source = path.read_text(encoding="utf-8")
+        for name in imported_names(source, module, path.name == "__init__.py"):
+            todo |= resolve(name, root) - done
+    return done
+
+
+def dependency_files(chapter: Path, root: Path = ROOT) -> list[Path]:
+    """The files a chapter's outputs depend on besides its own code: the modules it
+    imports, the data files of their packages (folders without an ``__init__.py``,
+    such as ``checkpoints/``), and requirements.txt."""
+    import jupytext
+
+    names: set[str] = set()
+    for cell in jupytext.read(chapter).cells:
+        if cell.cell_type == "code":  # IPython's %magics and !commands are not Python
+            names |= imported_names(re.sub(r"^(\s*)[%!].*$", r"\1pass", cell.source,
+                                           flags=re.M))
+    files = {root / "requirements.txt"}
+    for module in closure(names, root):
+        path = module_file(module, root)
+        files.add(path)
+        if path.name == "__init__.py":
+            files |= package_data(path.parent)
+    return sorted(files)
+
+
+def package_data(package: Path) -> set[Path]:
+    """A package's files that are not Python and not in a subpackage (its results)."""
+    return {path for path in package.rglob("*")
+            if path.is_file() and path.suffix not in (".py", ".pyc")
+            and next(f for f in path.parents if (f / "__init__.py").exists()) == package}
+
+
+def dependency_key(chapter: Path, root: Path = ROOT) -> str:
+    digest = hashlib.sha256()
+    for path in dependency_files(chapter, root):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def main() -> int:
+    import yaml
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors import load_executor
+
+    logging.basicConfig(format="%(message)s")
+    logger = logging.getLogger("execution_cache")
+    logger.setLevel(logging.INFO)  # and jupyter-cache's workers report each chapter
+    cache = get_cache(str(CACHE))
+    old = json.loads(KEYS.read_text()) if KEYS.exists() else {}
+    keys = {}
+    for chapter in chapters():
+        uri = str(chapter)
+        keys[chapter.stem] = dependency_key(chapter)
+        cache.add_nb_to_project(uri, read_data=READER)
+        record = cache.get_cached_project_nb(uri)
+        if record is not None and old.get(chapter.stem) != keys[chapter.stem]:
+            cache.remove_cache(record.pk)  # its imported code or environment changed
+    KEYS.write_text(json.dumps(keys, indent=1) + "\n")
+    outdated = cache.list_unexecuted()
+    print(f"executing {len(outdated)} chapter(s):",
+          " ".join(Path(record.uri).stem for record in outdated) or "none", flush=True)
+    if not outdated:
+        return 0
+    timeout = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
+    executor = load_executor("local-parallel", cache, logger=logger)
+    result = executor.run_and_cache(filter_pks=[record.pk for record in outdated],
+                                    timeout=timeout, allow_errors=False)
+    failed = result.excepted + result.errored
+    for uri in failed:
+        print(f"FAILED: {uri}\n{cache.get_project_record(uri).traceback}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
