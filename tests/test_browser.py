@@ -146,7 +146,7 @@ def base_url():
 @pytest.fixture(scope="session")
 def browser():
     """One headless chromium for the whole session; each page gets a fresh context."""
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} not found: `make system-tools` installs it"
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} not found: `make test` installs it"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
