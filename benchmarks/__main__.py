@@ -3,7 +3,6 @@
     python -m benchmarks              # both tables
     python -m benchmarks --rows       # only seqbook against its references
     python -m benchmarks --chapters   # only the chapters' time and memory
-    python -m benchmarks --build      # only `make book` on a scratch clone (make bench-build)
 
 Sections that a run does not measure are kept from the previous results.md.
 """
@@ -27,11 +26,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", action="store_true", help="only the comparison rows")
     parser.add_argument("--chapters", action="store_true", help="only the chapters")
-    parser.add_argument("--build", action="store_true",
-                        help="only `make book` on a scratch clone, from scratch and after edits")
     args = parser.parse_args()
-    do_rows = args.rows or not (args.chapters or args.build)
-    do_chapters = args.chapters or not (args.rows or args.build)
+    do_rows = args.rows or not args.chapters
+    do_chapters = args.chapters or not args.rows
     started = time.perf_counter()
     sections = [
         "# Benchmark results",
@@ -76,13 +73,6 @@ def main() -> None:
                      f"{'within' if cpu <= 600 else '**over**'} 10 min |")
         print(lines[-1], flush=True)
         sections += ["", "## Chapters: execution time and peak memory", "", *lines]
-        chapters.write_estimates(runs)
-    if args.build:
-        from benchmarks import build
-
-        cases = build.run()
-        sections += ["", f"## {build.SECTION}", "", build.INTRODUCTION, "",
-                     *build.markdown(cases)]
     sections = merged_sections(sections)
     sections += ["", f"Total time of this benchmark run: {time.perf_counter() - started:.0f} s."]
     RESULTS.write_text("\n".join(sections) + "\n", encoding="utf-8")

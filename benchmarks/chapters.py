@@ -25,9 +25,6 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_SECONDS = 90.0
 BUDGET_BYTES = 2 * 1024**3
-# Each chapter's time, for the book build: on a fresh clone it starts the longest
-# chapters first by these (book/_ext/execution_cache.py, seqbook_execution_estimates).
-ESTIMATES = ROOT / "benchmarks" / "chapter_seconds.json"
 
 
 @dataclass(frozen=True)
@@ -88,14 +85,6 @@ def run_chapter(notebook: Path, timeout: int = 600) -> ChapterRun:
         cpu = cpu_seconds(pid) - cpu_start
         peak = peak_resident_bytes(pid)
     return ChapterRun(notebook.stem, seconds, peak, cpu)
-
-
-def write_estimates(runs: list[ChapterRun], path: Path = ESTIMATES) -> None:
-    """Each chapter's seconds (CPU where known), as the book build reads them."""
-    import json
-
-    seconds = {run.name: round(run.budget_seconds, 1) for run in sorted(runs, key=lambda r: r.name)}
-    path.write_text(json.dumps(seconds, indent=1) + "\n", encoding="utf-8")
 
 
 def run_all() -> list[ChapterRun]:
