@@ -41,31 +41,59 @@ CONFIGURATIONS = {
 TIMEOUT_S = 600  # one cell; a chapter's budget is 90 s in all
 
 
+def environment(configuration: str) -> dict[str, str]:
+    """The variables of a configuration: one of CONFIGURATIONS, or "shift N"."""
+    if configuration in CONFIGURATIONS:
+        return CONFIGURATIONS[configuration]
+    name, _, shift = configuration.partition(" ")
+    if name != "shift" or not shift.isdigit():
+        raise SystemExit(f"unknown configuration {configuration!r}: {list(CONFIGURATIONS)} "
+                         "or 'shift N'")
+    return {"SEQBOOK_SEED_SHIFT": shift}
+
+
 def execute(notebook: Path) -> dict:
-    """Execute one notebook in a fresh kernel (in this process's environment)."""
+    """Execute one notebook in a fresh kernel (in this process's environment).
+
+    Every cell runs, even after one fails, so that one run names every failing claim.
+    """
     import nbclient
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     client = nbclient.NotebookClient(
-        nb, timeout=TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+        nb, timeout=TIMEOUT_S, kernel_name="python3", allow_errors=True,
+        resources={"metadata": {"path": str(ROOT)}},
     )
     start = time.perf_counter()
-    try:
-        client.execute()
-        error = None
-    except nbclient.exceptions.CellExecutionError as exc:
-        error = f"{exc.ename}: {exc.evalue}".strip()
+    client.execute()
+    errors = []
+    for number, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                # IPython marks the failing line with an arrow: name it (an assert's
+                # own message says the rest)
+                trace = _plain("\n".join(output.get("traceback", [])))
+                arrows = [x for x in trace.splitlines() if x.lstrip().startswith("--->")]
+                where = f" at `{arrows[-1].split('>', 1)[1].strip()[:120]}`" if arrows else ""
+                errors.append(f"cell {number}: {output['ename']}: {output['evalue']}{where}")
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
-        "error": error,
+        "error": "; ".join(errors) if errors else None,
         "wall_s": time.perf_counter() - start,
         "cpu_s": usage.ru_utime + usage.ru_stime,
     }
 
 
+def _plain(text: str) -> str:
+    """Text without the terminal's colour codes."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 def run_one(chapter: str, configuration: str) -> dict:
-    env = {**os.environ, "TQDM_DISABLE": "1", **CONFIGURATIONS[configuration]}
+    env = {**os.environ, "TQDM_DISABLE": "1", **environment(configuration)}
     notebook = ROOT / "notebooks" / f"{chapter}.ipynb"
     done = subprocess.run(
         [sys.executable, __file__, "--execute", str(notebook)],
@@ -76,21 +104,23 @@ def run_one(chapter: str, configuration: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def table(results: dict[tuple[str, str], dict], chapters: list[str]) -> str:
+def table(results: dict[tuple[str, str], dict], chapters: list[str],
+          configurations: list[str]) -> str:
     lines = [
         "# Robustness: every chapter under other seeds and another CPU kernel path",
         "",
         "Written by `python tools/robustness.py` (`make robustness`). Each cell: `pass`, or the",
         "error of the first failing cell. In brackets: the chapter's CPU seconds in that run.",
         f"Machine: {platform.machine()}, {platform.processor() or 'unknown processor'}, "
-        f"Python {platform.python_version()}, torch {_torch_version()}.",
+        f"Python {platform.python_version()}, torch {_torch_version()}, "
+        f"{os.cpu_count()} CPUs.",
         "",
-        "| chapter | " + " | ".join(CONFIGURATIONS) + " |",
-        "| --- |" + " --- |" * len(CONFIGURATIONS),
+        "| chapter | " + " | ".join(configurations) + " |",
+        "| --- |" + " --- |" * len(configurations),
     ]
     for chapter in chapters:
         cells = []
-        for configuration in CONFIGURATIONS:
+        for configuration in configurations:
             result = results[chapter, configuration]
             verdict = "pass" if result["error"] is None else result["error"].replace("|", "\\|")
             cells.append(f"{verdict} ({result['cpu_s']:.0f} s)")
@@ -101,13 +131,16 @@ def table(results: dict[tuple[str, str], dict], chapters: list[str]) -> str:
 def _torch_version() -> str:
     import torch
 
-    return torch.__version__
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+    return f"{torch.__version__} ({gpu})"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", nargs="*", help="chapter names (default: every notebook)")
+    parser.add_argument("--configs", nargs="*", default=list(CONFIGURATIONS),
+                        help="configurations (default: all three); 'shift N' is also accepted")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "robustness.md")
     parser.add_argument("--execute", type=Path, help=argparse.SUPPRESS)  # the worker's mode
     args = parser.parse_args()
@@ -115,7 +148,9 @@ def main() -> int:
         print(json.dumps(execute(args.execute)))
         return 0
     chapters = args.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
-    jobs = [(c, k) for c in chapters for k in CONFIGURATIONS]
+    for configuration in args.configs:
+        environment(configuration)  # refuse a misspelt one before running anything
+    jobs = [(c, k) for c in chapters for k in args.configs]
     results = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, *job): job for job in jobs}
@@ -123,7 +158,7 @@ def main() -> int:
             results[futures[future]] = result = future.result()
             print(f"{futures[future][0]:>20} | {futures[future][1]:<26} | "
                   f"{'pass' if result['error'] is None else result['error'][:200]}", flush=True)
-    args.out.write_text(table(results, chapters))
+    args.out.write_text(table(results, chapters, args.configs))
     print(f"wrote {args.out}")
     return int(any(r["error"] is not None for r in results.values()))
 
