@@ -152,10 +152,11 @@ def main() -> int:
           " ".join(Path(record.uri).stem for record in outdated) or "none", flush=True)
     if not outdated:
         return 0
-    timeout = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
+    settings = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
     executor = load_executor("local-parallel", cache, logger=logger)
     result = executor.run_and_cache(filter_pks=[record.pk for record in outdated],
-                                    timeout=timeout, allow_errors=False)
+                                    timeout=settings["timeout"],
+                                    allow_errors=settings["allow_errors"])
     failed = result.excepted + result.errored
     for uri in failed:
         print(f"FAILED: {uri}\n{cache.get_project_record(uri).traceback}", file=sys.stderr)
