@@ -23,11 +23,12 @@ def fix_backlinks(app: Sphinx, pagename: str, templatename: str, context: dict[s
                   doctree: Any) -> None:
     if not pagename.startswith("_modules/") or "body" not in context:
         return
-    objects = app.env.get_domain("py").objects  # name -> ObjectEntry(..., node_id, ...)
+    # Domain.get_objects(): (name, display name, type, docname, anchor, priority)
+    anchors = {name: node for name, _, _, _, node, _ in app.env.get_domain("py").get_objects()}
 
     def anchor(match: re.Match) -> str:
-        entry = objects.get(match.group(2))
-        return match.group(0) if entry is None else match.expand(rf"\g<1>{entry.node_id}\g<3>")
+        node_id = anchors.get(match.group(2))
+        return match.group(0) if node_id is None else match.expand(rf"\g<1>{node_id}\g<3>")
 
     context["body"] = BACKLINK.sub(anchor, context["body"])
 
