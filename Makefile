@@ -13,9 +13,10 @@ APT    := $(if $(filter 0,$(shell id -u)),,sudo )apt-get
 INSTALL_DEB := $(APT) update -qq && DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq
 PRINTED := SEQBOOK_SEED_SHIFT=0
 
-export TQDM_DISABLE := 1      # progress bars are noise in built pages and logs
-export OMP_NUM_THREADS ?= 1   # chapters run one thread each, side by side
-# Python then keeps the bytecode it compiles for the next process (pip installs none).
+# Progress bars are noise in built pages and logs; chapters run one thread each, side by
+# side; Python keeps the bytecode it compiles for the next process (pip compiles none).
+export TQDM_DISABLE := 1
+export OMP_NUM_THREADS ?= 1
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: book test notebooks robustness bench clean $(CHECKS)
@@ -38,8 +39,9 @@ $(ENV): requirements.txt pyproject.toml
 notebooks: $(ENV)  ## the Colab twins notebooks/*.ipynb, from book/*.md
 	$(PY) tests/notebook_twins.py --write
 
-# Each check runs (niced, beside the others, all of them even when one fails) with its
-# output in _build/logs/<check>.log; the strict build, then the html checks, take longest.
+# The checks run side by side, all of them even when one fails, each with its output in
+# _build/logs/<check>.log. The longest chain, strict then html, goes first: unit and colab
+# run niced, on the CPU it leaves.
 test: $(ENV)
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
 	@$(MAKE) -k -j8 --no-print-directory $(CHECKS:%=check-%); status=$$?; \
