@@ -145,7 +145,7 @@ def main() -> int:
         cache.add_nb_to_project(uri, read_data=READER)
         record = cache.get_cached_project_nb(uri)
         if record is not None and old.get(chapter.stem) != keys[chapter.stem]:
-            cache.remove_cache(record.pk)  # its imported code or environment changed
+            cache.remove_cache(record.pk)  # as `jcache notebook invalidate` does
     KEYS.write_text(json.dumps(keys, indent=1) + "\n")
     outdated = cache.list_unexecuted()
     print(f"executing {len(outdated)} chapter(s):",
