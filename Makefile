@@ -8,7 +8,7 @@ PY     := .venv/bin/python
 JB     := .venv/bin/jupyter-book
 ENV    := .venv/.installed
 LOGS   := _build/logs
-CHECKS := lint unit nbval strict html colab
+CHECKS := lint unit nbval strict html colab-check
 APT    := $(if $(filter 0,$(shell id -u)),,sudo )apt-get
 INSTALL_DEB := $(APT) update -qq && DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq
 PRINTED := SEQBOOK_SEED_SHIFT=0
@@ -40,8 +40,8 @@ notebooks: $(ENV)  ## the Colab twins notebooks/*.ipynb, from book/*.md
 	$(PY) tests/notebook_twins.py --write
 
 # The checks run side by side, all of them even when one fails, each with its output in
-# _build/logs/<check>.log. The longest chain, strict then html, goes first: unit and colab
-# run niced, on the CPU it leaves.
+# _build/logs/<check>.log. The longest chain, strict then html, goes first: unit and
+# colab-check run niced, on the CPU it leaves.
 test: $(ENV)
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
 	@$(MAKE) -k -j8 --no-print-directory $(CHECKS:%=check-%); status=$$?; \
@@ -57,7 +57,7 @@ check-%: $(ENV)
 	  tail -n 40 $(LOGS)/$*.log | sed 's/^/  | /'; fi
 check-html: check-strict /usr/bin/chromium
 NICE_unit := nice -n 10
-NICE_colab := nice -n 10
+NICE_colab-check := nice -n 10
 
 lint: $(ENV)  ## ruff, configured in pyproject.toml
 	$(PY) -m ruff check .
@@ -78,13 +78,15 @@ strict: $(ENV)
 html: $(ENV) | /usr/bin/chromium  ## the built pages, statically and in headless chromium
 	$(PY) -m pytest -n auto -m built_html tests/test_browser.py tests/test_built_html.py
 
-# The first chapter as in Colab: a bare environment, where its first cell installs seqbook.
+# Chapters as in Colab: a bare environment, where the first cell installs seqbook
+# (COLAB_CHAPTERS: the first, or chapter names; empty: all of them).
 COLAB := _build/colab-venv
-colab: $(ENV)
+COLAB_CHAPTERS ?= --first
+colab-check: $(ENV)
 	rm -rf $(COLAB) && $(PYTHON) -m venv $(COLAB)
 	$(COLAB)/bin/python -m pip install --quiet --no-compile torch==2.13.0 numpy matplotlib \
 	  tqdm ipykernel nbclient
-	$(COLAB)/bin/python tests/colab_rehearsal.py --first
+	$(COLAB)/bin/python tests/colab_rehearsal.py $(COLAB_CHAPTERS)
 
 robustness: $(ENV)  ## every chapter under shifted seeds and another CPU kernel path
 	$(PY) tools/robustness.py
