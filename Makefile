@@ -46,11 +46,11 @@ test: $(ENV)
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
 	@$(MAKE) -k -j8 --no-print-directory $(CHECKS:%=check-%); status=$$?; \
 	failed=$$(ls $(LOGS) | sed -n 's/\.failed$$//p' | xargs); \
-	if [ $$status = 0 ] && [ -z "$$failed" ]; then echo "== make test: passed"; \
-	else echo "== make test: FAILED: $${failed:-see above}"; exit 1; fi
+	if [ $$status = 0 ] && [ -z "$$failed" ]; then echo "== make test: passed at $$(date +%T)"; \
+	else echo "== make test: FAILED at $$(date +%T): $${failed:-see above}"; exit 1; fi
 
 check-%: $(ENV)
-	@echo "== $*: started"; start=$$SECONDS; \
+	@echo "== $*: started at $$(date +%T)"; start=$$SECONDS; \
 	if $(NICE_$*) $(MAKE) --no-print-directory $* > $(LOGS)/$*.log 2>&1; \
 	then echo "== $*: passed in $$((SECONDS - start)) s"; \
 	else touch $(LOGS)/$*.failed; echo "== $*: FAILED after $$((SECONDS - start)) s:"; \
