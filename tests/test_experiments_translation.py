@@ -183,3 +183,32 @@ def test_own_translation_attention_and_token_statistics(de_task):
     n = int(batch.tgt_mask.sum())
     assert confidence.shape == correct.shape == gap.shape == (n,)
     assert ((confidence > 0) & (confidence <= 1)).all() and (gap >= 0).all()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_measurements_run_a_gpu_model_on_its_device_and_return_cpu_tensors(de_task):
+    # the task's batches are made on the CPU; a model trained on a GPU reads them there
+    model = build_translator(de_task, TranslatorConfig(hidden_size=8, embed_size=4))
+    model = model.cuda().eval()
+    pairs = list(de_task.splits.test)[:6]
+    hypotheses = [de_task.target_tokens_of(p.target) for p in pairs]
+    weights = own_translation_attention(model, de_task, pairs, hypotheses)
+    statistics = token_statistics(model, de_task, pairs)
+    assert weights.device.type == "cpu" and weights.shape[0] == 6
+    assert all(t.device.type == "cpu" for t in statistics)
+    cpu_statistics = token_statistics(model.cpu(), de_task, pairs)
+    assert torch.allclose(statistics[0], cpu_statistics[0], atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_transformer_measurements_run_on_its_device(de_task):
+    from seqbook.transformer import TransformerConfig, build_transformer
+
+    config = TransformerConfig(d_model=16, num_heads=2, d_ff=32, num_layers=1)
+    model = build_transformer(de_task, config).cuda().eval()
+    pairs = list(de_task.splits.test)[:6]
+    hypotheses = [de_task.target_tokens_of(p.target) for p in pairs]
+    weights = own_translation_attention(model, de_task, pairs, hypotheses)
+    assert weights.device.type == "cpu" and weights.shape[:2] == (6, 2)
+    confidence, correct, gap = token_statistics(model, de_task, pairs)
+    assert confidence.device.type == correct.device.type == gap.device.type == "cpu"

@@ -30,6 +30,7 @@ import torch
 from seqbook._checks import check_int
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
+from seqbook.utils import to_device
 
 __all__ = [
     "LENGTH_BINS",
@@ -243,6 +244,11 @@ def french_dix_alignment(
     return (ok / checked if checked else math.nan), checked
 
 
+def _device_of(model: torch.nn.Module) -> torch.device:
+    """Where the model's parameters live (the batches it reads must be there too)."""
+    return next(model.parameters()).device
+
+
 def own_translation_attention(
     model: torch.nn.Module,
     task: TranslationTask,
@@ -254,16 +260,19 @@ def own_translation_attention(
     Feeding a model its own greedy output reproduces the weights it used while
     decoding. Recurrent :class:`~seqbook.seq2seq.EncoderDecoder` models return
     ``(B, T_y, T_x)``; a :class:`~seqbook.transformer.Transformer` returns the
-    cross-attention of its first decoder block, ``(B, h, T_y, T_x)``.
+    cross-attention of its first decoder block, ``(B, h, T_y, T_x)``. The batch runs
+    on the model's device (a GPU where it was trained there); the weights come back
+    on the CPU, for counting and plotting.
     """
     from seqbook.transformer import Transformer
 
     batch = task.batch([p._replace(target=task.join_target(h)) for p, h in zip(pairs, hypotheses)])
+    batch = to_device(batch, _device_of(model))
     with torch.no_grad():
         output = model(batch.src, batch.src_lengths, batch.tgt_in)
     if isinstance(model, Transformer):
-        return model.attention_maps()["cross"][0]  # (B, h, T_y, T_x)
-    return output[1]  # (B, T_y, T_x)
+        return model.attention_maps()["cross"][0].cpu()  # (B, h, T_y, T_x)
+    return output[1].cpu()  # (B, T_y, T_x)
 
 
 def token_statistics(
@@ -276,15 +285,16 @@ def token_statistics(
     is the right one, and the gap between the top logit and the mean of the others.
 
     Returns:
-        Three tensors of shape ``(N,)``, ``N`` the number of real target tokens.
+        Three tensors of shape ``(N,)``, ``N`` the number of real target tokens, on
+        the CPU (the batch runs on the model's device).
     """
-    batch = task.batch(pairs)
+    batch = to_device(task.batch(pairs), _device_of(model))
     with torch.no_grad():
         logits = model(batch.src, batch.src_lengths, batch.tgt_in)
     if isinstance(logits, tuple):  # a recurrent translator: (logits, weights)
         logits = logits[0]
-    z = logits[batch.tgt_mask]  # (N, V)
-    y = batch.tgt_out[batch.tgt_mask]  # (N,)
+    z = logits[batch.tgt_mask].cpu()  # (N, V)
+    y = batch.tgt_out[batch.tgt_mask].cpu()  # (N,)
     confidence = torch.softmax(z, -1).max(-1).values
     top = z.max(-1).values
     rest = (z.sum(-1) - top) / (z.shape[-1] - 1)
