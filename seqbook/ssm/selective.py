@@ -1,0 +1,268 @@
+r"""Selective state-space models (Mamba): an SSM whose step, input and output matrices
+depend on the input, computed by a sequential loop or by a parallel associative scan;
+and Mamba-2's view of the same recurrence as attention with a 1-semiseparable mask.
+
+Shape letters: ``b`` batch (``B`` is the input matrix here), ``L`` length, ``D``
+channels, ``N`` state size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbook._checks import check_positive_int, check_tensor
+
+__all__ = [
+    "selective_scan",
+    "selective_scan_sequential",
+    "semiseparable_matrix",
+    "MambaBlock",
+]
+
+
+def _check_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
+                C: torch.Tensor, D: torch.Tensor) -> None:
+    for name, value, ndim in (("x", x, 3), ("delta", delta, 3), ("A", A, 2), ("B", B, 3),
+                              ("C", C, 3), ("D", D, 1)):
+        check_tensor(name, value, ndim=ndim, floating=True)
+    b, L, channels = x.shape
+    N = A.shape[1]
+    for name, value, shape in (("delta", delta, (b, L, channels)), ("A", A, (channels, N)),
+                               ("B", B, (b, L, N)), ("C", C, (b, L, N)), ("D", D, (channels,))):
+        if tuple(value.shape) != shape:
+            raise ValueError(f"{name} must have shape {shape} (from x {tuple(x.shape)} and "
+                             f"A {tuple(A.shape)}), got {tuple(value.shape)}")
+
+
+def _discretize(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
+                B: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each step's decay exp(delta A) and input delta B x, both (b, L, D, N)."""
+    A_bar = torch.exp(delta[..., None] * A)  # (eq-ssm-selective)
+    Bx = delta[..., None] * B[:, :, None, :] * x[..., None]  # (eq-ssm-selective)
+    return A_bar, Bx
+
+
+def selective_scan_sequential(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
+                              B: torch.Tensor, C: torch.Tensor,
+                              D: torch.Tensor) -> torch.Tensor:
+    r"""Mamba's selective SSM, one step at a time.
+
+    .. math::
+        \mathbf{h}_t = e^{\Delta_t \mathbf{A}} \odot \mathbf{h}_{t-1}
+        + \Delta_t \mathbf{B}_t x_t, \qquad
+        y_t = \mathbf{C}_t^\top \mathbf{h}_t + D x_t
+
+    for every channel, with a diagonal :math:`\mathbf{A}` (one row of ``A`` per
+    channel) and :math:`\Delta_t, \mathbf{B}_t, \mathbf{C}_t` computed from the input.
+
+    Args:
+        x: the input of each channel.
+        delta: each channel's step :math:`\Delta_t > 0`.
+        A: the diagonal state matrix of each channel (negative entries).
+        B, C: the input and output vectors of each position (shared by the channels).
+        D: the skip connection of each channel.
+
+    Shapes:
+        x, delta: ``(b, L, D)``; A: ``(D, N)``; B, C: ``(b, L, N)``; D: ``(D,)``;
+        returns ``(b, L, D)``.
+
+    Example:
+        >>> x, delta = torch.ones(1, 3, 1), torch.full((1, 3, 1), math.log(2))
+        >>> A, B, C, D = -torch.ones(1, 1), torch.ones(1, 3, 1), torch.ones(1, 3, 1), torch.zeros(1)
+        >>> selective_scan_sequential(x, delta, A, B, C, D)[0, :, 0]   # h = h / 2 + ln 2
+        tensor([0.6931, 1.0397, 1.2130])
+    """
+    _check_scan(x, delta, A, B, C, D)
+    A_bar, Bx = _discretize(x, delta, A, B)
+    h = torch.zeros_like(Bx[:, 0])  # (b, D, N)
+    hs = []
+    for t in range(x.shape[1]):
+        h = A_bar[:, t] * h + Bx[:, t]  # (eq-ssm-selective)
+        hs.append(h)
+    return _read(torch.stack(hs, dim=1), C, D, x)
+
+
+def _read(h: torch.Tensor, C: torch.Tensor, D: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return (h @ C[..., None])[..., 0] + D * x  # y_t = C_t^T h_t + D x_t, (b, L, D)
+
+
+def selective_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
+                   C: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
+    r"""Mamba's selective SSM by a parallel associative scan.
+
+    The recurrence :math:`\mathbf{h}_t = \bar{\mathbf{a}}_t \odot \mathbf{h}_{t-1} +
+    \mathbf{u}_t` composes steps with the associative operator
+
+    .. math::
+        (\bar{\mathbf{a}}, \mathbf{u}) \bullet (\bar{\mathbf{a}}', \mathbf{u}') =
+        (\bar{\mathbf{a}}' \odot \bar{\mathbf{a}},\; \bar{\mathbf{a}}' \odot \mathbf{u}
+        + \mathbf{u}')
+
+    so every prefix can be computed in :math:`\lceil \log_2 L \rceil` rounds, each a few
+    element-wise operations over all positions at once (the Hillis-Steele scan): more
+    work than the loop, :math:`O(L \log L)`, but no step waits for the previous one.
+    Same arguments and result as :func:`selective_scan_sequential`.
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> x, delta = torch.randn(2, 9, 3, generator=g), torch.rand(2, 9, 3, generator=g)
+        >>> A, D = -torch.rand(3, 4, generator=g), torch.randn(3, generator=g)
+        >>> B, C = torch.randn(2, 2, 9, 4, generator=g)
+        >>> torch.allclose(selective_scan(x, delta, A, B, C, D),
+        ...                selective_scan_sequential(x, delta, A, B, C, D), atol=1e-6)
+        True
+    """
+    _check_scan(x, delta, A, B, C, D)
+    A_bar, Bx = _discretize(x, delta, A, B)
+    return _read(_parallel_scan(A_bar, Bx), C, D, x)
+
+
+def _parallel_scan(a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Every prefix of h_t = a_t h_{t-1} + u_t (h_0 = 0), in log2(L) rounds."""
+    offset = 1
+    while offset < a.shape[1]:
+        a_before = F.pad(a[:, :-offset], (0, 0, 0, 0, offset, 0), value=1.0)  # identity
+        u_before = F.pad(u[:, :-offset], (0, 0, 0, 0, offset, 0))
+        a, u = _combine(a_before, u_before, a, u)  # (eq-ssm-scan)
+        offset *= 2
+    return u  # the state after each prefix, (b, L, D, N)
+
+
+def _combine(a: torch.Tensor, u: torch.Tensor, a_next: torch.Tensor,
+             u_next: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return a_next * a, a_next * u + u_next  # (a, u) then (a', u')  (eq-ssm-scan)
+
+
+def semiseparable_matrix(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+    r"""Mamba-2's form of a selective SSM with a scalar decay per step: one matrix that
+    maps the inputs to the outputs, attention with a 1-semiseparable mask.
+
+    With :math:`\bar{\mathbf{A}}_t = a_t \mathbf{I}` the recurrence
+    :math:`\mathbf{h}_t = a_t \mathbf{h}_{t-1} + \mathbf{B}_t x_t`,
+    :math:`y_t = \mathbf{C}_t^\top\mathbf{h}_t` unrolls to :math:`\mathbf{y} =
+    \mathbf{M}\mathbf{x}` with
+
+    .. math::
+        M_{ij} = \mathbf{C}_i^\top \mathbf{B}_j \cdot \prod_{k=j+1}^{i} a_k
+        \quad (j \le i), \qquad 0 \quad (j > i):
+
+    the scores :math:`\mathbf{C}\mathbf{B}^\top` (queries times keys) masked by
+    :math:`L_{ij} = a_{j+1}\cdots a_i`, which is 1 on the diagonal and decays below it
+    instead of the causal mask's constant 1.
+
+    Args:
+        log_a: :math:`\log a_t` of each position (:math:`a_t \in (0, 1]`).
+        B, C: the input and output vectors (keys and queries).
+
+    Shapes:
+        log_a: ``(b, L)``; B, C: ``(b, L, N)``; returns ``(b, L, L)``.
+
+    Example:
+        >>> M = semiseparable_matrix(torch.log(torch.full((1, 3), 0.5)),
+        ...                          torch.ones(1, 3, 1), torch.ones(1, 3, 1))
+        >>> M[0]
+        tensor([[1.0000, 0.0000, 0.0000],
+                [0.5000, 1.0000, 0.0000],
+                [0.2500, 0.5000, 1.0000]])
+    """
+    check_tensor("log_a", log_a, ndim=2, floating=True)
+    check_tensor("B", B, ndim=3, floating=True)
+    check_tensor("C", C, ndim=3, floating=True)
+    if B.shape != C.shape or B.shape[:2] != log_a.shape:
+        raise ValueError(f"B and C must have shape (b, L, N) with (b, L) = "
+                         f"{tuple(log_a.shape)}, got {tuple(B.shape)} and {tuple(C.shape)}")
+    return _semiseparable(log_a, B, C)
+
+
+def _semiseparable(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+    cumulative = log_a.cumsum(-1)  # log(a_1 ... a_t), (b, L)
+    L = log_a.shape[1]
+    causal = torch.ones(L, L, dtype=torch.bool, device=log_a.device).tril()
+    log_mask = cumulative[:, :, None] - cumulative[:, None, :]  # log(a_{j+1}...a_i)
+    mask = torch.exp(log_mask.masked_fill(~causal, -math.inf))  # (eq-ssm-semiseparable)
+    return (C @ B.transpose(1, 2)) * mask  # (b, L, L)
+
+
+class MambaBlock(nn.Module):
+    r"""The Mamba block: a gated selective SSM between two projections.
+
+    .. math::
+        (\mathbf{x}, \mathbf{z}) = \mathbf{W}_\text{in}\mathbf{u}, \quad
+        \mathbf{x} \leftarrow \mathrm{SiLU}(\mathrm{conv}(\mathbf{x})), \quad
+        (\Delta, \mathbf{B}, \mathbf{C}) = (\mathrm{softplus}(\mathbf{W}_\Delta
+        \mathbf{W}_r \mathbf{x} + \mathbf{b}_\Delta), \mathbf{W}_B\mathbf{x},
+        \mathbf{W}_C\mathbf{x}), \quad
+        \mathbf{y} = \mathbf{W}_\text{out}\big(\mathrm{SSM}(\mathbf{x}) \odot
+        \mathrm{SiLU}(\mathbf{z})\big)
+
+    with a short causal depthwise convolution and :math:`\mathbf{A} =
+    -e^{\mathbf{A}_{\log}}` initialised to :math:`-1, \dots, -N` (S4D-Real), as in
+    Gu & Dao (2023) and the ``mambapy`` package, whose ``MambaBlock`` this one equals
+    (:meth:`from_mambapy`).
+
+    Args:
+        d_model: the width of the block's input and output.
+        state_size: ``N``.
+        expand: the inner width is ``expand * d_model``.
+        conv_size: the length of the depthwise convolution.
+        dt_rank: the rank of the projection that computes :math:`\Delta`.
+
+    Shapes:
+        u: ``(b, L, d_model)``; returns ``(b, L, d_model)``.
+
+    Example:
+        >>> block = MambaBlock(8, state_size=4)
+        >>> block(torch.randn(2, 5, 8)).shape
+        torch.Size([2, 5, 8])
+    """
+
+    def __init__(self, d_model: int, state_size: int = 16, expand: int = 2,
+                 conv_size: int = 4, dt_rank: int | None = None) -> None:
+        super().__init__()
+        d_model = check_positive_int("d_model", d_model)
+        N = check_positive_int("state_size", state_size)
+        inner = check_positive_int("expand", expand) * d_model
+        conv_size = check_positive_int("conv_size", conv_size)
+        r = math.ceil(d_model / 16) if dt_rank is None else check_positive_int("dt_rank", dt_rank)
+        self.in_proj = nn.Linear(d_model, 2 * inner, bias=False)
+        self.conv1d = nn.Conv1d(inner, inner, conv_size, groups=inner, padding=conv_size - 1)
+        self.x_proj = nn.Linear(inner, r + 2 * N, bias=False)
+        self.dt_proj = nn.Linear(r, inner)
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1.0)).repeat(inner, 1))
+        self.D = nn.Parameter(torch.ones(inner))
+        self.out_proj = nn.Linear(inner, d_model, bias=False)
+        self.dt_rank, self.state_size = r, N
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        check_tensor("u", u, ndim=3, floating=True)
+        if u.shape[-1] != self.in_proj.in_features:
+            raise ValueError(f"u must have {self.in_proj.in_features} features in its last "
+                             f"dimension, got shape {tuple(u.shape)}")
+        return self._block(u)
+
+    def _block(self, u: torch.Tensor) -> torch.Tensor:
+        x, z = self.in_proj(u).chunk(2, dim=-1)  # (b, L, inner) each
+        L = u.shape[1]
+        x = F.silu(self.conv1d(x.transpose(1, 2))[:, :, :L].transpose(1, 2))
+        dt, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], -1)
+        delta = F.softplus(self.dt_proj(dt))  # (b, L, inner)
+        y = selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
+        return self.out_proj(y * F.silu(z))  # (b, L, d_model)
+
+    @classmethod
+    def from_mambapy(cls, block: nn.Module) -> "MambaBlock":
+        """A copy of a ``mambapy.mamba.MambaBlock`` (without inner layer norms or biases
+        on the projections), with the same weights."""
+        config = block.config
+        if config.bias or not config.conv_bias or config.inner_layernorms:
+            raise ValueError("from_mambapy supports bias=False, conv_bias=True and "
+                             "inner_layernorms=False, mambapy's defaults")
+        ours = cls(config.d_model, config.d_state, config.expand_factor, config.d_conv,
+                   config.dt_rank)
+        ours.load_state_dict(
+            {k: v for k, v in block.state_dict().items() if k in ours.state_dict()})
+        return ours.to(next(block.parameters()).dtype)
