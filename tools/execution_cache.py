@@ -146,6 +146,9 @@ def main() -> int:
         record = cache.get_cached_project_nb(uri)
         if record is not None and old.get(chapter.stem) != keys[chapter.stem]:
             cache.remove_cache(record.pk)  # as `jcache notebook invalidate` does
+    for record in cache.list_project_records():  # a chapter renamed or deleted
+        if Path(record.uri).stem not in keys:
+            cache.remove_nb_from_project(record.pk)
     KEYS.write_text(json.dumps(keys, indent=1) + "\n")
     outdated = cache.list_unexecuted()
     print(f"executing {len(outdated)} chapter(s):",
