@@ -28,7 +28,7 @@ book: $(ENV)
 
 # The pinned environment, installed again when requirements.txt or pyproject.toml change.
 $(ENV): requirements.txt pyproject.toml
-	$(PYTHON) -c 'import ensurepip' 2>/dev/null || $(INSTALL_DEB) python3-venv
+	$(PYTHON) -c 'import ensurepip' 2>/dev/null || { $(INSTALL_DEB) python3-venv; }
 	test -x $(PY) || $(PYTHON) -m venv .venv
 	$(PY) -m pip install --quiet --no-compile -r requirements.txt
 	touch $@
