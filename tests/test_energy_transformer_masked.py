@@ -141,3 +141,21 @@ def test_patches_to_image_round_trip_of_the_decoder_shape():
     with torch.no_grad():
         pixels = model(patches, visible)
     assert patches_to_image(pixels, 2, 28, 28).shape == (4, 28, 28)
+
+
+def test_a_given_generator_replays_a_run_whatever_the_seed_shift(monkeypatch):
+    train, _ = mnist_split(64, 1)
+
+    def run(shift: str) -> list[float]:
+        monkeypatch.setenv("SEQBOOK_SEED_SHIFT", shift)
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = MaskedEnergyTransformer(TINY, generator=torch.Generator().manual_seed(0))
+            history = train_masked(model, train, epochs=1, batch_size=16, progress=False,
+                                   generator=torch.Generator().manual_seed(0))
+        return history.step_loss
+
+    assert run("0") == run("2")
+    monkeypatch.setenv("SEQBOOK_SEED_SHIFT", "2")
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        train_masked(_model(), train, generator=0)

@@ -291,6 +291,7 @@ def train_masked(
     seed: int = 0,
     steps_per_epoch: int | None = None,
     progress: bool = True,
+    generator: torch.Generator | None = None,
 ) -> History:
     r"""Train by backpropagation through the dynamics, with Adam and :func:`seqbook.train.fit`.
 
@@ -306,6 +307,9 @@ def train_masked(
         steps_per_epoch: stop each epoch after this many mini-batches (default: all);
             with the same seed, a short run retraces the first steps of a long one.
         progress: show a tqdm bar.
+        generator: the shuffles' and masks' generator, in place of
+            ``seeded_generator(seed)``; a fixed ``torch.Generator().manual_seed(s)``
+            replays a committed run whatever ``SEQBOOK_SEED_SHIFT`` is.
 
     Shapes:
         images: ``(P, H, W)``.
@@ -321,7 +325,11 @@ def train_masked(
     batch_size = check_positive_int("batch_size", batch_size)
     lr = check_real("lr", lr, min_value=0.0, strict_min=True)
     fraction = check_real("fraction", fraction, min_value=0.0, max_value=1.0)
-    generator = seeded_generator(check_int("seed", seed, min_value=0))
+    seed = check_int("seed", seed, min_value=0)
+    if generator is None:
+        generator = seeded_generator(seed)
+    elif not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     if steps_per_epoch is not None:
         steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
 
