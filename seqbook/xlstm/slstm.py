@@ -1,0 +1,116 @@
+r"""The sLSTM of xLSTM (Beck et al., 2024): an LSTM with exponential input gates, a
+normaliser state and a stabiliser state that keeps the exponentials finite.
+
+Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbook._checks import check_positive_int, check_tensor
+
+__all__ = ["SLSTMState", "SLSTM"]
+
+
+class SLSTMState(NamedTuple):
+    """The sLSTM's state: hidden ``h``, cell ``c``, normaliser ``n`` and stabiliser
+    ``m`` (the log of the scale by which ``c`` and ``n`` are divided), each ``(B, H)``."""
+
+    h: torch.Tensor
+    c: torch.Tensor
+    n: torch.Tensor
+    m: torch.Tensor
+
+
+class SLSTM(nn.Module):
+    r"""One sLSTM layer (one head): exponential input gate, sigmoid forget gate.
+
+    .. math::
+        \mathbf{c}_t = \mathbf{f}_t \odot \mathbf{c}_{t-1} + \mathbf{i}_t \odot
+        \mathbf{z}_t, \quad \mathbf{n}_t = \mathbf{f}_t \odot \mathbf{n}_{t-1} +
+        \mathbf{i}_t, \quad \mathbf{h}_t = \mathbf{o}_t \odot \mathbf{c}_t /
+        \mathbf{n}_t,
+
+    with :math:`\mathbf{z}_t = \tanh(\tilde{\mathbf{z}}_t)`, :math:`\mathbf{i}_t =
+    \exp(\tilde{\mathbf{i}}_t)`, :math:`\mathbf{f}_t = \sigma(\tilde{\mathbf{f}}_t)`,
+    :math:`\mathbf{o}_t = \sigma(\tilde{\mathbf{o}}_t)` and each pre-activation
+    :math:`\tilde{\mathbf{g}}_t = \mathbf{W}_g\mathbf{x}_t + \mathbf{R}_g
+    \mathbf{h}_{t-1} + \mathbf{b}_g`. The step is computed with :math:`\mathbf{c}` and
+    :math:`\mathbf{n}` divided by :math:`e^{\mathbf{m}_t}` (see :meth:`step`), which
+    leaves :math:`\mathbf{h}` unchanged.
+
+    Args:
+        input_size: ``D``.
+        hidden_size: ``H``.
+
+    Shapes:
+        x: ``(B, T, D)``; returns the hidden states ``(B, T, H)`` and the last state.
+
+    Example:
+        >>> layer = SLSTM(3, 4)
+        >>> h, state = layer(torch.randn(2, 5, 3))
+        >>> h.shape, state.m.shape
+        (torch.Size([2, 5, 4]), torch.Size([2, 4]))
+    """
+
+    gate_names = ("i", "f", "z", "o")
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        D = check_positive_int("input_size", input_size)
+        H = check_positive_int("hidden_size", hidden_size)
+        bound = 1 / math.sqrt(H)
+        self.W = nn.Parameter(torch.empty(4 * H, D).uniform_(-bound, bound))  # i, f, z, o
+        self.R = nn.Parameter(torch.empty(4 * H, H).uniform_(-bound, bound))
+        self.b = nn.Parameter(torch.zeros(4 * H))
+        self.hidden_size = H
+
+    def init_state(self, batch_size: int) -> SLSTMState:
+        """Zero memory; the stabiliser starts at minus infinity (nothing written yet)."""
+        zeros = self.b.new_zeros(batch_size, self.hidden_size)
+        return SLSTMState(zeros, zeros, zeros, torch.full_like(zeros, -math.inf))
+
+    def forward(self, x: torch.Tensor,
+                state: SLSTMState | None = None) -> tuple[torch.Tensor, SLSTMState]:
+        check_tensor("x", x, ndim=3, floating=True)
+        if x.shape[-1] != self.W.shape[1]:
+            raise ValueError(f"x must have {self.W.shape[1]} features in its last dimension, "
+                             f"got shape {tuple(x.shape)}")
+        state = self.init_state(x.shape[0]) if state is None else state
+        pre_x = x @ self.W.T + self.b  # (B, T, 4H): the input's part, all steps at once
+        hs = []
+        for t in range(x.shape[1]):
+            state = self.step(pre_x[:, t] + state.h @ self.R.T, state)
+            hs.append(state.h)
+        return torch.stack(hs, dim=1), state  # (B, T, H)
+
+    @staticmethod
+    def step(pre: torch.Tensor, state: SLSTMState) -> SLSTMState:
+        r"""One stabilised step from the pre-activations ``pre`` = :math:`(\tilde{\mathbf{i}},
+        \tilde{\mathbf{f}}, \tilde{\mathbf{z}}, \tilde{\mathbf{o}})`, ``(B, 4H)``.
+
+        .. math::
+            \mathbf{m}_t = \max(\log\mathbf{f}_t + \mathbf{m}_{t-1}, \tilde{\mathbf{i}}_t),
+            \quad \mathbf{i}'_t = e^{\tilde{\mathbf{i}}_t - \mathbf{m}_t}, \quad
+            \mathbf{f}'_t = e^{\log\mathbf{f}_t + \mathbf{m}_{t-1} - \mathbf{m}_t}
+
+        replace :math:`\mathbf{i}_t, \mathbf{f}_t` in the updates of :math:`\mathbf{c}`
+        and :math:`\mathbf{n}`: both are then stored divided by :math:`e^{\mathbf{m}_t}`,
+        every exponential is at most 1, and :math:`\mathbf{h}_t = \mathbf{o}_t \odot
+        \mathbf{c}_t / \mathbf{n}_t` is unchanged.
+        """
+        i_pre, f_pre, z_pre, o_pre = pre.chunk(4, dim=-1)  # (B, H) each
+        log_f = F.logsigmoid(f_pre)  # log of the sigmoid forget gate
+        m = torch.maximum(log_f + state.m, i_pre)  # (eq-slstm-stabiliser)
+        i = torch.exp(i_pre - m)  # exp(i~) / e^m
+        f = torch.exp(log_f + state.m - m)  # f e^{m_prev} / e^m
+        c = f * state.c + i * torch.tanh(z_pre)  # (eq-slstm-cell)
+        n = f * state.n + i  # (eq-slstm-normaliser)
+        h = torch.sigmoid(o_pre) * c / n  # (eq-slstm-hidden)
+        return SLSTMState(h, c, n, m)
