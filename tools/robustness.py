@@ -128,6 +128,18 @@ def table(results: dict[tuple[str, str], dict], chapters: list[str],
     return "\n".join(lines) + "\n"
 
 
+def _merge(old: str, new: str) -> str:
+    """The old table with the rows of the new one's chapters replaced (or added)."""
+    def rows(text: str) -> dict[str, str]:
+        return {line.split("|")[1].strip(): line for line in text.splitlines()
+                if line.startswith("| ") and not line.startswith("| chapter")}
+    head = [line for line in old.splitlines() if not line.startswith("| ")]
+    header = [line for line in new.splitlines() if line.startswith("| chapter")
+              or line.startswith("| ---")]
+    merged = {**rows(old), **rows(new)}
+    return "\n".join(head + header + [merged[c] for c in sorted(merged)]) + "\n"
+
+
 def _torch_version() -> str:
     import torch
 
@@ -158,7 +170,10 @@ def main() -> int:
             results[futures[future]] = result = future.result()
             print(f"{futures[future][0]:>20} | {futures[future][1]:<26} | "
                   f"{'pass' if result['error'] is None else result['error'][:200]}", flush=True)
-    args.out.write_text(table(results, chapters, args.configs))
+    text = table(results, chapters, args.configs)
+    if args.only and args.out.exists():  # a partial run replaces its chapters' rows only
+        text = _merge(args.out.read_text(), text)
+    args.out.write_text(text)
     print(f"wrote {args.out}")
     return int(any(r["error"] is not None for r in results.values()))
 
