@@ -109,8 +109,8 @@ def table(results: dict[tuple[str, str], dict], chapters: list[str],
     lines = [
         "# Robustness: every chapter under other seeds and another CPU kernel path",
         "",
-        "Written by `python tools/robustness.py` (`make robustness`). Each cell: `pass`, or the",
-        "error of the first failing cell. In brackets: the chapter's CPU seconds in that run.",
+        "Written by `python tools/robustness.py` (`make robustness`). Each cell: `pass`, or each",
+        "failing cell's error and line. In brackets: the chapter's CPU seconds in that run.",
         f"Machine: {platform.machine()}, {platform.processor() or 'unknown processor'}, "
         f"Python {platform.python_version()}, torch {_torch_version()}, "
         f"{os.cpu_count()} CPUs.",
@@ -133,7 +133,7 @@ def _merge(old: str, new: str) -> str:
     def rows(text: str) -> dict[str, str]:
         return {line.split("|")[1].strip(): line for line in text.splitlines()
                 if line.startswith("| ") and not line.startswith("| chapter")}
-    head = [line for line in old.splitlines() if not line.startswith("| ")]
+    head = [line for line in new.splitlines() if not line.startswith("| ")]
     header = [line for line in new.splitlines() if line.startswith("| chapter")
               or line.startswith("| ---")]
     merged = {**rows(old), **rows(new)}
