@@ -135,7 +135,8 @@ def test_shown_source_cites_equations_of_its_own_page(chapter):
     for snippet in soup.select("div.seqbook-source"):
         assert snippet.select("div.highlight pre"), "a snippet without highlighted code"
         # a private helper's snippet links to its owner: a class, or its module's entry
-        api_links = snippet.select('a[href*="api.html#seqbook."], a[href*="api.html#module-seqbook."]')
+        api_links = snippet.select(
+            'a[href*="api.html#seqbook."], a[href*="api.html#module-seqbook."]')
         assert api_links, "a snippet without its API link"
         for link in snippet.select('a[href*="equation-"]'):
             href = link["href"]
