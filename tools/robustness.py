@@ -132,7 +132,7 @@ def _merge(old: str, new: str) -> str:
     """The old table with the rows of the new one's chapters replaced (or added)."""
     def rows(text: str) -> dict[str, str]:
         return {line.split("|")[1].strip(): line for line in text.splitlines()
-                if line.startswith("| ") and not line.startswith("| chapter")}
+                if line.startswith("| ") and not line.startswith(("| chapter", "| ---"))}
     head = [line for line in new.splitlines() if not line.startswith("| ")]
     header = [line for line in new.splitlines() if line.startswith("| chapter")
               or line.startswith("| ---")]
