@@ -134,8 +134,8 @@ def _merge(old: str, new: str) -> str:
         return {line.split("|")[1].strip(): line for line in text.splitlines()
                 if line.startswith("| ") and not line.startswith(("| chapter", "| ---"))}
     head = [line for line in new.splitlines() if not line.startswith("| ")]
-    header = [line for line in new.splitlines() if line.startswith("| chapter")
-              or line.startswith("| ---")]
+    header = list(dict.fromkeys(line for line in new.splitlines()
+                                if line.startswith(("| chapter", "| ---"))))
     merged = {**rows(old), **rows(new)}
     return "\n".join(head + header + [merged[c] for c in sorted(merged)]) + "\n"
 
