@@ -187,6 +187,18 @@ def _semiseparable(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> tor
     return (C @ B.transpose(1, 2)) * mask  # (b, L, L)
 
 
+def _init_step_sizes(dt_proj: nn.Linear, rank: int, dt_min: float = 1e-3,
+                     dt_max: float = 0.1) -> None:
+    """Mamba's initialisation: each channel's step Delta starts log-uniform in [dt_min,
+    dt_max], so that the state keeps inputs for about 10 to 1,000 steps (the default bias
+    of a linear layer would start Delta near softplus(0) = 0.69 and forget at once)."""
+    with torch.no_grad():
+        nn.init.uniform_(dt_proj.weight, -rank**-0.5, rank**-0.5)
+        log_dt = torch.rand(dt_proj.out_features) * math.log(dt_max / dt_min) + math.log(dt_min)
+        dt = torch.exp(log_dt).clamp(min=1e-4)
+        dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1(dt)
+
+
 class MambaBlock(nn.Module):
     r"""The Mamba block: a gated selective SSM between two projections.
 
@@ -232,6 +244,7 @@ class MambaBlock(nn.Module):
         self.conv1d = nn.Conv1d(inner, inner, conv_size, groups=inner, padding=conv_size - 1)
         self.x_proj = nn.Linear(inner, r + 2 * N, bias=False)
         self.dt_proj = nn.Linear(r, inner)
+        _init_step_sizes(self.dt_proj, r)
         self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1.0)).repeat(inner, 1))
         self.D = nn.Parameter(torch.ones(inner))
         self.out_proj = nn.Linear(inner, d_model, bias=False)
