@@ -4,7 +4,10 @@ The chapter "A decoder-only transformer language model" (``book/language_model.m
 explains every piece; the LSTM and GRU chapters train their character models with the
 same corpus, windows, loss and perplexity. Every model here is called as
 ``model(ids, state) -> (logits, state)`` and has ``init_state(batch_size)``, so
-:func:`generate`, :func:`lm_loss` and :func:`perplexity` work with all of them.
+:func:`generate`, :func:`lm_loss` and :func:`perplexity` work with all of them. The one
+exception, :class:`~seqbook.language_model.mixers.MixerLM` (part VI's model with a
+chosen token mixer), returns logits alone from a whole sequence and generates with
+``step(ids, state)``; :func:`lm_loss` and :func:`perplexity` accept it.
 """
 
 from seqbook.language_model.bigram import BigramLM, bigram_perplexity
@@ -12,6 +15,7 @@ from seqbook.language_model.cache import KVCache, cached_self_attention
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexity, sequence_loss
 from seqbook.language_model.generate import generate, next_token
+from seqbook.language_model.mixers import MixerLM
 from seqbook.language_model.model import TransformerLM, TransformerLMConfig
 from seqbook.language_model.recurrent import RecurrentLM
 
@@ -19,6 +23,7 @@ __all__ = [
     "BigramLM",
     "CharCorpus",
     "KVCache",
+    "MixerLM",
     "RecurrentLM",
     "TransformerLM",
     "TransformerLMConfig",

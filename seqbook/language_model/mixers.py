@@ -1,0 +1,329 @@
+r"""One language model, seven token mixers: what part VI compares.
+
+A :class:`MixerLM` is the decoder-only model of the language-model chapter with its
+attention swappable: embedding, a short causal convolution (each position also sees
+the previous token, as the short convolutions of H3, Mamba and xLSTM's mLSTM block do),
+then blocks of a *mixer* and an MLP, each residual behind a layer norm, and a readout.
+The mixers:
+
+========== ============================================= =============================
+name       mixer                                         state while generating
+========== ============================================= =============================
+softmax    causal softmax attention (a KV cache)         :math:`2 t d` (grows)
+linear     linear attention, :math:`\phi = \mathrm{elu}+1` :math:`d^2/H + d` (fixed)
+delta      delta-rule attention (DeltaNet's recurrence)  :math:`d^2/H`
+mamba      Mamba's selective SSM block                   :math:`e d (N + w - 1)`
+mlstm      the mLSTM memory with its output gate          :math:`d^2/H + d + H`
+lstm       ``nn.LSTM``                                   :math:`2 d`
+gru        ``nn.GRU``                                    :math:`d`
+========== ============================================= =============================
+
+(:math:`t` tokens so far, width :math:`d`, :math:`H` heads, SSM state :math:`N`, the
+Mamba convolution's width :math:`w`.) Every mixer runs in two forms: ``forward`` over a
+whole sequence (training), and ``step`` one token at a time from a state (generation);
+the two agree (tested in float64). The mixers call the book's own kernels from
+:mod:`seqbook.linear_attention`, :mod:`seqbook.ssm` and :mod:`seqbook.xlstm`.
+
+Shape letters: ``B`` batch, ``T`` time, ``d`` width, ``H`` heads, ``V`` vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbook._checks import check_choice, check_positive_int, check_token_ids
+from seqbook.linear_attention.kernelized import _parallel as _linear_parallel
+from seqbook.linear_attention.kernelized import _step as _linear_step
+from seqbook.linear_attention.memory import _delta_write
+from seqbook.ssm.selective import MambaBlock
+from seqbook.xlstm.mlstm import _parallel as _mlstm_parallel
+from seqbook.xlstm.mlstm import _step as _mlstm_step
+
+__all__ = ["MIXERS", "MixerLM", "state_floats"]
+
+
+def _heads(x: torch.Tensor, H: int) -> torch.Tensor:
+    """(B, T, d) -> (B * H, T, d / H): each head becomes a batch row of the kernels."""
+    B, T, d = x.shape
+    return x.reshape(B, T, H, d // H).transpose(1, 2).reshape(B * H, T, d // H)
+
+
+def _merge(x: torch.Tensor, H: int) -> torch.Tensor:
+    """The inverse of :func:`_heads`."""
+    BH, T, dh = x.shape
+    return x.reshape(BH // H, H, T, dh).transpose(1, 2).reshape(BH // H, T, H * dh)
+
+
+class _Attention(nn.Module):
+    """What the attention mixers share: the projections of queries, keys and values."""
+
+    def __init__(self, d: int, num_heads: int) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+        self.H = num_heads
+
+    def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(_heads(part, self.H) for part in self.qkv(x).chunk(3, dim=-1))
+
+
+class SoftmaxMixer(_Attention):
+    """Causal softmax attention; its generation state is the KV cache."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self._project(x)
+        return self.out(_merge(F.scaled_dot_product_attention(q, k, v, is_causal=True), self.H))
+
+    def init_state(self, B: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        empty = like.new_zeros(B * self.H, 0, like.shape[-1] // self.H)
+        return empty, empty
+
+    def step(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        q, k, v = self._project(x[:, None])
+        K, V = torch.cat([state[0], k], 1), torch.cat([state[1], v], 1)  # the cache grows
+        return self.out(_merge(F.scaled_dot_product_attention(q, K, V), self.H))[:, 0], (K, V)
+
+
+class LinearMixer(_Attention):
+    """Causal linear attention with Katharopoulos et al.'s feature map elu + 1."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self._project(x)
+        return self.out(_merge(_linear_parallel(F.elu(q) + 1, F.elu(k) + 1, v), self.H))
+
+    def init_state(self, B: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        dh = like.shape[-1] // self.H
+        return like.new_zeros(B * self.H, dh, dh), like.new_zeros(B * self.H, dh)
+
+    def step(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        q, k, v = (part[:, 0] for part in self._project(x[:, None]))
+        S, z, y = _linear_step(*state, F.elu(q) + 1, F.elu(k) + 1, v)
+        return self.out(_merge(y[:, None], self.H))[:, 0], (S, z)
+
+
+class DeltaMixer(_Attention):
+    """Delta-rule attention (DeltaNet): unit queries and keys, a writing strength
+    :math:`\\beta_t = \\sigma(\\mathbf{w}_\\beta^\\top \\mathbf{x}_t)` per token and head."""
+
+    def __init__(self, d: int, num_heads: int) -> None:
+        super().__init__(d, num_heads)
+        self.beta = nn.Linear(d, num_heads)
+
+    def _inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        q, k, v = self._project(x)
+        beta = torch.sigmoid(self.beta(x)).transpose(1, 2).reshape(-1, x.shape[1])  # (BH, T)
+        return F.normalize(q, dim=-1), F.normalize(k, dim=-1), v, beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v, beta = self._inputs(x)
+        S = v.new_zeros(v.shape[0], v.shape[2], k.shape[2])  # (BH, d_v, d_k)
+        outputs = []
+        for t in range(x.shape[1]):
+            S = _delta_write(S, k[:, t], v[:, t], beta[:, t, None, None])
+            outputs.append((S @ q[:, t, :, None])[:, :, 0])
+        return self.out(_merge(torch.stack(outputs, 1), self.H))
+
+    def init_state(self, B: int, like: torch.Tensor) -> torch.Tensor:
+        dh = like.shape[-1] // self.H
+        return like.new_zeros(B * self.H, dh, dh)
+
+    def step(self, x: torch.Tensor, S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k, v, beta = (part[:, 0] for part in self._inputs(x[:, None]))
+        S = _delta_write(S, k, v, beta[:, None, None])
+        return self.out(_merge((S @ q[:, :, None]).transpose(1, 2), self.H))[:, 0], S
+
+
+class MLSTMMixer(_Attention):
+    """The mLSTM cell between projections, with its output gate (no group norm)."""
+
+    def __init__(self, d: int, num_heads: int) -> None:
+        super().__init__(d, num_heads)
+        self.gates = nn.Linear(d, 2 * num_heads)  # input and forget pre-activations
+        self.output_gate = nn.Linear(d, d)
+        nn.init.constant_(self.gates.bias[num_heads:], 3.0)  # forget little at first
+
+    def _inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        q, k, v = self._project(x)
+        i_pre, f_pre = (g.transpose(1, 2).reshape(-1, x.shape[1])  # (BH, T) each
+                        for g in self.gates(x).chunk(2, dim=-1))
+        return q, k / math.sqrt(q.shape[-1]), v, i_pre, f_pre
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = _merge(_mlstm_parallel(*self._inputs(x)), self.H)
+        return self.out(torch.sigmoid(self.output_gate(x)) * h)
+
+    def init_state(self, B: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        dh = like.shape[-1] // self.H
+        return (like.new_zeros(B * self.H, dh, dh), like.new_zeros(B * self.H, dh),
+                like.new_full((B * self.H,), -math.inf))
+
+    def step(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        q, k, v, i_pre, f_pre = (part[:, 0] for part in self._inputs(x[:, None]))
+        C, n, m, h = _mlstm_step(*state, q, k, v, i_pre, f_pre)
+        h = _merge(h[:, None], self.H)[:, 0]
+        return self.out(torch.sigmoid(self.output_gate(x)) * h), (C, n, m)
+
+
+class MambaMixer(MambaBlock):
+    """Mamba's block (:class:`~seqbook.ssm.MambaBlock`), with a step for generation."""
+
+    def __init__(self, d: int, num_heads: int = 1, state_size: int = 8, expand: int = 1) -> None:
+        # N = 8 and no expansion (Mamba: 16 and 2): the scan materialises a state of
+        # B * T * expand * d * N floats, which a CPU without Mamba's fused kernel pays in full
+        super().__init__(d, state_size=state_size, expand=expand)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._block(x)
+
+    def init_state(self, B: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        inner, w = self.conv1d.in_channels, self.conv1d.kernel_size[0]
+        return like.new_zeros(B, inner, w - 1), like.new_zeros(B, inner, self.state_size)
+
+    def step(self, u: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
+        window, h = state
+        x, z = self.in_proj(u).chunk(2, dim=-1)  # (B, inner) each
+        window = torch.cat([window, x[:, :, None]], dim=2)  # the convolution's last w inputs
+        x = F.silu((window * self.conv1d.weight[:, 0]).sum(-1) + self.conv1d.bias)
+        dt, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], -1)
+        delta = F.softplus(self.dt_proj(dt))[:, :, None]  # (B, inner, 1)
+        h = torch.exp(delta * -torch.exp(self.A_log)) * h + delta * B[:, None] * x[:, :, None]
+        y = (h @ C[:, :, None])[:, :, 0] + self.D * x
+        return self.out_proj(y * F.silu(z)), (window[:, :, 1:], h)
+
+
+class RecurrentMixer(nn.Module):
+    """PyTorch's fused ``nn.LSTM`` or ``nn.GRU`` as a mixer; its state is ``h`` (and ``c``)."""
+
+    def __init__(self, d: int, num_heads: int = 1, cell: str = "lstm") -> None:
+        super().__init__()
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(d, d, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rnn(x)[0]
+
+    def init_state(self, B: int, like: torch.Tensor) -> object:
+        h = like.new_zeros(1, B, like.shape[-1])
+        return (h, h.clone()) if isinstance(self.rnn, nn.LSTM) else h
+
+    def step(self, x: torch.Tensor, state: object) -> tuple[torch.Tensor, object]:
+        y, state = self.rnn(x[:, None], state)
+        return y[:, 0], state
+
+
+MIXERS = {
+    "softmax": SoftmaxMixer,
+    "linear": LinearMixer,
+    "delta": DeltaMixer,
+    "mamba": MambaMixer,
+    "mlstm": MLSTMMixer,
+    "lstm": lambda d, num_heads: RecurrentMixer(d, num_heads, "lstm"),
+    "gru": lambda d, num_heads: RecurrentMixer(d, num_heads, "gru"),
+}
+
+
+def state_floats(mixer: str, d: int, num_heads: int = 1, position: int = 0,
+                 state_size: int = 8, expand: int = 1, conv_size: int = 4) -> int:
+    """Floats a mixer layer keeps per sequence to generate the token after ``position``."""
+    mixer = check_choice("mixer", mixer, tuple(MIXERS))
+    dh = d // num_heads
+    return {
+        "softmax": 2 * position * d,
+        "linear": num_heads * (dh * dh + dh),
+        "delta": num_heads * dh * dh,
+        "mamba": expand * d * (state_size + conv_size - 1),
+        "mlstm": num_heads * (dh * dh + dh + 1),
+        "lstm": 2 * d,
+        "gru": d,
+    }[mixer]
+
+
+class MixerLM(nn.Module):
+    r"""A decoder-only language model whose token mixer is chosen by name.
+
+    .. math::
+        \mathbf{x}_t = \mathbf{E}[w_t] + \mathbf{W}_s \mathbf{E}[w_{t-1}], \qquad
+        \mathbf{x} \leftarrow \mathbf{x} + \operatorname{mixer}(\operatorname{LN}(\mathbf{x})),
+        \quad \mathbf{x} \leftarrow \mathbf{x} + \operatorname{MLP}(\operatorname{LN}(\mathbf{x}))
+
+    per block, then a layer norm and a linear readout to next-token scores.
+
+    Args:
+        vocab_size: :math:`V`.
+        d_model: the width :math:`d` (a multiple of ``num_heads`` for the attention-like
+            mixers).
+        mixer: one of :data:`MIXERS`: ``"softmax"``, ``"linear"``, ``"delta"``,
+            ``"mamba"``, ``"mlstm"``, ``"lstm"``, ``"gru"``.
+        num_layers: blocks.
+        num_heads: heads of the attention-like mixers (ignored by the others).
+        mlp: whether each block has its MLP (hidden width :math:`4d`).
+
+    Shapes:
+        ids: ``(B, T)``; returns logits ``(B, T, V)``. :meth:`step`: a token per row,
+        ``(B,)``, and the state; returns ``(B, V)`` and the next state.
+
+    Example:
+        >>> model = MixerLM(10, d_model=8, mixer="mlstm").double()
+        >>> ids = torch.tensor([[1, 2, 3]])
+        >>> state = model.init_state(1)
+        >>> for t in range(3):
+        ...     logits, state = model.step(ids[:, t], state)
+        >>> torch.allclose(logits, model(ids)[:, -1])
+        True
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 64, mixer: str = "softmax",
+                 num_layers: int = 2, num_heads: int = 1, mlp: bool = True) -> None:
+        super().__init__()
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        d = check_positive_int("d_model", d_model)
+        self.mixer = check_choice("mixer", mixer, tuple(MIXERS))
+        check_positive_int("num_layers", num_layers)
+        check_positive_int("num_heads", num_heads)
+        if mixer in ("softmax", "linear", "delta", "mlstm") and d % num_heads:
+            raise ValueError(f"d_model must be a multiple of num_heads, got {d} and {num_heads}")
+        self.embed = nn.Embedding(vocab_size, d)
+        self.shift = nn.Linear(d, d, bias=False)  # W_s: the previous token's share
+        self.mixers = nn.ModuleList(MIXERS[mixer](d, num_heads) for _ in range(num_layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(2 * num_layers))
+        self.mlps = nn.ModuleList(
+            nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) if mlp
+            else nn.Identity() for _ in range(num_layers))
+        self.has_mlp = bool(mlp)
+        self.final_norm = nn.LayerNorm(d)
+        self.readout = nn.Linear(d, vocab_size)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        check_token_ids("ids", ids, self.vocab_size, ndim=2)
+        e = self.embed(ids)  # (B, T, d)
+        x = e + self.shift(F.pad(e, (0, 0, 1, 0))[:, :-1])  # + W_s E[w_{t-1}] (eq-mixer-block)
+        for layer, mixer in enumerate(self.mixers):
+            x = x + mixer(self.norms[2 * layer](x))  # (eq-mixer-block)
+            x = x + self._mlp(layer, x)  # (eq-mixer-block)
+        return self.readout(self.final_norm(x))
+
+    def _mlp(self, layer: int, x: torch.Tensor) -> torch.Tensor:
+        return self.mlps[layer](self.norms[2 * layer + 1](x)) if self.has_mlp else 0.0
+
+    def init_state(self, batch_size: int) -> dict:
+        """The state before the first token: the previous embedding and each mixer's."""
+        B = check_positive_int("batch_size", batch_size)
+        like = self.embed.weight
+        return {"previous": like.new_zeros(B, like.shape[1]),
+                "mixers": [mixer.init_state(B, like) for mixer in self.mixers]}
+
+    def step(self, ids: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
+        """Read one token per row and return the next token's scores and the new state."""
+        check_token_ids("ids", ids, self.vocab_size, ndim=1)
+        e = self.embed(ids)  # (B, d)
+        x = e + self.shift(state["previous"])
+        states = []
+        for layer, mixer in enumerate(self.mixers):
+            y, mixer_state = mixer.step(self.norms[2 * layer](x), state["mixers"][layer])
+            x = x + y
+            x = x + self._mlp(layer, x)
+            states.append(mixer_state)
+        return self.readout(self.final_norm(x)), {"previous": e, "mixers": states}
