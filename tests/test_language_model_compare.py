@@ -4,8 +4,15 @@ import json
 
 import pytest
 
-from seqbook.language_model import RecurrentLM, TransformerLM
-from seqbook.language_model.compare import RESULTS, build_model, load_comparison, main, parse_args
+from seqbook.language_model import MixerLM, RecurrentLM, TransformerLM
+from seqbook.language_model.compare import (
+    MODELS,
+    RESULTS,
+    build_model,
+    load_comparison,
+    main,
+    parse_args,
+)
 
 
 def count(model):
@@ -19,6 +26,10 @@ def test_build_model_is_seeded_and_sized_as_in_the_chapter():
     lstm = build_model("lstm", 98, seed=0)
     assert isinstance(lstm, RecurrentLM) and lstm.rnn.hidden_size == 128
     assert abs(count(a) / count(lstm) - 1) < 0.05
+    for name in ("linear", "delta", "mamba", "mlstm"):  # matched parameters, within 10%
+        model = build_model(name, 98, seed=0)
+        assert isinstance(model, MixerLM) and model.mixer == name
+        assert abs(count(model) / count(lstm) - 1) < 0.1, name
 
 
 def test_the_committed_table_is_complete_and_consistent():
@@ -28,28 +39,35 @@ def test_the_committed_table_is_complete_and_consistent():
     seeds = sorted({r["seed"] for r in runs})
     budgets = sorted({r["budget"] for r in runs})
     assert len(seeds) >= 3 and budgets[0] == 1 and len(budgets) >= 3
-    for model, per_unit in (("lstm", recipe["lstm_steps_per_unit"]),
-                            ("transformer", recipe["transformer_steps_per_unit"])):
+    assert set(recipe["steps_per_unit"]) == {r["model"] for r in runs} == set(MODELS)
+    for model, per_unit in recipe["steps_per_unit"].items():
         rows = [r for r in runs if r["model"] == model]
         assert len(rows) == len(seeds) * len(budgets)
         assert all(r["steps"] == r["budget"] * per_unit for r in rows)
         assert all(len(r["loss_by_position"]) == 32 for r in rows)
         assert all(1 < r["valid_ppl"] < results["bigram_ppl"] for r in rows)
-    assert {r["params"] for r in runs if r["model"] == "lstm"} == {
-        count(build_model("lstm", 98, 0))}
+    for model in MODELS:
+        assert {r["params"] for r in runs if r["model"] == model} == {
+            count(build_model(model, 98, 0))}
 
 
 @pytest.mark.slow
 def test_the_script_runs_end_to_end(tmp_path):
     out = tmp_path / "table.json"
-    results = main(["--smoke", "--threads", "1", "--out", str(out)])
+    results = main(["--smoke", "--threads", "1", "--out", str(out),
+                    "--models", "lstm", "transformer", "mlstm"])
     assert json.loads(out.read_text()) == results == load_comparison(out)
-    assert {r["model"] for r in results["runs"]} == {"lstm", "transformer"}
+    assert {r["model"] for r in results["runs"]} == {"lstm", "transformer", "mlstm"}
     assert results["recipe"]["transformer_steps_per_unit"] == 10
+    assert results["recipe"]["steps_per_unit"]["mlstm"] == 10
 
 
 def test_options_and_missing_table(tmp_path):
     args = parse_args([])
     assert args.seeds == [0, 1, 2] and args.units == [1, 2, 4] and args.out == RESULTS
+    assert args.models == list(MODELS) and args.steps["lstm"] == 400
+    assert parse_args(["--steps-per-unit", "mamba=7"]).steps["mamba"] == 7
+    with pytest.raises(SystemExit):
+        parse_args(["--steps-per-unit", "mamba=x"])
     with pytest.raises(FileNotFoundError, match="run python -m seqbook.language_model.compare"):
         load_comparison(tmp_path / "none.json")

@@ -1,18 +1,22 @@
-"""Train the LSTM and the transformer language models at matched CPU time, over seeds.
+"""Train the book's language models at matched CPU time, over seeds.
 
-The chapter "A decoder-only transformer language model" trains one seed of each model
-live and loads the table this script writes, ``results/comparison.json``, for the
-spread over seeds and for longer budgets than a chapter can afford. It was made with::
+The chapter "A decoder-only transformer language model" trains one seed of the LSTM
+and the transformer live and loads the table this script writes,
+``results/comparison.json``, for the spread over seeds and for longer budgets than a
+chapter can afford; part VI's last chapter adds rows for four
+:class:`~seqbook.language_model.mixers.MixerLM` models (linear attention, delta rule,
+Mamba, mLSTM) of about the same number of parameters. It was made with::
 
     python -m seqbook.language_model.compare --threads 1
 
-Both models read the same random windows of the training text (the LSTM chapter's
-recipe: 32 windows of 32 characters per step, Adam, gradient norm clipped at 1), in the
-same order; per unit of budget the LSTM takes ``--lstm-steps`` steps and the
-transformer ``--transformer-steps``, chosen so that both use the same CPU time (the
-script measures and records the CPU seconds of every run; ``--calibrate`` measures the
-cost of a step of each). Validation perplexity is measured after 1, 2, 4, ... units.
-``--smoke`` is a fast test that the script runs; ``--help`` lists the options.
+(``--models`` reruns some models and keeps the others' rows.) All models read the
+same random windows of the training text (the LSTM chapter's recipe: 32 windows of 32
+characters per step, Adam, gradient norm clipped at 1), in the same order; per unit of
+budget each takes its ``STEPS_PER_UNIT`` steps, chosen so that all use the same CPU
+time as the LSTM's 400 (the script measures and records the CPU seconds of every run;
+``--calibrate`` measures the cost of a step of each). Validation perplexity is measured
+after 1, 2, 4, ... units. ``--smoke`` is a fast test that the script runs; ``--help``
+lists the options.
 """
 
 from __future__ import annotations
@@ -30,24 +34,36 @@ from torch import nn
 from seqbook.language_model.bigram import bigram_perplexity
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexity
+from seqbook.language_model.mixers import MixerLM
 from seqbook.language_model.model import TransformerLM
 from seqbook.language_model.recurrent import RecurrentLM
 from seqbook.train import fit
 from seqbook.utils import seed_everything, seeded_generator
 
-__all__ = ["RESULTS", "build_model", "load_comparison", "main", "parse_args", "train_segment"]
+__all__ = [
+    "MODELS", "RESULTS", "STEPS_PER_UNIT", "build_model", "load_comparison", "main",
+    "parse_args", "train_segment",
+]
 
 RESULTS = Path(__file__).parent / "results" / "comparison.json"
-MODELS = ("lstm", "transformer")
-LEARNING_RATES = {"lstm": 0.01, "transformer": 0.003}
+#: The widths of the MixerLM rows: two blocks, four heads, about 90-100k parameters.
+MIXER_WIDTHS = {"linear": 56, "delta": 56, "mamba": 58, "mlstm": 56}
+MODELS = ("lstm", "transformer", *MIXER_WIDTHS)
+LEARNING_RATES = {"lstm": 0.01, "transformer": 0.003, **{m: 0.003 for m in MIXER_WIDTHS}}
+#: Steps per unit of budget: the CPU time of the LSTM's 400 (from ``--calibrate``).
+STEPS_PER_UNIT = {"lstm": 400, "transformer": 220, "linear": 230, "delta": 80,
+                  "mamba": 80, "mlstm": 190}
 
 
 def build_model(name: str, vocab_size: int, seed: int) -> nn.Module:
-    """The chapter's models: the LSTM chapter's LSTM LM and a matched transformer."""
+    """The comparison's models: the LSTM chapter's LSTM LM, a transformer of the same
+    size, and MixerLMs of about that size (:data:`MIXER_WIDTHS`)."""
     seed_everything(seed)
     if name == "lstm":
         return RecurrentLM(vocab_size, hidden_size=128, embedding_dim=32)
-    return TransformerLM(vocab_size)  # TransformerLMConfig's defaults
+    if name == "transformer":
+        return TransformerLM(vocab_size)  # TransformerLMConfig's defaults
+    return MixerLM(vocab_size, MIXER_WIDTHS[name], name, num_layers=2, num_heads=4)
 
 
 def train_segment(
@@ -96,12 +112,13 @@ def _run(name: str, seed: int, corpus: CharCorpus, steps_per_unit: int, units: l
     return rows
 
 
-def calibrate(corpus: CharCorpus, steps: int = 30) -> dict[str, float]:
+def calibrate(corpus: CharCorpus, names: Sequence[str] = MODELS,
+              steps: int = 30) -> dict[str, float]:
     """Median CPU seconds of one training step of each model, timed alternately."""
-    models = {name: build_model(name, corpus.vocab_size, 0) for name in MODELS}
+    models = {name: build_model(name, corpus.vocab_size, 0) for name in names}
     optimizers = {n: torch.optim.Adam(m.parameters(), lr=1e-3) for n, m in models.items()}
     generator = seeded_generator(1)
-    times: dict[str, list[float]] = {name: [] for name in MODELS}
+    times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(steps):
         batch = random_windows(corpus.train_ids, generator)
         for name, model in models.items():
@@ -140,19 +157,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--units", type=int, nargs="+", default=[1, 2, 4],
                         help="budgets at which to evaluate, in units of the LSTM's 400 steps")
-    parser.add_argument("--lstm-steps", type=int, default=400, help="LSTM steps per unit")
-    parser.add_argument("--transformer-steps", type=int, default=220,
-                        help="transformer steps per unit (the same CPU time)")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS,
+                        help="models to run (the table keeps the other models' rows)")
+    parser.add_argument("--steps-per-unit", nargs="+", default=[], metavar="MODEL=STEPS",
+                        help="override STEPS_PER_UNIT, e.g. lstm=400 mamba=150")
     parser.add_argument("--eval-window", type=int, default=32)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--calibrate", action="store_true", help="only time a step of each")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--smoke", action="store_true",
-                        help="a fast test: 1 seed, 20 + 10 steps, a small corpus")
+                        help="a fast test: 1 seed, 20 LSTM steps and 10 of the others")
     args = parser.parse_args(argv)
+    args.steps = dict(STEPS_PER_UNIT)
+    for item in args.steps_per_unit:
+        name, _, steps = item.partition("=")
+        if name not in MODELS or not steps.isdigit() or int(steps) < 1:
+            parser.error(f"--steps-per-unit takes MODEL=STEPS with MODEL in {MODELS}, "
+                         f"got {item!r}")
+        args.steps[name] = int(steps)
     if args.smoke:
         args.seeds, args.units = [0], [1]
-        args.lstm_steps, args.transformer_steps = 20, 10
+        args.steps = {name: 20 if name == "lstm" else 10 for name in MODELS}
     return args
 
 
@@ -163,25 +188,33 @@ def main(argv: Sequence[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     corpus = char_corpus(num_chars=100_000 if args.smoke else 300_000)
     if args.calibrate:
-        costs = calibrate(corpus)
-        print({**costs, "ratio": costs["lstm"] / costs["transformer"]})
+        costs = calibrate(corpus, ["lstm", *(m for m in args.models if m != "lstm")])
+        lstm_steps = args.steps["lstm"]
+        print({name: f"{c * 1e3:.1f} ms/step, {round(lstm_steps * costs['lstm'] / c)} "
+                     "steps per unit" for name, c in costs.items()})
         return costs
     started = time.perf_counter()
     runs = []
     for seed in args.seeds:
-        for name, steps in (("lstm", args.lstm_steps), ("transformer", args.transformer_steps)):
-            runs += _run(name, seed, corpus, steps, args.units, args.eval_window)
+        for name in args.models:
+            runs += _run(name, seed, corpus, args.steps[name], args.units, args.eval_window)
+    earlier = load_comparison(args.out) if args.out.is_file() and not args.smoke else None
+    if earlier is not None:  # keep the rows of the models not rerun
+        runs = [r for r in earlier["runs"] if r["model"] not in args.models] + runs
+    steps = {name: args.steps[name] for name in MODELS if any(r["model"] == name for r in runs)}
     results = {
         "recipe": {
             "batch_size": 32, "window": 32, "clip": 1.0, "learning_rates": LEARNING_RATES,
-            "lstm_steps_per_unit": args.lstm_steps,
-            "transformer_steps_per_unit": args.transformer_steps,
+            "steps_per_unit": steps,
+            "lstm_steps_per_unit": steps.get("lstm"),
+            "transformer_steps_per_unit": steps.get("transformer"),
+            "mixer_widths": MIXER_WIDTHS, "mixer_layers": 2, "mixer_heads": 4,
             "eval_window": args.eval_window, "eval_stride": args.eval_window // 2,
             "threads": torch.get_num_threads(), "torch": torch.__version__,
         },
         "bigram_ppl": bigram_perplexity(corpus.train_ids, corpus.valid_ids, corpus.vocab_size),
         "runs": runs,
-        "wall_seconds": round(time.perf_counter() - started),
+        "wall_seconds": round(time.perf_counter() - started),  # of this invocation
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
