@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
+import yaml
 from bs4 import BeautifulSoup
 from PIL import Image
 
@@ -325,6 +326,31 @@ def test_search_finds_a_chapter_by_a_word_in_it(browser, base_url):
         assert visit.page.locator("#search-results li").count() >= 1
     finally:
         visit.close()
+
+
+def test_navigation_lists_every_part_and_its_chapters_in_order(browser, base_url):
+    """The sidebar, as a reader's browser draws it, shows each part of _toc.yml under
+    its caption, with the part's chapters in the toc's order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    # the preface is in no part, so every chapter's link is drawn with its address
+    visit = PageVisit(browser, urljoin(base_url, "book/preface.html"))
+    try:
+        nav = visit.page.locator("nav.bd-docs-nav").first
+        nav.wait_for(timeout=15000)
+        drawn = nav.evaluate("""nav => [...nav.querySelectorAll('p.caption, a.reference')]
+            .map(e => e.matches('p.caption') ? ['part', e.innerText.trim()]
+                                              : ['page', e.getAttribute('href')])""")
+    finally:
+        visit.close()
+    for part in toc["parts"]:
+        caption = next((i for i, (kind, text) in enumerate(drawn)
+                        if kind == "part" and part["caption"] in text), None)
+        assert caption is not None, f"part {part['caption']!r} is not in the navigation"
+        following = [href for kind, href in drawn[caption + 1:]
+                     if kind == "page"][: len(part["chapters"])]
+        expected = [Path(c["file"]).name for c in part["chapters"]]
+        assert [Path(h.split("#")[0]).stem for h in following] == expected, (
+            part["caption"], following)
 
 
 def test_screenshots_light_and_dark_with_readable_figures(browser, base_url):
