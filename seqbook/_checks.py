@@ -203,6 +203,16 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def check_generator(name: str, value: Any) -> torch.Generator | None:
+    """Return ``value`` if it is a ``torch.Generator`` or ``None``."""
+    if value is not None and not isinstance(value, torch.Generator):
+        raise TypeError(
+            f"{name} must be a torch.Generator or None (e.g. torch.Generator().manual_seed(0)), "
+            f"got {_describe(value)}"
+        )
+    return value
+
+
 def check_callable(name: str, value: Any, *, signature: str = "", nargs: int | None = None) -> Any:
     """Return ``value`` if it can be called (``signature`` describes how), with
     ``nargs`` positional arguments where its signature can be read."""

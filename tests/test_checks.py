@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from seqbook._checks import check_last_dim, check_probability, check_same_dtype, check_token_ids
+from seqbook._checks import (
+    check_generator,
+    check_last_dim,
+    check_probability,
+    check_same_dtype,
+    check_token_ids,
+)
 
 
 def test_new_checks():
@@ -30,3 +36,11 @@ def test_new_checks():
         check_token_ids("src", torch.tensor([True]), 4)
     with pytest.raises(ValueError, match="memory must have d_model=8"):
         check_last_dim("memory", torch.zeros(2, 3, 4), 8, what="d_model")
+
+
+def test_check_generator():
+    g = torch.Generator()
+    assert check_generator("generator", g) is g
+    assert check_generator("generator", None) is None
+    with pytest.raises(TypeError, match=r"generator must be a torch.Generator or None .*0 \(int\)"):
+        check_generator("generator", 0)

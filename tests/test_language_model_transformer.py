@@ -165,6 +165,10 @@ def test_generation_bad_input():
         generate(model, torch.zeros(1, 0, dtype=torch.long), 5)
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         generate(model, prompt, 5, generator=3)
+    with pytest.raises(TypeError, match="greedy must be a bool"):
+        generate(model, prompt, 5, greedy="yes")
+    with pytest.raises(TypeError, match="temperature must be a real number"):
+        generate(model, prompt, 5, temperature="hot", greedy=True)
     with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
         generate("model", prompt, 5)
 
@@ -237,3 +241,36 @@ def test_cached_self_attention_bad_input():
     with pytest.raises(TypeError, match="cache must be a KVCache"):
         cached_self_attention(attention, x, None, 0)
     assert cache.length == 0                           # nothing was appended
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"temperature": -1.0}, ValueError, "temperature must be > 0.0, got -1.0"),
+        ({"temperature": 0.0}, ValueError, "temperature must be > 0.0, got 0.0"),
+        ({"temperature": "hot"}, TypeError, "temperature must be a real number"),
+        ({"temperature": "hot", "greedy": True}, TypeError, "temperature must be a real number"),
+        ({"greedy": "yes"}, TypeError, "greedy must be a bool"),
+        ({"generator": 3}, TypeError, "generator must be a torch.Generator or None"),
+    ],
+)
+def test_next_token_rejects_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        next_token(torch.randn(2, 5), **kwargs)
+
+
+def test_next_token_rejects_bad_logits():
+    with pytest.raises(ValueError, match=r"logits must have 2 dimensions, got shape \(5,\)"):
+        next_token(torch.randn(5))
+    with pytest.raises(TypeError, match="logits must have a floating-point dtype"):
+        next_token(torch.ones(2, 5, dtype=torch.long), greedy=True)
+    with pytest.raises(TypeError, match="logits must be a torch.Tensor"):
+        next_token([[0.0, 1.0]], greedy=True)
+    with pytest.raises(ValueError, match="logits must hold at least one score per row"):
+        next_token(torch.randn(2, 0), greedy=True)
+
+
+def test_greedy_next_token_ignores_the_temperature():
+    logits = torch.tensor([[0.0, 3.0, 1.0]])
+    for temperature in (-1.0, 0.0, 2.0):
+        assert next_token(logits, temperature, greedy=True).tolist() == [1]

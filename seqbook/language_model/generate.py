@@ -9,7 +9,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, check_real, check_token_ids
+from seqbook._checks import (
+    check_bool,
+    check_generator,
+    check_int,
+    check_real,
+    check_tensor,
+    check_token_ids,
+)
 
 __all__ = ["generate", "next_token"]
 
@@ -30,8 +37,8 @@ def next_token(
     :math:`\tau \to 0`, sampling becomes greedy), a high one flattens it.
 
     Args:
-        logits: the scores :math:`s` of the next token.
-        temperature: :math:`\tau > 0` (ignored when ``greedy``).
+        logits: the scores :math:`s` of the next token (a floating tensor).
+        temperature: :math:`\tau > 0` (ignored when ``greedy``, but still a number).
         greedy: take the arg max instead of sampling.
         generator: the random generator of the sampling (seed it to repeat a sample).
 
@@ -47,6 +54,27 @@ def next_token(
         >>> next_token(scores, temperature=0.01, generator=g)   # almost greedy
         tensor([0])
     """
+    check_tensor("logits", logits, ndim=2, floating=True)
+    if logits.shape[-1] == 0:
+        raise ValueError("logits must hold at least one score per row (V >= 1), got shape "
+                         f"{tuple(logits.shape)}")
+    greedy = check_bool("greedy", greedy)
+    temperature = _check_temperature(temperature, greedy)
+    generator = check_generator("generator", generator)
+    return _next_token(logits, temperature, greedy, generator)
+
+
+def _check_temperature(temperature: float, greedy: bool) -> float:
+    """A real number, and > 0 unless ``greedy`` (which ignores it)."""
+    if greedy:
+        return check_real("temperature", temperature)
+    return check_real("temperature", temperature, min_value=0.0, strict_min=True)
+
+
+def _next_token(
+    logits: torch.Tensor, temperature: float, greedy: bool, generator: torch.Generator | None
+) -> torch.Tensor:
+    """:func:`next_token` on checked arguments (``generate`` checks them once)."""
     if greedy:
         return logits.argmax(dim=-1)  # (B,)
     probs = F.softmax(logits / temperature, dim=-1)  # (B, V)
@@ -116,15 +144,10 @@ def generate(
         raise ValueError("prompt must hold at least one token per sequence, got shape "
                          f"{tuple(prompt.shape)}")
     num_tokens = check_int("num_tokens", num_tokens, min_value=1)
-    if not greedy:
-        temperature = check_real("temperature", temperature, min_value=0.0, strict_min=True)
-    for name, flag in (("greedy", greedy), ("use_cache", use_cache)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {flag!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-        )
+    greedy = check_bool("greedy", greedy)
+    use_cache = check_bool("use_cache", use_cache)
+    temperature = _check_temperature(temperature, greedy)
+    generator = check_generator("generator", generator)
     if context is not None:
         context = check_int("context", context, min_value=1)
         if use_cache:
@@ -145,7 +168,7 @@ def generate(
             state = model.init_state(B) if use_cache else None
             logits, state = model(prompt[:, -context:] if context else prompt, state)
             for step in range(num_tokens):
-                new = next_token(logits[:, -1], temperature, greedy, generator)  # (B,)
+                new = _next_token(logits[:, -1], temperature, greedy, generator)  # (B,)
                 ids = torch.cat([ids, new[:, None]], dim=1)  # (B, T_0 + step + 1)
                 if step == num_tokens - 1:
                     break
