@@ -419,3 +419,28 @@ def test_bad_association_arguments_are_rejected():
         hopfield_association(Q, K, 1.0, update_steps_max=-2)
     with pytest.raises(TypeError, match="mask must be a bool tensor"):
         hopfield_association(Q, K, 1.0, mask=torch.ones(1, 1, 1, 5))
+
+
+def test_association_checks_batch_heads_and_mask_shape():
+    Q, K = torch.randn(2, 3, 4, 6), torch.randn(2, 3, 5, 6)
+    with pytest.raises(ValueError, match="Q and K must have the same batch size B"):
+        hopfield_association(Q, K[:1], 1.0)
+    with pytest.raises(ValueError, match="Q and K must have the same number of heads h"):
+        hopfield_association(Q, K[:, :2], 1.0)
+    ones = torch.ones(2, 3, 4, 5, dtype=torch.bool)
+    for bad in (ones[..., :4], ones[:, :2], ones[None], torch.ones(3, 5, dtype=torch.bool)):
+        with pytest.raises(ValueError, match=r"mask must be broadcastable to \(B, h, S, N\) = "
+                                             r"\(2, 3, 4, 5\)"):
+            hopfield_association(Q, K, 1.0, mask=bad)
+    # one head of Q (or K) is shared by the other's heads; masks broadcast
+    shared = hopfield_association(Q[:, :1], K, 1.0, mask=ones[:, :1, :1])
+    assert torch.allclose(shared, hopfield_association(Q[:, :1].expand(-1, 3, -1, -1), K, 1.0))
+    assert hopfield_association(Q, K[:, :1], 1.0, mask=ones[0, 0]).shape == (2, 3, 4, 5)
+
+
+def test_return_weights_must_be_a_bool():
+    R, Y = torch.randn(1, 2, 3), torch.randn(1, 5, 2)
+    with pytest.raises(TypeError, match="return_weights must be a bool, got 'yes'"):
+        HopfieldLayer(3, 2, 4)(R, Y, return_weights="yes")
+    with pytest.raises(TypeError, match="return_weights must be a bool, got 1"):
+        HopfieldPooling(2, 4)(Y, return_weights=1)

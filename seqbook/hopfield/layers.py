@@ -37,6 +37,7 @@ from torch import nn
 
 from seqbook._checks import (
     check_beta,
+    check_bool,
     check_int,
     check_positive_int,
     check_probability,
@@ -126,8 +127,8 @@ def hopfield_association(
             ``hflayers`` and ``nn.MultiheadAttention`` use True = ignore).
 
     Shapes:
-        Q: ``(B, h, S, d_k)`` (``h`` may be 1 and broadcast against K's heads).
-        K: ``(B, h, N, d_k)``.
+        Q: ``(B, h, S, d_k)``.
+        K: ``(B, h, N, d_k)`` (Q or K may have one head, shared by the other's ``h``).
         mask: broadcastable to ``(B, h, S, N)``.
         returns: ``(B, h, S, N)``.
 
@@ -145,6 +146,16 @@ def hopfield_association(
             "Q and K must have the same last dimension d_k, "
             f"got {tuple(Q.shape)} and {tuple(K.shape)}"
         )
+    if Q.shape[0] != K.shape[0]:
+        raise ValueError(
+            "Q and K must have the same batch size B in their first dimension, "
+            f"got {tuple(Q.shape)} and {tuple(K.shape)}"
+        )
+    if Q.shape[1] != K.shape[1] and 1 not in (Q.shape[1], K.shape[1]):
+        raise ValueError(
+            "Q and K must have the same number of heads h in their second dimension "
+            f"(or one of them 1), got {tuple(Q.shape)} and {tuple(K.shape)}"
+        )
     beta = check_beta("beta", beta)
     steps_max = (
         1000
@@ -156,6 +167,16 @@ def hopfield_association(
         check_tensor("mask", mask)
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must be a bool tensor (True = may attend), got {mask.dtype}")
+        full = (Q.shape[0], max(Q.shape[1], K.shape[1]), Q.shape[2], K.shape[2])
+        try:
+            fits = mask.dim() <= 4 and torch.broadcast_shapes(mask.shape, full) == full
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"mask must be broadcastable to (B, h, S, N) = {full}, got shape "
+                f"{tuple(mask.shape)}"
+            )
     A = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
     active = torch.ones(A.shape[:-2], dtype=torch.bool, device=A.device)  # (B, h)
     for _ in range(steps_max):
@@ -402,6 +423,7 @@ class HopfieldLayer(nn.Module):
         return_weights: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
+        check_bool("return_weights", return_weights)
         R, Y, P, mask = self._check_inputs(R, Y, P, mask)
         c, B, S = self.config, R.shape[0], R.shape[1]
         R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
@@ -498,6 +520,7 @@ class HopfieldPooling(nn.Module):
         self, Y: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
+        check_bool("return_weights", return_weights)
         check_tensor("Y", Y, ndim=3, floating=True)
         if Y.shape[-1] != self.input_size:
             raise ValueError(
