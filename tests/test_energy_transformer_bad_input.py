@@ -88,7 +88,7 @@ def test_layer_norm_input():
         (lambda: HopfieldNetwork(4, 0), ValueError, "num_memories must be >= 1"),
         (lambda: HopfieldNetwork(4, 3, kind="tanh"), ValueError, "kind must be one of"),
         (lambda: HopfieldNetwork(4, 3, beta=0.0), ValueError, "beta must be > 0"),
-        (lambda: EnergyTransformer(4, hopfield="exp"), ValueError, "kind must be one of"),
+        (lambda: EnergyTransformer(4, hopfield="exp"), ValueError, "hopfield must be one of"),
         (lambda: MaskedEnergyTransformer(MaskedConfig(patch_size=3)), ValueError,
          "divisible by patch_size"),
         (lambda: MaskedEnergyTransformer(MaskedConfig(steps=0)), ValueError, "steps must be >= 1"),

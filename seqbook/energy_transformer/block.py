@@ -83,6 +83,7 @@ class EnergyTransformer(nn.Module):
     ) -> None:
         super().__init__()
         self.dim = check_positive_int("dim", dim)
+        check_choice("hopfield", hopfield, ("relu", "softmax"))
         self.norm = EnergyLayerNorm(dim)
         self.attention = EnergyAttention(dim, num_heads, head_dim, beta, init_std, generator)
         self.hopfield = HopfieldNetwork(dim, num_memories, hopfield, init_std=init_std,
