@@ -174,3 +174,9 @@ def test_self_attention_layer_bad_input():
         SelfAttentionLayer(d=0)
     with pytest.raises(TypeError, match="causal must be a bool"):
         SelfAttentionLayer(d=8, causal=1)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_causal_convolution_from_torch_copies_the_training_mode(training):
+    reference = nn.Conv1d(4, 4, 2, padding=1).train(training)
+    assert CausalConvolution.from_torch(reference).training is training

@@ -242,3 +242,9 @@ def test_from_torch_rejects_unsupported_modules():
         MultiHeadAttention.from_torch(nn.Linear(2, 2))
     with pytest.raises(ValueError, match="add_bias_kv"):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_from_torch_copies_the_training_mode(training):
+    reference = nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True).train(training)
+    assert MultiHeadAttention.from_torch(reference).training is training

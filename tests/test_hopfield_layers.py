@@ -444,3 +444,9 @@ def test_return_weights_must_be_a_bool():
         HopfieldLayer(3, 2, 4)(R, Y, return_weights="yes")
     with pytest.raises(TypeError, match="return_weights must be a bool, got 1"):
         HopfieldPooling(2, 4)(Y, return_weights=1)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_from_torch_copies_the_training_mode(training):
+    mha = nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True).train(training)
+    assert HopfieldLayer.from_torch(mha).training is training

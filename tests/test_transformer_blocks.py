@@ -234,3 +234,11 @@ def test_decoder_block_names_the_memory_in_its_messages():
         block(tgt, torch.randn(2, 4, 8), memory_mask=torch.zeros(3, 3).bool())
     with pytest.raises(TypeError, match="memory has dtype torch.float64 but the module"):
         block(tgt, torch.randn(2, 4, 8, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_from_torch_copies_the_training_mode(training):
+    encoder = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).train(training)
+    decoder = nn.TransformerDecoderLayer(8, 2, 16, batch_first=True).train(training)
+    for ours in (EncoderBlock.from_torch(encoder), DecoderBlock.from_torch(decoder)):
+        assert all(module.training is training for module in ours.modules())

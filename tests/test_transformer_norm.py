@@ -140,3 +140,8 @@ def test_add_norm_in_float64_is_the_formula(norm_first):
     out = add_norm(x, linear)
     assert out.dtype == torch.float64
     assert torch.allclose(out, expected, atol=1e-14, rtol=1e-13)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_from_torch_copies_the_training_mode(training):
+    assert LayerNorm.from_torch(nn.LayerNorm(4).train(training)).training is training

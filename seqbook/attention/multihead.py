@@ -211,9 +211,10 @@ class MultiHeadAttention(nn.Module):
         ``nn.MultiheadAttention`` keeps all heads in one ``(3 d_model, d_model)``
         ``in_proj_weight`` (or, with ``kdim``/``vdim``, in ``q_proj_weight``,
         ``k_proj_weight`` and ``v_proj_weight``); head ``i`` uses rows ``i d_k`` to
-        ``(i+1) d_k`` of each. ``bias``, ``kdim``, ``vdim`` and ``dropout`` are copied;
-        ``add_bias_kv`` and ``add_zero_attn`` are not supported. Ours is batch-first
-        whatever the module's ``batch_first`` (the weights do not depend on it).
+        ``(i+1) d_k`` of each. ``bias``, ``kdim``, ``vdim``, ``dropout`` and the training
+        mode are copied; ``add_bias_kv`` and ``add_zero_attn`` are not supported. Ours
+        is batch-first whatever the module's ``batch_first`` (the weights do not depend
+        on it).
 
         Example:
             >>> torch_mha = nn.MultiheadAttention(8, 2, batch_first=True)
@@ -245,7 +246,7 @@ class MultiHeadAttention(nn.Module):
                 for b, block in zip((ours.b_Q, ours.b_K, ours.b_V), module.in_proj_bias.split(E)):
                     b.copy_(block.view(h, d))  # (h, d)
                 ours.b_O.copy_(module.out_proj.bias)
-        return ours
+        return ours.train(module.training)
 
     def to_torch(self) -> nn.MultiheadAttention:
         """An ``nn.MultiheadAttention`` (``batch_first=True``) computing the same function.

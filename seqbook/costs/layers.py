@@ -74,7 +74,8 @@ class CausalConvolution(nn.Module):
 
     @classmethod
     def from_torch(cls, module: nn.Conv1d) -> "CausalConvolution":
-        """A copy of an ``nn.Conv1d`` with ``in_channels == out_channels`` and a bias.
+        """A copy of an ``nn.Conv1d`` with ``in_channels == out_channels`` and a bias, in
+        the module's training mode.
 
         ``nn.Conv1d`` computes a cross-correlation, ``y_t = sum_i w[:, :, i] x_{t + i}``
         over its padded input: its tap ``i`` is our tap ``j = k - 1 - i``. With
@@ -100,7 +101,7 @@ class CausalConvolution(nn.Module):
         with torch.no_grad():
             ours.W.copy_(module.weight.permute(2, 0, 1).flip(0))  # (k, d_out, d_in)
             ours.b.copy_(module.bias)
-        return ours
+        return ours.train(module.training)
 
 
 class SelfAttentionLayer(nn.Module):

@@ -328,7 +328,8 @@ class HopfieldLayer(nn.Module):
         Multi-head attention is the Hopfield layer with one update
         (``update_steps_max=0``), :math:`\\beta = 1/\\sqrt{d_k}`, untied values, biases
         and an output projection. Only ``kdim == vdim == embed_dim``, without
-        ``add_bias_kv`` or ``add_zero_attn``, is supported. Compare with
+        ``add_bias_kv`` or ``add_zero_attn``, is supported. The layer takes the module's
+        training mode. Compare with
         ``batch_first=True`` (or transpose) and remember the masks' polarity.
 
         Example:
@@ -363,7 +364,7 @@ class HopfieldLayer(nn.Module):
             layer.W_O.copy_(module.out_proj.weight.T)  # (h d, E)
             if bias:
                 layer.b_O.copy_(module.out_proj.bias)
-        return layer
+        return layer.train(module.training)
 
     def _check_inputs(
         self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor | None, mask: torch.Tensor | None

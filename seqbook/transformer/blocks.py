@@ -237,7 +237,7 @@ class EncoderBlock(nn.Module):
     @classmethod
     def from_torch(cls, module: nn.TransformerEncoderLayer) -> "EncoderBlock":
         """A copy of an ``nn.TransformerEncoderLayer`` (any options but ``batch_first``:
-        ours is batch-first, the weights are the same).
+        ours is batch-first, the weights are the same), in the module's training mode.
 
         Example:
             >>> layer = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
@@ -254,7 +254,7 @@ class EncoderBlock(nn.Module):
             _copy_linear(ours.feed_forward.linear_2, module.linear2)
             _copy_norm(ours.add_norm_1.norm, module.norm1)
             _copy_norm(ours.add_norm_2.norm, module.norm2)
-        return ours
+        return ours.train(module.training)
 
     def to_torch(self) -> nn.TransformerEncoderLayer:
         """An ``nn.TransformerEncoderLayer`` (``batch_first=True``) with these weights.
@@ -415,7 +415,8 @@ class DecoderBlock(nn.Module):
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoderLayer) -> "DecoderBlock":
-        """A copy of an ``nn.TransformerDecoderLayer`` (any options but ``batch_first``).
+        """A copy of an ``nn.TransformerDecoderLayer`` (any options but ``batch_first``),
+        in the module's training mode.
 
         Example:
             >>> layer = nn.TransformerDecoderLayer(8, 2, 16, 0.0, batch_first=True)
@@ -435,7 +436,7 @@ class DecoderBlock(nn.Module):
             _copy_linear(ours.feed_forward.linear_2, module.linear2)
             for i, norm in enumerate((module.norm1, module.norm2, module.norm3)):
                 _copy_norm(getattr(ours, f"add_norm_{i + 1}").norm, norm)
-        return ours
+        return ours.train(module.training)
 
     def to_torch(self) -> nn.TransformerDecoderLayer:
         """An ``nn.TransformerDecoderLayer`` (``batch_first=True``) with these weights.

@@ -134,7 +134,8 @@ class LayerNorm(nn.Module):
 
     @classmethod
     def from_torch(cls, module: nn.LayerNorm) -> "LayerNorm":
-        """A copy of an ``nn.LayerNorm`` over one dimension, with its weight and bias.
+        """A copy of an ``nn.LayerNorm`` over one dimension, with its weight, bias and
+        training mode.
 
         Example:
             >>> torch_ln = nn.LayerNorm(5)
@@ -156,7 +157,7 @@ class LayerNorm(nn.Module):
             ours.a.copy_(module.weight)
             if module.bias is not None:
                 ours.b.copy_(module.bias)
-        return ours
+        return ours.train(module.training)
 
     def to_torch(self) -> nn.LayerNorm:
         """An ``nn.LayerNorm`` with these parameters.
