@@ -145,13 +145,15 @@ class GRU(RecurrentStack):
         self, pre_x: torch.Tensor, h_prev: torch.Tensor, W_h: torch.Tensor,
         b_hn: torch.Tensor,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-        """One step given the input parts ``(B, 3H)`` and ``W_h`` = [W_hz; W_hr; W_hn]."""
-        H = self.hidden_size
-        pre_h = h_prev @ W_h.T  # (B, 3H)
-        z = torch.sigmoid(pre_x[:, :H] + pre_h[:, :H])  # (eq-gru-z)
-        r = torch.sigmoid(pre_x[:, H : 2 * H] + pre_h[:, H : 2 * H])  # (eq-gru-r)
-        n = torch.tanh(pre_x[:, 2 * H :] + r * (pre_h[:, 2 * H :] + b_hn))  # (eq-gru-n)
-        h = (1 - z) * n + z * h_prev  # (eq-gru-h)
+        """One step given the input parts ``(B, 3H)`` = [W_iz x_t + b_z; W_ir x_t + b_r;
+        W_in x_t + b_in] and ``W_h`` = [W_hz; W_hr; W_hn] ``(3H, H)``."""
+        # Wx_g = W_ig x_t + b_g and Wh_g = W_hg h_{t-1} for g = z, r, n
+        Wx_z, Wx_r, Wx_n = pre_x.chunk(3, dim=1)  # (B, H) each
+        Wh_z, Wh_r, Wh_n = (h_prev @ W_h.T).chunk(3, dim=1)  # (B, H) each
+        z = torch.sigmoid(Wx_z + Wh_z)  # update gate  (eq-gru-z)
+        r = torch.sigmoid(Wx_r + Wh_r)  # reset gate  (eq-gru-r)
+        n = torch.tanh(Wx_n + r * (Wh_n + b_hn))  # candidate  (eq-gru-n)
+        h = (1 - z) * n + z * h_prev  # new state  (eq-gru-h)
         return h, (z, r, n)
 
     def _one_direction(self, x, state, mask, suffix, record=False):
