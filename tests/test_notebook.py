@@ -61,7 +61,7 @@ def test_show_source_collects_the_equation_labels_the_lines_cite():
 def test_show_source_part_of_a_function():
     snippet = show_source(GRU._step, start="z = torch.sigmoid", stop="(eq-gru-n)")
     lines = snippet.code.splitlines()
-    assert lines[0].startswith("z = torch.sigmoid") and lines[-1].endswith("# (eq-gru-n)")
+    assert lines[0].startswith("z = torch.sigmoid") and lines[-1].endswith("(eq-gru-n)")
     assert len(lines) == 3
     assert snippet.labels == ("eq-gru-z", "eq-gru-r", "eq-gru-n")
     assert snippet.last_line - snippet.first_line == 2
