@@ -5,7 +5,7 @@ explains every piece; the LSTM and GRU chapters train their character models wit
 same corpus, windows, loss and perplexity. Every model here is called as
 ``model(ids, state) -> (logits, state)`` and has ``init_state(batch_size)``, so
 :func:`generate`, :func:`lm_loss` and :func:`perplexity` work with all of them. The one
-exception, :class:`~seqbook.language_model.mixers.MixerLM` (part VI's model with a
+exception, :class:`~seqbook.language_model.MixerLM` (part VI's model with a
 chosen token mixer), returns logits alone from a whole sequence and generates with
 ``step(ids, state)``; :func:`lm_loss` and :func:`perplexity` accept it.
 """

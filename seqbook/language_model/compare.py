@@ -4,7 +4,7 @@ The chapter "A decoder-only transformer language model" trains one seed of the L
 and the transformer live and loads the table this script writes,
 ``results/comparison.json``, for the spread over seeds and for longer budgets than a
 chapter can afford; part VI's last chapter adds rows for four
-:class:`~seqbook.language_model.mixers.MixerLM` models (linear attention, delta rule,
+:class:`~seqbook.language_model.MixerLM` models (linear attention, delta rule,
 Mamba, mLSTM) of about the same number of parameters. It was made with::
 
     python -m seqbook.language_model.compare --threads 1

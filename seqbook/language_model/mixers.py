@@ -255,15 +255,15 @@ class MixerLM(nn.Module):
         vocab_size: :math:`V`.
         d_model: the width :math:`d` (a multiple of ``num_heads`` for the attention-like
             mixers).
-        mixer: one of :data:`MIXERS`: ``"softmax"``, ``"linear"``, ``"delta"``,
+        mixer: one of ``MIXERS``: ``"softmax"``, ``"linear"``, ``"delta"``,
             ``"mamba"``, ``"mlstm"``, ``"lstm"``, ``"gru"``.
         num_layers: blocks.
         num_heads: heads of the attention-like mixers (ignored by the others).
         mlp: whether each block has its MLP (hidden width :math:`4d`).
 
     Shapes:
-        ids: ``(B, T)``; returns logits ``(B, T, V)``. :meth:`step`: a token per row,
-        ``(B,)``, and the state; returns ``(B, V)`` and the next state.
+        ids: ``(B, T)``; returns logits ``(B, T, V)``.
+        step: ids ``(B,)`` and a state; returns scores ``(B, V)`` and the next state.
 
     Example:
         >>> model = MixerLM(10, d_model=8, mixer="mlstm").double()
