@@ -49,13 +49,14 @@ def generation_profile(model: nn.Module, num_tokens: int, block_size: int = 64,
     """Generate ``num_tokens`` tokens greedily, one at a time, and measure each block.
 
     The model needs ``init_state(batch_size)`` and a step that reads one token with a
-    state: :meth:`MixerLM.step`, or a forward ``(ids, state) -> (logits, state)`` as
+    state: :meth:`~seqbook.language_model.MixerLM.step`, or a forward
+    ``(ids, state) -> (logits, state)`` as
     :class:`~seqbook.language_model.RecurrentLM` and
     :class:`~seqbook.language_model.TransformerLM` (with its KV cache) have.
 
     Each block of ``block_size`` tokens is timed ``repeats`` times from the same state,
     keeping the fastest (the least disturbed by the rest of the machine); the
-    floating-point operations of its first step are counted (:func:`count_flops`: the
+    floating-point operations of its first step are counted (:func:`~seqbook.costs.count_flops`: the
     matrix products, the same on every machine).
 
     Returns:

@@ -105,7 +105,8 @@ class RecallRecord:
 def recall_run(mixer: str, num_pairs: int, d_model: int = 64, seed: int = 0, steps: int = 1000,
                batch_size: int = 32, lr: float = 3e-3, num_layers: int = 1,
                eval_sequences: int = 1024) -> RecallRecord:
-    """Train a one-block :class:`MixerLM` on :class:`AssociativeRecallTask` and score it.
+    """Train a one-block :class:`~seqbook.language_model.MixerLM` on
+    :class:`AssociativeRecallTask` and score it.
 
     Adam at ``lr`` with a cosine decay to zero, gradient norm clipped at 1, fresh
     sequences every step, on one CPU thread; accuracy over the queries of

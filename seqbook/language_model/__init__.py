@@ -15,7 +15,7 @@ from seqbook.language_model.cache import KVCache, cached_self_attention
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexity, sequence_loss
 from seqbook.language_model.generate import generate, next_token
-from seqbook.language_model.mixers import MixerLM
+from seqbook.language_model.mixers import MixerLM, state_floats
 from seqbook.language_model.model import TransformerLM, TransformerLMConfig
 from seqbook.language_model.recurrent import RecurrentLM
 
@@ -37,4 +37,5 @@ __all__ = [
     "perplexity",
     "random_windows",
     "sequence_loss",
+    "state_floats",
 ]

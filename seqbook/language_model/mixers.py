@@ -1,28 +1,26 @@
 r"""One language model, seven token mixers: what part VI compares.
 
-A :class:`MixerLM` is the decoder-only model of the language-model chapter with its
-attention swappable: embedding, a short causal convolution (each position also sees
-the previous token, as the short convolutions of H3, Mamba and xLSTM's mLSTM block do),
-then blocks of a *mixer* and an MLP, each residual behind a layer norm, and a readout.
-The mixers:
+A :class:`~seqbook.language_model.MixerLM` is the decoder-only model of the
+language-model chapter with its attention swappable: embedding, a short causal
+convolution (each position also sees the previous token, as the short convolutions of
+H3, Mamba and xLSTM's mLSTM block do), then blocks of a *mixer* and an MLP, each
+residual behind a layer norm, and a readout. The mixers, with the state each keeps per
+layer while generating (:func:`~seqbook.language_model.state_floats`):
 
-========== ============================================= =============================
-name       mixer                                         state while generating
-========== ============================================= =============================
-softmax    causal softmax attention (a KV cache)         :math:`2 t d` (grows)
-linear     linear attention, :math:`\phi = \mathrm{elu}+1` :math:`d^2/H + d` (fixed)
-delta      delta-rule attention (DeltaNet's recurrence)  :math:`d^2/H`
-mamba      Mamba's selective SSM block                   :math:`e d (N + w - 1)`
-mlstm      the mLSTM memory with its output gate          :math:`d^2/H + d + H`
-lstm       ``nn.LSTM``                                   :math:`2 d`
-gru        ``nn.GRU``                                    :math:`d`
-========== ============================================= =============================
+- ``softmax``: causal softmax attention; a KV cache of :math:`2td` floats (grows);
+- ``linear``: linear attention with features elu + 1; :math:`d^2/H + d`;
+- ``delta``: delta-rule attention (DeltaNet's recurrence); :math:`d^2/H`;
+- ``mamba``: Mamba's selective SSM block; :math:`e d (N + w - 1)`;
+- ``mlstm``: the mLSTM memory with its output gate; :math:`d^2/H + d + H`;
+- ``lstm``: ``nn.LSTM``; :math:`2d`;
+- ``gru``: ``nn.GRU``; :math:`d`;
 
-(:math:`t` tokens so far, width :math:`d`, :math:`H` heads, SSM state :math:`N`, the
-Mamba convolution's width :math:`w`.) Every mixer runs in two forms: ``forward`` over a
-whole sequence (training), and ``step`` one token at a time from a state (generation);
-the two agree (tested in float64). The mixers call the book's own kernels from
-:mod:`seqbook.linear_attention`, :mod:`seqbook.ssm` and :mod:`seqbook.xlstm`.
+with :math:`t` tokens so far, width :math:`d`, :math:`H` heads, SSM state :math:`N`,
+the Mamba convolution's width :math:`w` and expansion :math:`e`. Every mixer runs in
+two forms: ``forward`` over a whole sequence (training), and ``step`` one token at a
+time from a state (generation); the two agree (tested in float64). The mixers call the
+book's own kernels from :mod:`seqbook.linear_attention`, :mod:`seqbook.ssm` and
+:mod:`seqbook.xlstm`.
 
 Shape letters: ``B`` batch, ``T`` time, ``d`` width, ``H`` heads, ``V`` vocabulary.
 """
