@@ -104,5 +104,5 @@ def generation_profile(model: nn.Module, num_tokens: int, block_size: int = 64,
 def _copy(state: object) -> object:
     """A copy that the next steps cannot change (a KV cache is extended in place)."""
     if isinstance(state, KVCache):
-        return KVCache(list(state.keys), list(state.values), state.batch_size, state.owner)
+        return state.copy()
     return state  # the other states are replaced, never changed in place

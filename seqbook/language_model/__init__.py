@@ -14,7 +14,7 @@ from seqbook.language_model.bigram import BigramLM, bigram_perplexity
 from seqbook.language_model.cache import KVCache, cached_self_attention
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexity, sequence_loss
-from seqbook.language_model.generate import generate, next_token
+from seqbook.language_model.generate import generate, next_token, truncate_scores
 from seqbook.language_model.mixers import MixerLM, state_floats
 from seqbook.language_model.model import TransformerLM, TransformerLMConfig
 from seqbook.language_model.recurrent import RecurrentLM
@@ -38,4 +38,5 @@ __all__ = [
     "random_windows",
     "sequence_loss",
     "state_floats",
+    "truncate_scores",
 ]

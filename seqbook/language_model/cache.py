@@ -40,45 +40,80 @@ class KVCache:
 
     Made by a model's ``init_state(batch_size)`` (e.g.
     :meth:`seqbook.language_model.TransformerLM.init_state`), filled by its forward
-    pass; a cache belongs to the model and batch that made it.
+    pass; a cache belongs to the model and batch that made it. Its buffers are
+    allocated once, for ``capacity`` positions (the model's ``max_len``), and each
+    step writes the new positions' keys and values into them: appending never copies
+    what is already cached.
 
     Attributes:
-        keys, values: one ``(B, h, P, d_k)`` tensor per layer.
+        key_buffers, value_buffers: one ``(B, h, capacity, d_k)`` tensor per layer.
+        lengths: the positions written so far in each layer (equal between calls).
         batch_size: :math:`B`.
         owner: a weak reference to the model that made the cache (call it to get
             the model, or ``None`` once the model is gone).
     """
 
-    keys: list[torch.Tensor]
-    values: list[torch.Tensor]
+    key_buffers: list[torch.Tensor]
+    value_buffers: list[torch.Tensor]
+    lengths: list[int]
     batch_size: int
     owner: Callable[[], nn.Module | None] = field(repr=False)
 
     @classmethod
     def empty(cls, model: nn.Module, batch_size: int, num_layers: int, num_heads: int,
-              d_k: int, d_v: int) -> "KVCache":
-        """An empty cache (``P = 0``) for ``model``, on its device and in its dtype."""
+              d_k: int, d_v: int, capacity: int) -> "KVCache":
+        """An empty cache (``P = 0``) of ``capacity`` positions for ``model``, on its
+        device and in its dtype."""
         check_positive_int("batch_size", batch_size)
+        check_positive_int("capacity", capacity)
         weight = next(model.parameters())
-        shape_k = (batch_size, num_heads, 0, d_k)
-        shape_v = (batch_size, num_heads, 0, d_v)
         like = dict(device=weight.device, dtype=weight.dtype)
+        shape_k = (batch_size, num_heads, capacity, d_k)
+        shape_v = (batch_size, num_heads, capacity, d_v)
         return cls(
-            keys=[torch.zeros(shape_k, **like) for _ in range(num_layers)],  # (B, h, 0, d_k)
-            values=[torch.zeros(shape_v, **like) for _ in range(num_layers)],  # (B, h, 0, d_v)
+            key_buffers=[torch.zeros(shape_k, **like) for _ in range(num_layers)],
+            value_buffers=[torch.zeros(shape_v, **like) for _ in range(num_layers)],
+            lengths=[0] * num_layers,
             batch_size=batch_size,
             owner=weakref.ref(model),
         )
 
     @property
+    def keys(self) -> list[torch.Tensor]:
+        """The cached keys of each layer: ``(B, h, P, d_k)`` views of the buffers."""
+        return [k[:, :, :n] for k, n in zip(self.key_buffers, self.lengths)]
+
+    @property
+    def values(self) -> list[torch.Tensor]:
+        """The cached values of each layer: ``(B, h, P, d_v)`` views of the buffers."""
+        return [v[:, :, :n] for v, n in zip(self.value_buffers, self.lengths)]
+
+    @property
     def length(self) -> int:
-        """The number of positions :math:`P` held."""
-        return self.keys[0].shape[2]
+        """The number of positions :math:`P` held (by the last layer)."""
+        return self.lengths[-1]
+
+    @property
+    def capacity(self) -> int:
+        """The most positions the buffers hold."""
+        return self.key_buffers[0].shape[2]
 
     @property
     def nbytes(self) -> int:
-        """The bytes of all the cached keys and values."""
+        """The bytes of the keys and values held (the :math:`P` positions written)."""
         return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
+
+    @property
+    def allocated_bytes(self) -> int:
+        """The bytes of the buffers, allocated up front for ``capacity`` positions."""
+        buffers = (*self.key_buffers, *self.value_buffers)
+        return sum(t.numel() * t.element_size() for t in buffers)
+
+    def copy(self) -> "KVCache":
+        """An independent copy (later steps on either leave the other unchanged)."""
+        return KVCache([k.clone() for k in self.key_buffers],
+                       [v.clone() for v in self.value_buffers], list(self.lengths),
+                       self.batch_size, self.owner)
 
     def check(self, model: nn.Module, batch_size: int) -> "KVCache":
         """Return the cache if ``model`` made it for batches of ``batch_size``."""
@@ -106,13 +141,18 @@ def _check_step(attention: object, x: object, cache: object, layer: object) -> N
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
     check_int("layer", layer, min_value=0)
-    if layer >= len(cache.keys):
-        raise ValueError(f"layer must be < the cache's {len(cache.keys)} layers, got {layer}")
+    if layer >= len(cache.key_buffers):
+        raise ValueError(f"layer must be < the cache's {len(cache.key_buffers)} layers, got {layer}")
     if x.shape[0] != cache.batch_size:
         raise ValueError(
             f"cache holds a batch of {cache.batch_size} sequences, but x has {x.shape[0]}"
         )
-    check_same_dtype("x", x, cache.keys[layer].dtype, of="the cache's keys")
+    check_same_dtype("x", x, cache.key_buffers[layer].dtype, of="the cache's keys")
+    if cache.lengths[layer] + x.shape[1] > cache.capacity:
+        raise ValueError(
+            f"x has {x.shape[1]} positions after {cache.lengths[layer]} cached ones, more "
+            f"than the cache's capacity of {cache.capacity}"
+        )
 
 
 def cached_self_attention(
@@ -129,7 +169,8 @@ def cached_self_attention(
     Args:
         attention: the layer's multi-head attention.
         x: the new positions' inputs.
-        cache: the cache; its ``layer`` entries grow by ``T`` positions.
+        cache: the cache; ``T`` positions are written into its ``layer`` buffers
+            (``P + T`` must not exceed its capacity).
         layer: which layer's keys and values to use.
 
     Shapes:
@@ -151,20 +192,23 @@ def cached_self_attention(
     """
     _check_step(attention, x, cache, layer)
     B, T, _ = x.shape
-    P = cache.keys[layer].shape[2]
+    P = cache.lengths[layer]
 
     def project(W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         out = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
         return out if b is None else out + b.unsqueeze(1)
 
     Q = project(attention.W_Q, attention.b_Q)  # (B, h, T, d_k): new queries only
-    K = torch.cat([cache.keys[layer], project(attention.W_K, attention.b_K)], dim=2)
-    V = torch.cat([cache.values[layer], project(attention.W_V, attention.b_V)], dim=2)
-    cache.keys[layer], cache.values[layer] = K, V  # (B, h, P + T, d_k)  (eq-lm-cache-append)
+    # write the new keys and values after the P cached ones  (eq-lm-cache-append)
+    cache.key_buffers[layer][:, :, P : P + T] = project(attention.W_K, attention.b_K)
+    cache.value_buffers[layer][:, :, P : P + T] = project(attention.W_V, attention.b_V)
+    cache.lengths[layer] = P + T
+    K = cache.key_buffers[layer][:, :, : P + T]  # (B, h, P + T, d_k)
+    V = cache.value_buffers[layer][:, :, : P + T]
     # query i is position P + i: it may see keys j <= P + i  (eq-lm-cached-mask)
     mask = None if T == 1 else torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
     dropout = attention.dropout if attention.training else 0.0
     heads, _ = scaled_dot_product_attention(Q, K, V, mask, dropout)  # (eq-lm-cached-attention)
     concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
-    output = concat @ attention.W_O  # (B, T, d_model)
+    output = concat @ attention.W_O  # (B, T, d_model)  (eq-lm-cached-attention)
     return output if attention.b_O is None else output + attention.b_O

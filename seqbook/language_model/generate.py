@@ -5,6 +5,8 @@ Shape letters: ``B`` batch, ``T_0`` prompt length, ``n`` new tokens, ``V`` vocab
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -18,7 +20,7 @@ from seqbook._checks import (
     check_token_ids,
 )
 
-__all__ = ["generate", "next_token"]
+__all__ = ["generate", "next_token", "truncate_scores"]
 
 
 def next_token(
@@ -26,21 +28,30 @@ def next_token(
     temperature: float = 1.0,
     greedy: bool = False,
     generator: torch.Generator | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
 ) -> torch.Tensor:
     r"""Choose the next token from its scores: the most likely, or a sample at temperature
-    :math:`\tau`.
+    :math:`\tau`, optionally from the top :math:`k` tokens or the nucleus only.
 
     .. math::
         p_\tau(v) = \frac{\exp(s_v / \tau)}{\sum_u \exp(s_u / \tau)}
 
     A low temperature sharpens the distribution toward the most likely tokens (as
-    :math:`\tau \to 0`, sampling becomes greedy), a high one flattens it.
+    :math:`\tau \to 0`, sampling becomes greedy), a high one flattens it. With
+    ``top_k`` or ``top_p`` the sample is drawn from :math:`p_\tau` renormalised over
+    the tokens that :func:`truncate_scores` keeps (top-:math:`k` first, then the
+    nucleus).
 
     Args:
         logits: the scores :math:`s` of the next token (a floating tensor).
         temperature: :math:`\tau > 0` (ignored when ``greedy``, but still a number).
         greedy: take the arg max instead of sampling.
         generator: the random generator of the sampling (seed it to repeat a sample).
+        top_k: sample among the ``top_k >= 1`` highest-scoring tokens only.
+        top_p: sample from the nucleus: the fewest most likely tokens whose
+            probability at temperature :math:`\tau` adds up to at least ``top_p``
+            (in ``(0, 1]``).
 
     Shapes:
         logits: ``(B, V)``.
@@ -61,7 +72,8 @@ def next_token(
     greedy = check_bool("greedy", greedy)
     temperature = _check_temperature(temperature, greedy)
     generator = check_generator("generator", generator)
-    return _next_token(logits, temperature, greedy, generator)
+    top_k, top_p = _check_truncation(top_k, top_p)
+    return _next_token(logits, temperature, greedy, generator, top_k, top_p)
 
 
 def _check_temperature(temperature: float, greedy: bool) -> float:
@@ -71,13 +83,72 @@ def _check_temperature(temperature: float, greedy: bool) -> float:
     return check_real("temperature", temperature, min_value=0.0, strict_min=True)
 
 
+def _check_truncation(top_k: object, top_p: object) -> tuple[int | None, float | None]:
+    if top_k is not None:
+        top_k = check_int("top_k", top_k, min_value=1)
+    if top_p is not None:
+        top_p = check_real("top_p", top_p, min_value=0.0, max_value=1.0, strict_min=True)
+    return top_k, top_p
+
+
+def truncate_scores(
+    scores: torch.Tensor, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    r"""The scores with :math:`-\infty` for every token outside the top :math:`k` and
+    outside the nucleus, so that a softmax gives the truncated distribution.
+
+    Top-:math:`k` sampling keeps the :math:`k` highest scores (tokens tied with the
+    :math:`k`-th are kept too). Nucleus sampling (Holtzman et al., 2020) keeps the
+    smallest set of most likely tokens whose probability
+    :math:`\operatorname{softmax}(s)` adds up to at least :math:`p`; a token is kept
+    when the tokens more likely than it hold less than :math:`p`. The most likely
+    token is always kept.
+
+    Args:
+        scores: the scores :math:`s` of the next token (already divided by the
+            temperature).
+        top_k: how many tokens to keep (>= 1), or ``None``.
+        top_p: the nucleus' probability mass, in ``(0, 1]``, or ``None``.
+
+    Shapes:
+        scores: ``(B, V)``.
+        returns: ``(B, V)``.
+
+    Example:
+        >>> scores = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+        >>> truncate_scores(scores, top_k=2).isfinite().tolist()
+        [[True, True, False, False]]
+        >>> truncate_scores(scores, top_p=0.9).isfinite().tolist()
+        [[True, True, True, False]]
+    """
+    check_tensor("scores", scores, ndim=2, floating=True)
+    top_k, top_p = _check_truncation(top_k, top_p)
+    return _truncate(scores, top_k, top_p)
+
+
+def _truncate(scores: torch.Tensor, top_k: int | None, top_p: float | None) -> torch.Tensor:
+    """:func:`truncate_scores` on checked arguments."""
+    if top_k is not None and top_k < scores.shape[-1]:  # (eq-lm-top-k)
+        kth_best = scores.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
+        scores = scores.masked_fill(scores < kth_best, -math.inf)
+    if top_p is not None and top_p < 1.0:  # (eq-lm-nucleus)
+        p, order = F.softmax(scores, dim=-1).sort(dim=-1, descending=True)  # (B, V)
+        mass_before = p.cumsum(dim=-1) - p  # of the tokens more likely than each
+        drop = mass_before >= top_p  # (B, V), most likely first
+        drop = torch.empty_like(drop).scatter_(-1, order, drop)  # in token order
+        scores = scores.masked_fill(drop, -math.inf)
+    return scores
+
+
 def _next_token(
-    logits: torch.Tensor, temperature: float, greedy: bool, generator: torch.Generator | None
+    logits: torch.Tensor, temperature: float, greedy: bool,
+    generator: torch.Generator | None, top_k: int | None = None, top_p: float | None = None,
 ) -> torch.Tensor:
     """:func:`next_token` on checked arguments (``generate`` checks them once)."""
     if greedy:
         return logits.argmax(dim=-1)  # (B,)
-    probs = F.softmax(logits / temperature, dim=-1)  # (B, V)
+    scores = _truncate(logits / temperature, top_k, top_p)  # (B, V)
+    probs = F.softmax(scores, dim=-1)  # (B, V)  (eq-lm-temperature)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
 
 
@@ -91,6 +162,8 @@ def generate(
     generator: torch.Generator | None = None,
     use_cache: bool = True,
     context: int | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
 ) -> torch.Tensor:
     r"""Continue ``prompt`` by ``num_tokens`` tokens, one at a time.
 
@@ -120,6 +193,8 @@ def generate(
         use_cache: carry the model's state from step to step.
         context: read at most this many of the last tokens at each step (requires
             ``use_cache=False``); ``None``: all of them.
+        top_k, top_p: sample from the top-:math:`k` tokens or the nucleus only (see
+            :func:`next_token`).
 
     Shapes:
         prompt: ``(B, T_0)``, ``T_0 >= 1``; ``T_0 + num_tokens <= model.max_len``
@@ -148,6 +223,7 @@ def generate(
     use_cache = check_bool("use_cache", use_cache)
     temperature = _check_temperature(temperature, greedy)
     generator = check_generator("generator", generator)
+    top_k, top_p = _check_truncation(top_k, top_p)
     if context is not None:
         context = check_int("context", context, min_value=1)
         if use_cache:
@@ -168,7 +244,8 @@ def generate(
             state = model.init_state(B) if use_cache else None
             logits, state = model(prompt[:, -context:] if context else prompt, state)
             for step in range(num_tokens):
-                new = _next_token(logits[:, -1], temperature, greedy, generator)  # (B,)
+                new = _next_token(logits[:, -1], temperature, greedy, generator,
+                                  top_k, top_p)  # (B,)
                 ids = torch.cat([ids, new[:, None]], dim=1)  # (B, T_0 + step + 1)
                 if step == num_tokens - 1:
                     break

@@ -19,7 +19,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_probability, check_token_ids
+from seqbook._checks import check_bool, check_positive_int, check_probability, check_token_ids
 from seqbook.attention import causal_mask
 from seqbook.language_model.cache import KVCache, cached_self_attention
 from seqbook.transformer import EncoderBlock, LayerNorm, PositionalEncoding
@@ -38,6 +38,7 @@ class TransformerLMConfig:
     max_len: int = 256  # longest context the positional encoding covers
     dropout: float = 0.0  # on embeddings, attention weights and sublayer outputs
     norm_first: bool = True  # pre-norm (True) or the paper's post-norm
+    tie_weights: bool = False  # the readout uses the embedding matrix (W = E^T), as GPT
 
 
 class TransformerLM(nn.Module):
@@ -49,6 +50,10 @@ class TransformerLM(nn.Module):
         \text{causal mask}), \qquad
         P(x_{t+1} \mid x_{\le t}) = \operatorname{softmax}\big(
         \operatorname{LN}(\mathbf{x}^{(N_x)}_t) \mathbf{W} + \mathbf{b}\big)
+
+    With ``tie_weights=True`` the readout is the embedding's transpose,
+    :math:`\mathbf{W} = \mathbf{E}^\top` (Press and Wolf, 2017), as in GPT-2: one
+    :math:`V \times d_{model}` matrix fewer.
 
     Called with a :class:`~seqbook.language_model.KVCache` (from :meth:`init_state`),
     it reads only the new tokens, appends their keys and values to the cache and
@@ -108,11 +113,14 @@ class TransformerLM(nn.Module):
         )
         self.norm = LayerNorm(d) if config.norm_first else nn.Identity()
         self.readout = nn.Linear(d, V)
+        if check_bool("tie_weights", config.tie_weights):
+            self.readout.weight = self.embedding.weight  # one (V, d) matrix, two uses
 
     def init_state(self, batch_size: int) -> KVCache:
         """An empty key-value cache for a batch of ``batch_size`` sequences."""
         d_k = self.d_model // self.num_heads
-        return KVCache.empty(self, batch_size, self.num_layers, self.num_heads, d_k, d_k)
+        return KVCache.empty(self, batch_size, self.num_layers, self.num_heads, d_k, d_k,
+                            capacity=self.max_len)
 
     def _check_ids(self, ids: torch.Tensor, past: int) -> None:
         check_token_ids("ids", ids, self.vocab_size, ndim=2)
