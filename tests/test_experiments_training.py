@@ -17,6 +17,8 @@ from seqbook.experiments import (
     ValueStreamTask,
     accuracy,
     classify_loss,
+    load_chrono_table,
+    load_first_symbol_table,
     load_table,
     long_lag_run,
     masked_mse,
@@ -132,6 +134,7 @@ def test_layer_labels():
     assert LayerSpec("lstm", forget_gate_bias=3.0, input_gate_bias=-2.0).label == (
         "LSTM, b_f = +3, b_i = -2")
     assert LayerSpec("lstm", forget_gate=False).label == "LSTM 1997, b_i = 0"
+    assert LayerSpec("lstm", chrono_t_max=100).label == "LSTM, chrono T_max = 100"
 
 
 def test_recurrent_layers_are_the_books_modules_with_shifted_biases():
@@ -169,6 +172,14 @@ def test_recurrent_layers_are_the_books_modules_with_shifted_biases():
         (dict(kind="lstm", input_gate_bias=float("inf")), ValueError, "finite"),
         (dict(kind="lstm", forget_gate=1), TypeError, "forget_gate must be a bool"),
         (dict(kind="lstm", input_gate_bias="-2"), TypeError, "input_gate_bias must be a real"),
+        (dict(kind="lstm", chrono_t_max=1.0), ValueError, "chrono_t_max must be 0"),
+        (dict(kind="lstm", chrono_t_max=float("inf")), ValueError, "chrono_t_max must be 0"),
+        (dict(kind="gru", chrono_t_max=100.0), ValueError, "LSTM with forget gate"),
+        (dict(kind="lstm", forget_gate=False, chrono_t_max=100.0), ValueError,
+         "LSTM with forget gate"),
+        (dict(kind="lstm", forget_gate_bias=1.0, chrono_t_max=100.0), ValueError,
+         "replaces b_i and b_f"),
+        (dict(kind="lstm", chrono_t_max="100"), TypeError, "chrono_t_max must be a real"),
     ],
 )
 def test_layer_spec_bad_input(kwargs, error, words):
@@ -247,6 +258,9 @@ def test_tables_round_trip(tmp_path):
 
     with pytest.raises(ValueError, match="has columns"):
         load_table(tmp_path / "t.csv", ValueStreamRecord)
+    chrono = load_chrono_table()  # the committed table: a chrono spec in every row
+    assert chrono and all(row.spec == LayerSpec("lstm", chrono_t_max=100.0) for row in chrono)
+    assert all(row.chrono_t_max == 0 for row in load_first_symbol_table())
     mixed = [rows[0], copy.copy(rows[1]), "row"]
     with pytest.raises(TypeError, match="must all be RunRecord"):
         save_table(mixed, tmp_path / "v.csv")

@@ -304,3 +304,26 @@ def test_device_mismatch_is_named(cls):
     module = cls(2, 3).cuda()
     with pytest.raises(ValueError, match=r"x is on cpu but the module's parameters are on cuda"):
         module(torch.randn(1, 4, 2))
+
+
+@pytest.mark.parametrize(
+    "make, kwargs, error, message",
+    [
+        (lambda: nn.LSTM(3, 4), {}, TypeError, r"lstm must be a seqbook.recurrent.LSTM, got LSTM"),
+        (lambda: LSTM(3, 4, forget_gate=False), {}, ValueError,
+         r"lstm must have a forget gate \(forget_gate=True\)"),
+        (lambda: LSTM(3, 4, bias=False), {}, ValueError, r"lstm must have biases \(bias=True\)"),
+        (lambda: LSTM(3, 4), dict(t_max=1.5), ValueError, r"t_max must be >= 2.0, got 1.5"),
+        (lambda: LSTM(3, 4), dict(t_max=float("inf")), ValueError, r"t_max must be finite"),
+        (lambda: LSTM(3, 4), dict(t_max=float("nan")), ValueError, r"t_max must not be NaN"),
+        (lambda: LSTM(3, 4), dict(t_max="100"), TypeError, r"t_max must be a real number"),
+        (lambda: LSTM(3, 4), dict(generator=0), TypeError,
+         r"generator must be a torch.Generator or None"),
+    ],
+)
+def test_chrono_init_bad_input(make, kwargs, error, message):
+    from seqbook.recurrent import chrono_init
+
+    arguments = dict(t_max=100.0) | kwargs
+    with pytest.raises(error, match=message):
+        chrono_init(make(), **arguments)

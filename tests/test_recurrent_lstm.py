@@ -338,3 +338,59 @@ def test_projection_shapes_and_formula():
     y, c = lstm.cell(x[:, 0], (torch.zeros(2, 2, dtype=torch.float64),
                                torch.zeros(2, 6, dtype=torch.float64)))
     assert torch.allclose(y, out[:, 0], atol=1e-12) and c.shape == (2, 6)
+
+
+# --- chrono initialisation (Tallec and Ollivier, 2018) ------------------------------
+
+
+def test_chrono_init_sets_b_f_log_uniform_and_b_i_its_negative():
+    from seqbook.recurrent import chrono_init
+    from seqbook.utils import seeded_generator
+
+    seed_everything(0)
+    lstm = LSTM(3, 2000)
+    before = {n: p.detach().clone() for n, p in lstm.named_parameters()}
+    assert chrono_init(lstm, t_max=50, generator=seeded_generator(1)) is lstm
+    u = torch.exp(lstm.b_f.double())  # U[1, T_max - 1]
+    assert u.min() >= 1 - 1e-6 and u.max() <= 49 + 1e-4
+    assert abs(u.mean().item() - 25.0) < 1.0  # the uniform's mean, (1 + 49) / 2
+    assert torch.equal(lstm.b_i, -lstm.b_f)
+    # the time constants 1 / (1 - sigma(b_f)) = 1 + u lie between 2 and T_max
+    tau = 1 / (1 - torch.sigmoid(lstm.b_f.double()))
+    assert torch.allclose(tau, 1 + u, rtol=1e-5)
+    for name, value in before.items():  # only b_f and b_i change
+        if name not in ("b_f", "b_i"):
+            assert torch.equal(getattr(lstm, name), value), name
+    # the same generator seed draws the same biases; t_max = 2 gives b_f = 0
+    again = chrono_init(LSTM(3, 2000), t_max=50, generator=seeded_generator(1))
+    assert torch.equal(again.b_f, lstm.b_f)
+    assert torch.equal(chrono_init(LSTM(3, 5), t_max=2).b_f, torch.zeros(5))
+
+
+def test_chrono_init_reaches_every_layer_and_direction_and_survives_to_torch():
+    from seqbook.recurrent import chrono_init
+
+    seed_everything(2)
+    lstm = chrono_init(LSTM(3, 4, num_layers=2, bidirectional=True), t_max=100)
+    suffixes = ("", "_reverse", "_l1", "_l1_reverse")
+    for suffix in suffixes:
+        b_f, b_i = getattr(lstm, "b_f" + suffix), getattr(lstm, "b_i" + suffix)
+        assert torch.equal(b_i, -b_f)
+        assert b_f.min() >= 0 and b_f.max() <= torch.log(torch.tensor(99.0))
+    assert len({getattr(lstm, "b_f" + s)[0].item() for s in suffixes}) == 4
+    fused = lstm.to_torch()  # the biases reach nn.LSTM: torch's order i, f, g, o
+    b = (fused.bias_ih_l0 + fused.bias_hh_l0).chunk(4)
+    assert torch.allclose(b[1], lstm.b_f) and torch.allclose(b[0], lstm.b_i)
+    x = torch.randn(2, 6, 3)
+    assert torch.allclose(fused(x)[0], lstm(x)[0], atol=1e-6)
+
+
+def test_chrono_layer_spec_builds_a_chrono_lstm():
+    from seqbook.experiments import LayerSpec, recurrent_layer
+
+    seed_everything(4)
+    fused = recurrent_layer(LayerSpec("lstm", chrono_t_max=100.0), 5, 64)
+    b = (fused.bias_ih_l0 + fused.bias_hh_l0).chunk(4)  # i, f, g, o
+    assert torch.allclose(b[0], -b[1])
+    assert b[1].min() >= 0 and b[1].max() <= torch.log(torch.tensor(99.0)) + 1e-6
+    assert b[1].std() > 0.5  # drawn, not a constant

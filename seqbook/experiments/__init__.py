@@ -16,7 +16,7 @@ different networks; the code they share lives here, tested once:
   they compare (:class:`LayerSpec`, :func:`recurrent_layer`); the long-lag and
   forgetting runs (:func:`long_lag_run`, :func:`value_stream_run`) and the committed
   result tables they compute (:func:`load_first_symbol_table`,
-  :func:`load_value_stream_table`);
+  :func:`load_chrono_table`, :func:`load_value_stream_table`);
 - CPU timing and operation counts (:func:`fastest_cpu_times`, :func:`count_flops`).
 """
 
@@ -31,6 +31,7 @@ from seqbook.experiments.first_symbol import FirstSymbolTask
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.experiments.long_lag import (
     RunRecord,
+    load_chrono_table,
     load_first_symbol_table,
     load_value_stream_table,
     long_lag_run,
@@ -70,6 +71,7 @@ __all__ = [
     "fastest_cpu_times",
     "forward_backward",
     "forward_backward_ms",
+    "load_chrono_table",
     "load_first_symbol_table",
     "load_table",
     "load_value_stream_table",

@@ -5,7 +5,8 @@ Shape letters: ``D`` input features, ``H`` hidden units or LSTM blocks.
 The chapters compare a plain RNN, LSTMs with and without forget gate and GRUs, each
 with a few initialisations of its gate biases: a negative input-gate bias (Hochreiter
 and Schmidhuber's trick), a positive forget-gate bias (Gers et al. 2000; Jozefowicz et
-al. 2015), a positive update-gate bias for the GRU. A :class:`LayerSpec` names one such
+al. 2015), Tallec and Ollivier's chrono initialisation (2018), a positive update-gate
+bias for the GRU. A :class:`LayerSpec` names one such
 choice; :func:`recurrent_layer` builds it with the book's own module
 (:class:`~seqbook.recurrent.LSTM`, :class:`~seqbook.recurrent.GRU`) and returns the
 fused PyTorch layer computing the same function (``to_torch()``), which trains
@@ -22,7 +23,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_choice, check_positive_int, check_real
-from seqbook.recurrent import GRU, LSTM
+from seqbook.recurrent import GRU, LSTM, chrono_init
 
 __all__ = ["LayerSpec", "recurrent_layer"]
 
@@ -44,12 +45,18 @@ class LayerSpec:
         input_gate_bias: LSTM only, added to :math:`b_i`.
         forget_gate_bias: LSTM with forget gate only, added to :math:`b_f`.
         update_gate_bias: GRU only, added to :math:`b_z` (positive: keep the state).
+        chrono_t_max: LSTM with forget gate only; if > 0, the biases :math:`b_f` and
+            :math:`b_i` are replaced by :func:`~seqbook.recurrent.chrono_init` with
+            this :math:`T_{\max}` (then ``input_gate_bias`` and ``forget_gate_bias``
+            must be 0); 0: no chrono initialisation.
 
     Example:
         >>> LayerSpec("lstm", forget_gate=False, input_gate_bias=-2.0).label
         'LSTM 1997, b_i = -2'
         >>> LayerSpec("gru", update_gate_bias=3.0).label
         'GRU, b_z = +3'
+        >>> LayerSpec("lstm", chrono_t_max=100).label
+        'LSTM, chrono T_max = 100'
     """
 
     kind: str  # "rnn", "gru" or "lstm"
@@ -57,6 +64,7 @@ class LayerSpec:
     input_gate_bias: float = 0.0  # LSTM: added to b_i
     forget_gate_bias: float = 0.0  # LSTM with forget gate: added to b_f
     update_gate_bias: float = 0.0  # GRU: added to b_z
+    chrono_t_max: float = 0.0  # LSTM with forget gate: chrono initialisation if > 0
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, KINDS)
@@ -79,6 +87,23 @@ class LayerSpec:
             raise ValueError("forget_gate_bias needs forget_gate=True (the 1997 LSTM has none)")
         if self.kind != "gru" and self.update_gate_bias:
             raise ValueError(f"update_gate_bias is a GRU option; got kind={self.kind!r}")
+        chrono = check_real("chrono_t_max", self.chrono_t_max)
+        if chrono:
+            if not (math.isfinite(chrono) and chrono >= 2):
+                raise ValueError(
+                    f"chrono_t_max must be 0 (off) or a finite number >= 2, got {chrono}"
+                )
+            if self.kind != "lstm" or not self.forget_gate:
+                raise ValueError(
+                    "chrono_t_max is an option of the LSTM with forget gate; got "
+                    f"kind={self.kind!r}, forget_gate={self.forget_gate}"
+                )
+            if self.input_gate_bias or self.forget_gate_bias:
+                raise ValueError(
+                    "chrono_t_max replaces b_i and b_f: input_gate_bias and "
+                    f"forget_gate_bias must be 0, got {self.input_gate_bias} and "
+                    f"{self.forget_gate_bias}"
+                )
 
     @property
     def label(self) -> str:
@@ -94,6 +119,8 @@ class LayerSpec:
                 f", {signed('b_z', self.update_gate_bias)}" if self.update_gate_bias else ""
             )
         parts = ["LSTM" if self.forget_gate else "LSTM 1997"]
+        if self.chrono_t_max:
+            parts.append(f"chrono T_max = {self.chrono_t_max:g}")
         if self.forget_gate_bias:
             parts.append(signed("b_f", self.forget_gate_bias))
         if self.input_gate_bias or not self.forget_gate:
@@ -107,8 +134,9 @@ def recurrent_layer(spec: LayerSpec, input_size: int, hidden_size: int) -> nn.Mo
     LSTMs and GRUs are built as :class:`~seqbook.recurrent.LSTM` /
     :class:`~seqbook.recurrent.GRU` (whose gate biases the spec shifts) and converted
     with ``to_torch()``; an LSTM without forget gate becomes an ``nn.LSTM`` whose
-    forget gate is pinned at 1. The RNN is ``nn.RNN`` with tanh. All draw their
-    initial weights from PyTorch's global generator: seed it first.
+    forget gate is pinned at 1; with ``spec.chrono_t_max`` the LSTM's biases are
+    drawn by :func:`~seqbook.recurrent.chrono_init`. The RNN is ``nn.RNN`` with tanh.
+    All draw their initial weights from PyTorch's global generator: seed it first.
 
     Args:
         spec: which layer.
@@ -139,4 +167,6 @@ def recurrent_layer(spec: LayerSpec, input_size: int, hidden_size: int) -> nn.Mo
     if spec.forget_gate:
         with torch.no_grad():
             layer.b_f.add_(spec.forget_gate_bias)
+    if spec.chrono_t_max:
+        chrono_init(layer, spec.chrono_t_max)
     return layer.to_torch()

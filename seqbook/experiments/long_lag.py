@@ -41,7 +41,7 @@ from seqbook.utils import seed_everything
 
 __all__ = [
     "RunRecord", "long_lag_run", "run_grid", "FIRST_SYMBOL_SPECS", "FIRST_SYMBOL_TS",
-    "LONG_BUDGET_SPECS", "LONG_BUDGET",
+    "LONG_BUDGET_SPECS", "LONG_BUDGET", "CHRONO_SPECS", "load_chrono_table",
     "STREAM_SPECS", "TABLES", "load_first_symbol_table", "load_value_stream_table", "main",
 ]
 
@@ -112,12 +112,13 @@ class RunRecord:
     steps: int  # training steps taken
     solved: bool  # validation accuracy reached 99%
     seconds: float  # CPU time of this process for the run
+    chrono_t_max: float = 0.0  # LayerSpec.chrono_t_max (0: no chrono initialisation)
 
     @property
     def spec(self) -> LayerSpec:
         """The :class:`~seqbook.experiments.LayerSpec` of this row."""
         return LayerSpec(self.kind, self.forget_gate, self.input_gate_bias,
-                         self.forget_gate_bias, self.update_gate_bias)
+                         self.forget_gate_bias, self.update_gate_bias, self.chrono_t_max)
 
 
 def run_grid(
@@ -154,6 +155,7 @@ def run_grid(
                     spec.label, spec.kind, spec.forget_gate, spec.input_gate_bias,
                     spec.forget_gate_bias, spec.update_gate_bias, "first_symbol", T, seed,
                     max_steps, result.accuracy, result.steps, result.solved, round(seconds, 2),
+                    spec.chrono_t_max,
                 ))
                 if log is not None:
                     print(f"{spec.label:28s} T={T:4d} seed={seed} {result.describe():>12s} "
@@ -187,6 +189,9 @@ LONG_BUDGET_SPECS = (
     LayerSpec("lstm", forget_gate_bias=3.0),
 )
 LONG_BUDGET = 600
+#: The chrono table: Tallec and Ollivier's initialisation with T_max = 100, the longest
+#: lag of the first-symbol table, at every T and with the long budget at T = 100.
+CHRONO_SPECS = (LayerSpec("lstm", chrono_t_max=100.0),)
 
 #: The forgetting table of the LSTM chapter (value streams).
 STREAM_SPECS = (
@@ -199,6 +204,7 @@ STREAM_SPECS = (
 #: The committed tables: name -> (file, record type).
 TABLES = {
     "first_symbol": (RESULTS_DIR / "first_symbol.csv", RunRecord),
+    "chrono": (RESULTS_DIR / "chrono.csv", RunRecord),
     "value_stream": (RESULTS_DIR / "value_stream.csv", ValueStreamRecord),
 }
 
@@ -212,6 +218,19 @@ def load_first_symbol_table() -> list[RunRecord]:
         [10, 30, 100]
     """
     path, record_type = TABLES["first_symbol"]
+    return load_table(path, record_type)
+
+
+def load_chrono_table() -> list[RunRecord]:
+    """The committed chrono-initialisation table (``results/chrono.csv``): the rows of
+    :data:`CHRONO_SPECS` on the first-symbol task, as in the first-symbol table.
+
+    Example:
+        >>> rows = load_chrono_table()
+        >>> sorted({(row.T, row.max_steps) for row in rows})
+        [(10, 150), (30, 150), (100, 150), (100, 600)]
+    """
+    path, record_type = TABLES["chrono"]
     return load_table(path, record_type)
 
 
@@ -253,18 +272,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         path, _ = TABLES[name]
         if args.out is not None:
             path = args.out / path.name
-        if name == "first_symbol":
-            specs, Ts = (
-                (FIRST_SYMBOL_SPECS[-1:], (5,))
-                if args.smoke
-                else (FIRST_SYMBOL_SPECS, FIRST_SYMBOL_TS)
-            )
+        if name in ("first_symbol", "chrono"):
+            grid = FIRST_SYMBOL_SPECS if name == "first_symbol" else CHRONO_SPECS
+            long_specs = LONG_BUDGET_SPECS if name == "first_symbol" else CHRONO_SPECS
+            specs, Ts = (grid[-1:], (5,)) if args.smoke else (grid, FIRST_SYMBOL_TS)
             records = run_grid(
                 specs, Ts, seeds, max_steps=25 if args.smoke else 150, log=sys.stderr
             )
             if not args.smoke:
                 records += run_grid(
-                    LONG_BUDGET_SPECS, (100,), seeds, max_steps=LONG_BUDGET, log=sys.stderr
+                    long_specs, (100,), seeds, max_steps=LONG_BUDGET, log=sys.stderr
                 )
         else:
             options = (

@@ -19,7 +19,7 @@ from seqbook.recurrent.diagnostics import (
     unroll_with_probes,
 )
 from seqbook.recurrent.gru import GRU, GRUTrace
-from seqbook.recurrent.lstm import LSTM, LSTMTrace
+from seqbook.recurrent.lstm import LSTM, LSTMTrace, chrono_init
 from seqbook.recurrent.rnn import RNN
 from seqbook.recurrent.rtrl import RTRLResult, rtrl
 from seqbook.recurrent.stack import RecurrentStack
@@ -34,6 +34,7 @@ __all__ = [
     "RecurrentStack",
     "TruncatedBPTTResult",
     "activation_bytes",
+    "chrono_init",
     "jacobian_norms",
     "rtrl",
     "state_gradient_norms",

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_real
+from seqbook._checks import check_generator, check_int, check_real
 from seqbook.recurrent._sequence import (
     State,
     check_flag,
@@ -44,7 +44,7 @@ from seqbook.recurrent._sequence import (
 )
 from seqbook.recurrent.stack import RecurrentStack
 
-__all__ = ["LSTM", "LSTMTrace"]
+__all__ = ["LSTM", "LSTMTrace", "chrono_init"]
 
 # sigmoid(50) rounds to exactly 1 in float32 and float64: a forget gate pinned open
 _PINNED_FORGET_BIAS = 50.0
@@ -478,3 +478,64 @@ class LSTM(RecurrentStack):
                 b_ih[rows] = getattr(self, f"b_{gate}{suffix}")
         if self.proj_size:
             getattr(module, f"weight_hr{torch_suffix}").copy_(getattr(self, f"W_proj{suffix}"))
+
+
+def chrono_init(
+    lstm: LSTM, t_max: float, generator: torch.Generator | None = None
+) -> LSTM:
+    r"""Tallec and Ollivier's *chrono initialisation* of an LSTM's gate biases.
+
+    .. math::
+        b_f \sim \log\big(\mathcal{U}[1,\, T_{\max} - 1]\big), \qquad b_i = -b_f,
+
+    drawn independently for every block of every layer and direction, in place; the
+    weights and the other biases keep their values. A forget gate with bias
+    :math:`b_f = \log u` starts at :math:`\sigma(b_f) = u / (1 + u)`, so (with the
+    weights' contribution left out) a cell forgets with a time constant
+    :math:`1 / (1 - \sigma(b_f)) = 1 + u`, spread between 2 and :math:`T_{\max}`
+    steps; its input gate starts at :math:`\sigma(-b_f) = 1 - \sigma(b_f)`, as if the
+    two gates were tied like a GRU's. (Tallec and Ollivier, "Can recurrent neural
+    networks warp time?", ICLR 2018, section 4.)
+
+    Args:
+        lstm: an :class:`LSTM` with forget gate and biases (``forget_gate=True``,
+            ``bias=True``); its biases :math:`b_f` and :math:`b_i` are overwritten.
+        t_max: :math:`T_{\max}`, the longest time dependency expected, in steps
+            (a finite number >= 2; 2 gives :math:`b_f = 0`).
+        generator: draws the uniform numbers (None: torch's global generator).
+
+    Returns:
+        ``lstm`` itself.
+
+    Example:
+        >>> lstm = chrono_init(LSTM(3, 4), t_max=100)
+        >>> bool(torch.all((lstm.b_f >= 0) & (lstm.b_f <= math.log(99))))
+        True
+        >>> torch.equal(lstm.b_i, -lstm.b_f)
+        True
+    """
+    if not isinstance(lstm, LSTM):
+        raise TypeError(
+            f"lstm must be a seqbook.recurrent.LSTM, got {type(lstm).__name__}"
+        )
+    if not lstm.forget_gate:
+        raise ValueError(
+            "lstm must have a forget gate (forget_gate=True): chrono initialisation "
+            "sets the forget-gate biases b_f"
+        )
+    if not lstm.bias:
+        raise ValueError("lstm must have biases (bias=True): chrono initialisation sets them")
+    t_max = check_real("t_max", t_max, min_value=2.0)
+    if not math.isfinite(t_max):
+        raise ValueError(f"t_max must be finite, got {t_max}")
+    check_generator("generator", generator)
+    with torch.no_grad():
+        for name, b_f in lstm.named_parameters():
+            if name != "b_f" and not name.startswith("b_f_"):
+                continue
+            b_i = getattr(lstm, "b_i" + name[len("b_f"):])
+            u = 1 + (t_max - 2) * torch.rand(b_f.shape, generator=generator,
+                                             dtype=torch.float64)  # U[1, T_max - 1]
+            b_f.copy_(torch.log(u))  # (eq-lstm-chrono)
+            b_i.copy_(-b_f)  # (eq-lstm-chrono)
+    return lstm
