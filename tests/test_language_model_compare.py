@@ -6,8 +6,10 @@ import pytest
 
 from seqbook.language_model import MixerLM, RecurrentLM, TransformerLM
 from seqbook.language_model.compare import (
+    LR_CONTROL,
     MODELS,
     RESULTS,
+    STEPS_PER_UNIT,
     build_model,
     load_comparison,
     main,
@@ -49,6 +51,23 @@ def test_the_committed_table_is_complete_and_consistent():
     for model in MODELS:
         assert {r["params"] for r in runs if r["model"] == model} == {
             count(build_model(model, 98, 0))}
+    assert all(r["train_ppl"] > 1 and r["lr"] == recipe["learning_rates"][r["model"]]
+               for r in runs)
+    tied, untied = (count(build_model(m, 98, 0)) for m in ("transformer_tied", "transformer"))
+    assert untied - tied == 98 * 64
+
+
+def test_the_learning_rate_control_covers_every_rate_seed_and_budget():
+    results = load_comparison()
+    control = results["lr_control"]
+    seeds = {r["seed"] for r in results["runs"]}
+    budgets = {r["budget"] for r in results["runs"]}
+    for model, rates in LR_CONTROL.items():
+        for lr in rates:
+            rows = [r for r in control if r["model"] == model and r["lr"] == lr]
+            assert {(r["seed"], r["budget"]) for r in rows} == {
+                (s, b) for s in seeds for b in budgets}, (model, lr)
+            assert all(r["steps"] == r["budget"] * STEPS_PER_UNIT[model] for r in rows)
 
 
 @pytest.mark.slow
@@ -60,6 +79,9 @@ def test_the_script_runs_end_to_end(tmp_path):
     assert {r["model"] for r in results["runs"]} == {"lstm", "transformer", "mlstm"}
     assert results["recipe"]["transformer_steps_per_unit"] == 10
     assert results["recipe"]["steps_per_unit"]["mlstm"] == 10
+    control = main(["--smoke", "--threads", "1", "--out", str(out), "--lr-control"])
+    assert {(r["model"], r["lr"]) for r in control["lr_control"]} == {
+        (m, lr) for m, rates in LR_CONTROL.items() for lr in rates}
 
 
 def test_options_and_missing_table(tmp_path):

@@ -9,7 +9,12 @@ Mamba, mLSTM) of about the same number of parameters. It was made with::
 
     python -m seqbook.language_model.compare --threads 1
 
-(``--models`` reruns some models and keeps the others' rows.) All models read the
+(``--models`` reruns some models and keeps the others' rows.) A transformer whose
+readout shares the embedding's matrix (``transformer_tied``) shows what weight tying
+does at this size; ``--lr-control`` trains the transformer at other learning rates
+(and the LSTM at the transformer's) and stores those runs apart, under
+``"lr_control"``. Every row has the perplexity on the first validation-sized stretch
+of the training text too, to show whether a model overfits. All models read the
 same random windows of the training text (the LSTM chapter's recipe: 32 windows of 32
 characters per step, Adam, gradient norm clipped at 1), in the same order; per unit of
 budget each takes its ``STEPS_PER_UNIT`` steps, chosen so that all use the same CPU
@@ -41,18 +46,21 @@ from seqbook.train import fit
 from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = [
-    "MODELS", "RESULTS", "STEPS_PER_UNIT", "build_model", "load_comparison", "main",
+    "LR_CONTROL", "MODELS", "RESULTS", "STEPS_PER_UNIT", "build_model", "load_comparison", "main",
     "parse_args", "train_segment",
 ]
 
 RESULTS = Path(__file__).parent / "results" / "comparison.json"
 #: The widths of the MixerLM rows: two blocks, four heads, about 90-100k parameters.
 MIXER_WIDTHS = {"linear": 56, "delta": 56, "mamba": 58, "mlstm": 56}
-MODELS = ("lstm", "transformer", *MIXER_WIDTHS)
-LEARNING_RATES = {"lstm": 0.01, "transformer": 0.003, **{m: 0.003 for m in MIXER_WIDTHS}}
+MODELS = ("lstm", "transformer", "transformer_tied", *MIXER_WIDTHS)
+LEARNING_RATES = {"lstm": 0.01, "transformer": 0.003, "transformer_tied": 0.003,
+                  **{m: 0.003 for m in MIXER_WIDTHS}}
 #: Steps per unit of budget: the CPU time of the LSTM's 400 (from ``--calibrate``).
-STEPS_PER_UNIT = {"lstm": 400, "transformer": 220, "linear": 230, "delta": 80,
-                  "mamba": 80, "mlstm": 190}
+STEPS_PER_UNIT = {"lstm": 400, "transformer": 220, "transformer_tied": 220, "linear": 230,
+                  "delta": 80, "mamba": 80, "mlstm": 190}
+#: The learning-rate control: the rates tried besides each model's own.
+LR_CONTROL = {"transformer": (0.001, 0.006, 0.01), "lstm": (0.003,)}
 
 
 def build_model(name: str, vocab_size: int, seed: int) -> nn.Module:
@@ -63,6 +71,8 @@ def build_model(name: str, vocab_size: int, seed: int) -> nn.Module:
         return RecurrentLM(vocab_size, hidden_size=128, embedding_dim=32)
     if name == "transformer":
         return TransformerLM(vocab_size)  # TransformerLMConfig's defaults
+    if name == "transformer_tied":
+        return TransformerLM(vocab_size, tie_weights=True)
     return MixerLM(vocab_size, MIXER_WIDTHS[name], name, num_layers=2, num_heads=4)
 
 
@@ -86,9 +96,11 @@ def train_segment(
 
 
 def _run(name: str, seed: int, corpus: CharCorpus, steps_per_unit: int, units: list[int],
-         eval_window: int) -> list[dict]:
+         eval_window: int, lr: float | None = None) -> list[dict]:
     model = build_model(name, corpus.vocab_size, seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATES[name])
+    lr = LEARNING_RATES[name] if lr is None else lr
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    train_part = corpus.train_ids[: len(corpus.valid_ids)]  # as long as the validation text
     generator = seeded_generator(seed + 1)
     rows, done, cpu = [], 0, 0.0
     for unit in units:
@@ -97,10 +109,11 @@ def _run(name: str, seed: int, corpus: CharCorpus, steps_per_unit: int, units: l
         done += steps
         model.eval()
         row = {
-            "model": name, "seed": seed, "budget": unit, "steps": done,
+            "model": name, "seed": seed, "budget": unit, "steps": done, "lr": lr,
             "cpu_seconds": round(cpu, 2),
             "params": sum(p.numel() for p in model.parameters()),
             "valid_ppl": perplexity(model, corpus.valid_ids, window=eval_window),
+            "train_ppl": perplexity(model, train_part, window=eval_window),
             "loss_by_position": [
                 round(v, 5) for v in loss_by_position(model, corpus.valid_ids, 32).tolist()
             ],
@@ -137,8 +150,10 @@ def load_comparison(path: Path = RESULTS) -> dict:
     By default the committed table, which the chapter loads.
 
     Keys: ``"recipe"`` (the training recipe), ``"bigram_ppl"``, ``"runs"`` (one dict
-    per model, seed and budget: steps, CPU seconds, parameters, validation perplexity,
-    loss by position in a window) and ``"wall_seconds"``.
+    per model, seed and budget: steps, learning rate, CPU seconds, parameters,
+    validation and training perplexity, loss by position in a window),
+    ``"lr_control"`` (rows of the same kind, at the rates of :data:`LR_CONTROL`) and
+    ``"wall_seconds"``.
     """
     path = Path(path)
     if not path.is_file():
@@ -164,6 +179,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eval-window", type=int, default=32)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--calibrate", action="store_true", help="only time a step of each")
+    parser.add_argument("--lr-control", action="store_true",
+                        help="only run the learning-rate control (LR_CONTROL) and store it")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--smoke", action="store_true",
                         help="a fast test: 1 seed, 20 LSTM steps and 10 of the others")
@@ -194,13 +211,19 @@ def main(argv: Sequence[str] | None = None) -> dict:
                      "steps per unit" for name, c in costs.items()})
         return costs
     started = time.perf_counter()
-    runs = []
-    for seed in args.seeds:
-        for name in args.models:
-            runs += _run(name, seed, corpus, args.steps[name], args.units, args.eval_window)
     earlier = load_comparison(args.out) if args.out.is_file() and not args.smoke else None
-    if earlier is not None:  # keep the rows of the models not rerun
-        runs = [r for r in earlier["runs"] if r["model"] not in args.models] + runs
+    runs, lr_control = [], [] if earlier is None else earlier.get("lr_control", [])
+    if args.lr_control:  # the control alone; the table's other rows stay
+        lr_control = [row for seed in args.seeds for name, rates in LR_CONTROL.items()
+                      for lr in rates for row in _run(name, seed, corpus, args.steps[name],
+                                                      args.units, args.eval_window, lr)]
+        runs = [] if earlier is None else earlier["runs"]
+    else:
+        for seed in args.seeds:
+            for name in args.models:
+                runs += _run(name, seed, corpus, args.steps[name], args.units, args.eval_window)
+        if earlier is not None:  # keep the rows of the models not rerun
+            runs = [r for r in earlier["runs"] if r["model"] not in args.models] + runs
     steps = {name: args.steps[name] for name in MODELS if any(r["model"] == name for r in runs)}
     results = {
         "recipe": {
@@ -214,6 +237,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         },
         "bigram_ppl": bigram_perplexity(corpus.train_ids, corpus.valid_ids, corpus.vocab_size),
         "runs": runs,
+        "lr_control": lr_control,
         "wall_seconds": round(time.perf_counter() - started),  # of this invocation
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
