@@ -17,6 +17,7 @@ from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexit
 from seqbook.language_model.generate import generate, next_token, truncate_scores
 from seqbook.language_model.mixers import MixerLM, state_floats
 from seqbook.language_model.model import TransformerLM, TransformerLMConfig
+from seqbook.language_model.ngram import NgramLM
 from seqbook.language_model.recurrent import RecurrentLM
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "CharCorpus",
     "KVCache",
     "MixerLM",
+    "NgramLM",
     "RecurrentLM",
     "TransformerLM",
     "TransformerLMConfig",
