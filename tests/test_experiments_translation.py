@@ -212,3 +212,73 @@ def test_transformer_measurements_run_on_its_device(de_task):
     assert weights.device.type == "cpu" and weights.shape[:2] == (6, 2)
     confidence, correct, gap = token_statistics(model, de_task, pairs)
     assert confidence.device.type == correct.device.type == gap.device.type == "cpu"
+
+
+# --- teacher forced against free running -----------------------------------------------
+
+from seqbook.experiments.translation import teacher_forcing_gap  # noqa: E402
+from seqbook.seq2seq import evaluate_translator  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def small_model(de_task):
+    torch.manual_seed(0)    # a test's fixed model, not a chapter's seed
+    return build_translator(de_task, TranslatorConfig(hidden_size=8, embed_size=4)).eval()
+
+
+def test_teacher_forced_tokens_are_token_statistics(de_task, small_model):
+    pairs = list(de_task.splits.test)[:8]
+    references = [de_task.target_tokens_of(p.target) for p in pairs]
+    gap = teacher_forcing_gap(small_model, de_task, pairs, references)
+    _, correct, _ = token_statistics(small_model, de_task, pairs)
+    assert torch.equal(gap.teacher_forced, correct)
+    n = sum(len(r) + 1 for r in references)         # the tokens and <eos>
+    assert gap.free_running.shape == gap.after_first_error.shape == (n,)
+    assert gap.free_running.all() and not gap.after_first_error.any()
+    assert gap.accuracies() == (correct.float().mean().item(), 1.0)
+
+
+def test_free_running_counts_position_by_position(de_task, small_model):
+    pair = next(p for p in de_task.splits.test
+                if len(de_task.target_tokens_of(p.target)) >= 3)
+    reference = de_task.target_tokens_of(pair.target)
+    other = next(t for t in de_task.tgt_vocab.tokens[4:] if t != reference[1])
+    substituted = [reference[0], other, *reference[2:]]
+    gap = teacher_forcing_gap(small_model, de_task, [pair], [substituted])
+    expected = [i != 1 for i in range(len(reference) + 1)]
+    assert gap.free_running.tolist() == expected
+    assert gap.after_first_error.tolist() == [i > 1 for i in range(len(reference) + 1)]
+    # a translation that stops early is wrong where it has no token
+    gap = teacher_forcing_gap(small_model, de_task, [pair], [reference[:1]])
+    assert gap.free_running.tolist() == [True] + [False] * len(reference)
+    # an empty translation is wrong from the first token on, <eos> included
+    gap = teacher_forcing_gap(small_model, de_task, [pair], [[]])
+    assert not gap.free_running.any()
+
+
+def test_greedy_translations_agree_with_teacher_forcing_up_to_their_first_error(
+        de_task, small_model):
+    # the trusted twin: greedy search, which sees the same prefix until it errs
+    pairs = list(de_task.splits.test)
+    result = evaluate_translator(small_model, de_task, pairs)
+    gap = teacher_forcing_gap(small_model, de_task, pairs, result.hypotheses)
+    before = ~gap.after_first_error
+    assert torch.equal(gap.teacher_forced[before], gap.free_running[before])
+    assert gap.after_first_error.any()              # an untrained model errs
+
+
+def test_teacher_forcing_gap_refuses_bad_input(de_task, small_model):
+    pairs = list(de_task.splits.test)[:2]
+    hypotheses = [de_task.target_tokens_of(p.target) for p in pairs]
+    with pytest.raises(ValueError, match="hypotheses must have one entry per pair"):
+        teacher_forcing_gap(small_model, de_task, pairs, hypotheses[:1])
+    with pytest.raises(TypeError, match="hypotheses must be lists of token strings"):
+        teacher_forcing_gap(small_model, de_task, pairs, ["vier", "drei"])
+    with pytest.raises(TypeError, match="hypotheses must be a sequence"):
+        teacher_forcing_gap(small_model, de_task, pairs, "vier")
+    with pytest.raises(TypeError, match="model must be a translator"):
+        teacher_forcing_gap(lambda *a: None, de_task, pairs, hypotheses)
+    with pytest.raises(TypeError, match="task must be a TranslationTask"):
+        teacher_forcing_gap(small_model, "de", pairs, hypotheses)
+    with pytest.raises(ValueError, match="pairs must contain at least one pair"):
+        teacher_forcing_gap(small_model, de_task, [], [])

@@ -52,3 +52,30 @@ def test_a_smoke_run_writes_a_readable_table(tmp_path):
     # no NaN in the file: JSON has none, they are written as null
     assert "NaN" not in out.read_text()
     assert run["bahdanau"]["unit_share"] is None or not math.isnan(run["bahdanau"]["unit_share"])
+
+
+@pytest.mark.slow
+def test_teacher_forcing_smoke_run_writes_a_readable_table(tmp_path):
+    from seqbook.experiments.results import load_table
+    from seqbook.experiments.teacher_forcing import TeacherForcingRecord
+    from seqbook.experiments.teacher_forcing import main as teacher_forcing_main
+
+    out = tmp_path / "teacher_forcing.csv"
+    records = teacher_forcing_main(["--smoke", "--seeds", "0", "--out", str(out)])
+    assert [r.model for r in records] == ["plain", "bahdanau"]
+    read = load_table(out, TeacherForcingRecord)
+    assert [r.model for r in read] == ["plain", "bahdanau"]
+    for r in read:
+        assert 0 <= r.free_running <= 1 and 0 <= r.teacher_forced <= 1
+
+
+def test_the_committed_teacher_forcing_table_has_both_models_for_the_study_seeds():
+    from seqbook.experiments.teacher_forcing import load_teacher_forcing_table
+
+    table = load_teacher_forcing_table()
+    study = load_study()
+    assert sorted((r.model, r.seed) for r in table) == sorted(
+        (m, s) for m in ("plain", "bahdanau") for s in study["seeds"])
+    accuracy = {(m, run["seed"]): run[m]["accuracy"]
+                for run in study["runs"] for m in ("plain", "bahdanau")}
+    assert all(abs(r.exact_match - accuracy[r.model, r.seed]) < 1e-6 for r in table)

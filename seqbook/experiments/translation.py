@@ -12,8 +12,9 @@ sequence-to-sequence models, decoding and transformers and in the several-seed s
 of :mod:`seqbook.experiments.translation_study`: accuracy by source length
 (:func:`accuracy_by_length`), where attention looks across the German unit-tens
 inversion (:func:`own_translation_attention`, :func:`tens_unit_alignment`) and the
-French "dix-sept" (:func:`french_dix_alignment`), and how confident a model is
-(:func:`token_statistics`).
+French "dix-sept" (:func:`french_dix_alignment`), how confident a model is
+(:func:`token_statistics`), and how much better it predicts the next token from the
+reference prefix than from its own (:func:`teacher_forcing_gap`).
 
 Shape letters: ``B`` pairs, ``h`` heads, ``T_y`` target and ``T_x`` source positions,
 ``N`` real target tokens, ``V`` the target vocabulary.
@@ -24,21 +25,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 import torch
 
 from seqbook._checks import check_int
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
+from seqbook.seq2seq.data import check_pairs
+from seqbook.seq2seq.training import check_task
 from seqbook.utils import to_device
 
 __all__ = [
     "LENGTH_BINS",
+    "TeacherForcingGap",
     "accuracy_by_length",
     "first_word_source_index",
     "french_dix_alignment",
     "german_number_words",
     "own_translation_attention",
+    "teacher_forcing_gap",
     "tens_unit_alignment",
     "token_statistics",
 ]
@@ -299,3 +305,96 @@ def token_statistics(
     top = z.max(-1).values
     rest = (z.sum(-1) - top) / (z.shape[-1] - 1)
     return confidence, z.argmax(-1) == y, top - rest
+
+
+class TeacherForcingGap(NamedTuple):
+    """One entry per reference token (each target's tokens and its ``<eos>``; ``N``)."""
+
+    teacher_forced: torch.Tensor  # (N,) bool: right given the reference prefix
+    free_running: torch.Tensor  # (N,) bool: right in the model's own translation
+    after_first_error: torch.Tensor  # (N,) bool: after its translation's first error
+
+    def accuracies(self) -> tuple[float, float]:
+        """Teacher-forced and free-running token accuracy, over all ``N`` tokens."""
+        return (self.teacher_forced.float().mean().item(),
+                self.free_running.float().mean().item())
+
+
+def teacher_forcing_gap(
+    model: torch.nn.Module,
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
+) -> TeacherForcingGap:
+    r"""Next-token accuracy from the reference prefix against the model's own translation.
+
+    For every reference token :math:`y_{bi}` (the target's tokens, then ``<eos>``):
+    is the most probable token given the *reference* prefix right (teacher forced,
+    the condition the model was trained in),
+
+    .. math:: \arg\max_y P(y \mid y_{b,<i}, \mathbf{x}_b) = y_{bi},
+
+    and is the token at position :math:`i` of the model's own translation right (free
+    running: :math:`\hat y_{bi} = y_{bi}`, where each :math:`\hat y_{bi}` was chosen
+    given the model's earlier tokens :math:`\hat y_{b,<i}`)? A translation shorter than
+    the reference is wrong at the positions it lacks; every hypothesis is taken to
+    end with ``<eos>``. Up to and including a translation's first wrong token both
+    see the same prefix, so greedy hypotheses agree there; they differ only
+    ``after_first_error``.
+
+    Args:
+        model: a translator (:class:`~seqbook.seq2seq.EncoderDecoder`,
+            :class:`~seqbook.transformer.Transformer`); it runs on its own device.
+        task: the translation task.
+        pairs: the ``B`` reference pairs.
+        hypotheses: the model's translations of them, as target tokens (e.g.
+            :class:`~seqbook.seq2seq.Translations` ``.hypotheses``).
+
+    Returns:
+        A :class:`TeacherForcingGap` of three ``(N,)`` bool tensors on the CPU, in the
+        order of the pairs and, within each, of the positions.
+
+    Example:
+        >>> from seqbook.seq2seq import (TranslatorConfig, build_translator,
+        ...                              number_translation_task)
+        >>> task = number_translation_task("de", max_number=99, num_valid=5,
+        ...                                num_test=5)
+        >>> model = build_translator(task, TranslatorConfig(hidden_size=8))
+        >>> pairs = task.splits.test[:2]
+        >>> right = [task.target_tokens_of(p.target) for p in pairs]
+        >>> gap = teacher_forcing_gap(model, task, pairs, right)
+        >>> bool(gap.free_running.all()), bool(gap.after_first_error.any())
+        (True, False)
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a translator (an nn.Module), got {type(model).__name__}")
+    check_task(task)
+    check_pairs(pairs)
+    if isinstance(hypotheses, (str, bytes)) or not isinstance(hypotheses, Sequence):
+        raise TypeError("hypotheses must be a sequence of token lists")
+    if len(hypotheses) != len(pairs):
+        raise ValueError(
+            f"hypotheses must have one entry per pair ({len(pairs)}), got {len(hypotheses)}"
+        )
+    for h in hypotheses:
+        if isinstance(h, str) or not all(isinstance(t, str) for t in h):
+            raise TypeError(f"hypotheses must be lists of token strings, got {h!r}")
+    batch = to_device(task.batch(pairs), _device_of(model))
+    with torch.no_grad():
+        logits = model(batch.src, batch.src_lengths, batch.tgt_in)
+    if isinstance(logits, tuple):  # a recurrent translator: (logits, weights)
+        logits = logits[0]
+    mask = batch.tgt_mask.cpu()
+    teacher = (logits.argmax(-1).cpu() == batch.tgt_out.cpu())[mask]  # (eq-s2s-tf-accuracy)
+    eos = task.tgt_vocab.tokens[task.tgt_vocab.eos_id]
+    free: list[bool] = []
+    after: list[bool] = []
+    for pair, hypothesis in zip(pairs, hypotheses):
+        reference = [*task.target_tokens_of(pair.target), eos]
+        own = [*hypothesis, eos]
+        # (eq-s2s-free-accuracy)
+        right = [i < len(own) and own[i] == y for i, y in enumerate(reference)]
+        first = right.index(False) if False in right else len(right)
+        free += right
+        after += [i > first for i in range(len(right))]
+    return TeacherForcingGap(teacher, torch.tensor(free), torch.tensor(after))
