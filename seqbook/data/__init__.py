@@ -5,6 +5,7 @@ source) and the tools that turn them into tensors (tokens, vocabularies, padded 
 """
 
 from seqbook.data.batching import lengths_to_mask, pad_batch
+from seqbook.data.bpe import apply_bpe, learn_bpe
 from seqbook.data.mnist import mnist5k
 from seqbook.data.numbers import NumberPair, number_translation, spell_number
 from seqbook.data.python_source import SourceFile, python_source_corpus
@@ -19,6 +20,8 @@ __all__ = [
     "Splits",
     "Surname",
     "Vocab",
+    "apply_bpe",
+    "learn_bpe",
     "lengths_to_mask",
     "mnist5k",
     "number_translation",
