@@ -247,6 +247,8 @@ def cases() -> list[Case]:
 
     # --- data ------------------------------------------------------------------------
     add("tokenize", data.tokenize, text="forty-two", level="word")
+    add("learn_bpe", data.learn_bpe, words=["low", "lower", "newest"], num_merges=3)
+    add("apply_bpe", data.apply_bpe, word="lowest", merges=[("l", "o"), ("e", "s")])
     add("Vocab", data.Vocab, corpus=[["a", "b"], ["a"]], min_freq=1)
     vocab = data.Vocab([["a", "b"], ["a"]])
     add("Vocab.encode", vocab.encode, tokens=["a", "z"], add_bos=True, add_eos=True)
