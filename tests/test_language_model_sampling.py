@@ -131,6 +131,22 @@ def test_the_cache_writes_into_buffers_allocated_once():
     assert cache.allocated_bytes == 2 * 2 * 2 * 24 * 16 * 4
 
 
+def test_a_cache_serves_generation_only():
+    model = small()
+    cache = model.init_state(1)
+    logits, _ = model(torch.tensor([[1, 2, 3]]), cache)     # the model reads it without gradients
+    assert not logits.requires_grad
+    from seqbook.language_model import cached_self_attention
+    with pytest.raises(RuntimeError, match="cached attention is for generation: call it under "
+                                           "torch.no_grad"):
+        cached_self_attention(model.blocks[0].self_attention, torch.randn(1, 1, 16),
+                              model.init_state(1), 0)
+    cache.lengths[0] += 1                                     # as after a failed call
+    with pytest.raises(ValueError, match=r"cache layers hold different numbers of positions "
+                                         r"\[4, 3\]"):
+        model(torch.tensor([[1]]), cache)
+
+
 def test_a_full_cache_refuses_more_positions_and_a_copy_is_independent():
     model = small()
     cache = model.init_state(1)
@@ -144,7 +160,8 @@ def test_a_full_cache_refuses_more_positions_and_a_copy_is_independent():
     assert cache.length == 24 and copy.length == 20
     assert torch.equal(copy.keys[0], before)
     from seqbook.language_model import cached_self_attention
-    with pytest.raises(ValueError, match="more than the cache's capacity of 24"):
+    with pytest.raises(ValueError, match="more than the cache's capacity of 24"), \
+            torch.no_grad():
         cached_self_attention(model.blocks[0].self_attention, torch.randn(1, 5, 16), copy, 0)
 
 

@@ -40,7 +40,9 @@ class KVCache:
 
     Made by a model's ``init_state(batch_size)`` (e.g.
     :meth:`seqbook.language_model.TransformerLM.init_state`), filled by its forward
-    pass; a cache belongs to the model and batch that made it. Its buffers are
+    pass; a cache belongs to the model and batch that made it, and serves generation
+    only (the model runs it under ``torch.no_grad()``: its buffers are written in
+    place, which gradients cannot flow through). Its buffers are
     allocated once, for ``capacity`` positions (the model's ``max_len``), and each
     step writes the new positions' keys and values into them: appending never copies
     what is already cached.
@@ -127,6 +129,11 @@ class KVCache:
                 f"cache holds a batch of {self.batch_size} sequences, but ids has "
                 f"{batch_size}; a cache belongs to the batch it was made for"
             )
+        if len(set(self.lengths)) != 1:
+            raise ValueError(
+                f"cache layers hold different numbers of positions {self.lengths} (a call "
+                "failed half-way); start a new cache with model.init_state(batch_size)"
+            )
         return self
 
 
@@ -152,6 +159,11 @@ def _check_step(attention: object, x: object, cache: object, layer: object) -> N
         raise ValueError(
             f"x has {x.shape[1]} positions after {cache.lengths[layer]} cached ones, more "
             f"than the cache's capacity of {cache.capacity}"
+        )
+    if torch.is_grad_enabled() and any(p.requires_grad for p in attention.parameters()):
+        raise RuntimeError(
+            "cached attention is for generation: call it under torch.no_grad() (the cache "
+            "is written in place, which gradients cannot flow through)"
         )
 
 
@@ -185,8 +197,9 @@ def cached_self_attention(
         >>> x = torch.randn(1, 4, 8)
         >>> full, _ = attention(x, x, x, attn_mask=~causal_mask(4))  # True = forbidden
         >>> cache = model.init_state(batch_size=1)
-        >>> first = cached_self_attention(attention, x[:, :3], cache, layer=0)
-        >>> last = cached_self_attention(attention, x[:, 3:], cache, layer=0)
+        >>> with torch.no_grad():
+        ...     first = cached_self_attention(attention, x[:, :3], cache, layer=0)
+        ...     last = cached_self_attention(attention, x[:, 3:], cache, layer=0)
         >>> torch.allclose(torch.cat([first, last], 1), full, atol=1e-6)
         True
     """

@@ -102,7 +102,9 @@ def truncate_scores(
     smallest set of most likely tokens whose probability
     :math:`\operatorname{softmax}(s)` adds up to at least :math:`p`; a token is kept
     when the tokens more likely than it hold less than :math:`p`. The most likely
-    token is always kept.
+    token is always kept. With both, the nucleus is taken of the distribution that
+    top-:math:`k` leaves (renormalised). The probabilities are summed in float32 even
+    for half-precision scores.
 
     Args:
         scores: the scores :math:`s` of the next token (already divided by the
@@ -127,7 +129,7 @@ def truncate_scores(
         kth_best = scores.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
         scores = scores.masked_fill(scores < kth_best, -math.inf)
     if top_p is not None and top_p < 1.0:  # (eq-lm-nucleus)
-        p, order = F.softmax(scores, dim=-1).sort(dim=-1, descending=True)  # (B, V)
+        p, order = F.softmax(scores.float(), dim=-1).sort(dim=-1, descending=True)  # (B, V)
         mass_before = p.cumsum(dim=-1) - p  # of the tokens more likely than each
         drop = mass_before >= top_p  # (B, V), most likely first
         drop = torch.empty_like(drop).scatter_(-1, order, drop)  # in token order
@@ -192,8 +194,8 @@ def generate(
             :func:`next_token`).
 
     Shapes:
-        prompt: ``(B, T_0)``, ``T_0 >= 1``; ``T_0 + num_tokens <= model.max_len``
-        unless a ``context <= max_len`` is given.
+        prompt: ``(B, T_0)``, ``T_0 >= 1``; ``T_0 + num_tokens - 1 <= model.max_len``
+        (the last token is never read back) unless a ``context <= max_len`` is given.
         returns: ``(B, T_0 + num_tokens)``: the prompt and its continuation.
 
     Example:
@@ -226,10 +228,11 @@ def generate(
     max_len = getattr(model, "max_len", None)
     if max_len is not None and context is not None and context > max_len:
         raise ValueError(f"context must be <= the model's max_len={max_len}, got {context}")
-    if max_len is not None and context is None and T_0 + num_tokens > max_len:
+    # the last token is never read back, so the model reads T_0 + num_tokens - 1
+    if max_len is not None and context is None and T_0 + num_tokens - 1 > max_len:
         raise ValueError(
-            f"prompt length {T_0} + num_tokens {num_tokens} = {T_0 + num_tokens} is more "
-            f"than the model's max_len={max_len}"
+            f"prompt length {T_0} + num_tokens {num_tokens} - 1 = {T_0 + num_tokens - 1} "
+            f"positions to read, more than the model's max_len={max_len}"
         )
     was_training = model.training
     model.eval()

@@ -57,7 +57,8 @@ class TransformerLM(nn.Module):
 
     Called with a :class:`~seqbook.language_model.KVCache` (from :meth:`init_state`),
     it reads only the new tokens, appends their keys and values to the cache and
-    returns the same logits as a pass over the whole sequence would give for them.
+    returns the same logits as a pass over the whole sequence would give for them,
+    without gradients (a cache serves generation).
 
     Args:
         vocab_size: :math:`V`.
@@ -150,10 +151,15 @@ class TransformerLM(nn.Module):
     def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
-        cache.check(self, ids.shape[0] if ids.dim() == 2 else -1)
-        P = cache.length
-        self._check_ids(ids, P)
-        T = ids.shape[1]
+        check_token_ids("ids", ids, self.vocab_size, ndim=2)
+        cache.check(self, ids.shape[0])
+        self._check_ids(ids, cache.length)
+        with torch.no_grad():  # a cache serves generation: it is written in place
+            return self._read_with_cache(ids, cache), cache
+
+    def _read_with_cache(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """The logits of ``ids``, read after the cache's positions (checked arguments)."""
+        P, T = cache.length, ids.shape[1]
         x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)
         pe = self.positional.pe[P : P + T].to(x.dtype)  # positions P..P+T-1
         x = self.positional.dropout(x + pe)
@@ -161,4 +167,4 @@ class TransformerLM(nn.Module):
             attend = partial(cached_self_attention, block.self_attention, cache=cache, layer=layer)
             x = block.add_norm_1(x, attend)  # (B, T, d_model)
             x = block.add_norm_2(x, block.feed_forward)
-        return self.readout(self.norm(x)), cache  # (B, T, V)
+        return self.readout(self.norm(x))  # (B, T, V)
