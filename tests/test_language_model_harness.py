@@ -229,3 +229,18 @@ def test_loss_by_position_averages_each_position_over_the_windows():
     assert torch.allclose(curve, torch.stack(per_window).mean(0), atol=1e-6)
     with pytest.raises(ValueError, match="ids must be longer than window=200"):
         loss_by_position(bigram, ids, window=200)
+
+
+def test_loss_by_position_with_every_offset_averages_the_same_characters_everywhere():
+    """A bigram predicts from one token at every position, so once every position
+    averages over every character (offsets = window), its curve is flat."""
+    from seqbook.language_model import BigramLM, loss_by_position
+    ids = torch.randint(0, 5, (2000,), generator=torch.Generator().manual_seed(0))
+    model = BigramLM(ids, 5)
+    one_cut = loss_by_position(model, ids, 8)
+    every_cut = loss_by_position(model, ids, 8, offsets=8)
+    assert every_cut.max() - every_cut.min() < 1e-3 < one_cut.max() - one_cut.min()
+    with pytest.raises(ValueError, match="offsets must be <= window=8, got 9"):
+        loss_by_position(model, ids, 8, offsets=9)
+    with pytest.raises(ValueError, match="offsets must be >= 1"):
+        loss_by_position(model, ids, 8, offsets=0)

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
+from seqbook._checks import check_int, check_positive_int, check_tensor
 
 __all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
 
@@ -174,19 +174,26 @@ def perplexity(model: nn.Module, ids: torch.Tensor, window: int | None = None,
     return math.exp(sequence_loss(model, ids, window, stride).item())
 
 
-def loss_by_position(model: nn.Module, ids: torch.Tensor, window: int) -> torch.Tensor:
+def loss_by_position(
+    model: nn.Module, ids: torch.Tensor, window: int, offsets: int = 1
+) -> torch.Tensor:
     r"""Mean negative log-likelihood at each position of a window, over a whole stream.
 
     The stream is cut into consecutive windows of ``window`` inputs (each followed by
     its next token); the model reads each window from a fresh start, and the loss of
     position :math:`t` is averaged over the windows. Position :math:`t` predicts from
     :math:`t` tokens of context, so the curve shows how much a model gains from
-    reading further back.
+    reading further back. With ``offsets`` :math:`> 1` the stream is cut again from
+    :math:`W / \text{offsets}, 2W / \text{offsets}, \dots` on, so that each position
+    averages over different characters and the curve depends less on which
+    characters happen to fall at one position of one cut.
 
     Args:
         model: a language model (see the module's docstring).
         ids: the stream ``(N,)``, ``N > window``.
         window: the window length :math:`W`.
+        offsets: how many cuts of the stream, shifted by :math:`W / \text{offsets}`
+            (1 to :math:`W`).
 
     Shapes:
         returns: ``(W,)``, in nats.
@@ -194,17 +201,25 @@ def loss_by_position(model: nn.Module, ids: torch.Tensor, window: int) -> torch.
     Example:
         >>> from seqbook.language_model import BigramLM
         >>> ids = torch.randint(0, 5, (200,))
-        >>> curve = loss_by_position(BigramLM(ids, 5), ids, window=8)
+        >>> curve = loss_by_position(BigramLM(ids, 5), ids, window=8, offsets=2)
         >>> tuple(curve.shape)
         (8,)
     """
     _check_model(model)
     check_tensor("ids", ids, ndim=1, floating=False)
     window = check_positive_int("window", window)
-    if len(ids) <= window:
-        raise ValueError(f"ids must be longer than window={window}, got {len(ids)} ids")
-    count = (len(ids) - 1) // window
-    windows = ids[: count * window + 1].unfold(0, window + 1, window)  # (count, W + 1)
+    offsets = check_int("offsets", offsets, min_value=1)
+    if offsets > window:
+        raise ValueError(f"offsets must be <= window={window}, got {offsets}")
+    if len(ids) <= window + (offsets - 1) * window // offsets:
+        raise ValueError(f"ids must be longer than window={window} plus the last offset, "
+                         f"got {len(ids)} ids")
+    cuts = []
+    for start in (k * window // offsets for k in range(offsets)):
+        stream = ids[start:]
+        count = (len(stream) - 1) // window
+        cuts.append(stream[: count * window + 1].unfold(0, window + 1, window))
+    windows = torch.cat(cuts)  # (count, W + 1)
     with torch.no_grad():
         logits = _logits(model(windows[:, :-1]))  # (count, W, V)
         nll = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")
