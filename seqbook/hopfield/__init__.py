@@ -6,7 +6,10 @@
 - ``modern``: the continuous modern Hopfield network (Ramsauer et al. 2021);
 - ``layers``: Hopfield layers and Hopfield pooling for neural networks, with the
   options of Ramsauer et al.'s library ``hflayers`` (:class:`HopfieldConfig`);
-- ``capacity``: storage-capacity experiments.
+- ``capacity``: storage-capacity experiments;
+- ``recognition``: a dense associative memory trained as a classifier (Krotov &
+  Hopfield 2016), and a measure of whether its memories are features or prototypes;
+  ``feature_prototype`` is the offline run that trains it for several powers n.
 """
 
 from seqbook.hopfield.capacity import (
