@@ -97,3 +97,20 @@ def test_merge_refuses_runs_that_do_not_fit(tmp_path):
     other = _single_run(tmp_path / "1.pt", 1, [0, 3], 3)
     with pytest.raises(ValueError, match="snapshots"):
         merge_bare([long, other], tmp_path / "merged")
+
+
+def test_extend_fills_in_a_seed_trained_further(tmp_path):
+    from seqbook.attractor.train import extend_bare, merge_bare
+
+    long = _single_run(tmp_path / "0.pt", 0, [0, 2, 6], 6)
+    short = _single_run(tmp_path / "1.pt", 1, [0, 2], 2)
+    base = merge_bare([long, short], tmp_path / "merged")
+    further = _single_run(tmp_path / "1b.pt", 1, [6], 6)  # seed 1, measured at step 6 only
+    _, before = load_bare(base)
+    model, info = load_bare(extend_bare(base, further, tmp_path / "extended"))
+    curves = info["curves"]  # each entry: the step of its snapshot
+    assert torch.equal(curves[0], before["curves"][0])  # seed 0 untouched
+    assert curves[1, 0].eq(0).all() and curves[1, 1].eq(2).all()  # seed 1 kept
+    assert curves[1, 2].eq(6).all()  # and filled in
+    assert torch.equal(info["step_loss"][1], torch.arange(6.0))
+    assert info["cpu_seconds"] == [1.0, 2.0] and info["epochs_per_seed"] == [3, 1]
