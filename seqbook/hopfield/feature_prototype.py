@@ -10,11 +10,10 @@ chapter may run::
 
 It trains :func:`~seqbook.hopfield.recognition.train_dam_classifier` for every power in
 ``DEGREES`` (and the control ``CONTROL``) and seeds 0, 1, 2 on the 4,000 training digits of
-:func:`~seqbook.hopfield.recognition.digits_pm1`, and writes the module
-``feature_prototype_results.py`` next to this file: per run, the final errors, the
-prototype score after every epoch and the CPU time, and the first ``SHOWN`` memories of
-seed 0 of every power (float16, base64), for the figure. (A Python module, so that it
-ships with the package wherever the package goes.) Measured run time:
+:func:`~seqbook.hopfield.recognition.digits_pm1`, and writes
+``feature_prototype.json`` next to this file (package data): per run, the final errors,
+the prototype score after every epoch and the CPU time, and the first ``SHOWN`` memories
+of seed 0 of every power (float16, base64), for the figure. Measured run time:
 31 to 45 CPU-seconds per model (200 epochs), about 9 CPU-minutes in all, on one thread
 (the committed table was made as two processes, ``--no-control`` and ``--degrees``
 without values, which gives the same results: every run draws from its own seed).
@@ -24,7 +23,6 @@ without values, which gives the same results: every run draws from its own seed)
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
 import json
 import time
@@ -51,8 +49,8 @@ DEGREES: dict[int, float] = {2: 540.0, 3: 540.0, 20: 600.0, 30: 600.0}
 #: A control: the smallest power at the temperature of the largest ones, so that the
 #: comparison of n = 2 with n = 20, 30 is not one of temperatures.
 CONTROL: tuple[int, float] = (2, 600.0)
-#: The committed results (``seqbook/hopfield/feature_prototype_results.py``).
-RESULTS = Path(__file__).parent / "feature_prototype_results.py"
+#: The committed results (``seqbook/hopfield/feature_prototype.json``).
+RESULTS = Path(__file__).parent / "feature_prototype.json"
 #: How many memories of each model the results keep (seed 0).
 SHOWN = 12
 
@@ -125,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
 def write_results(config: dict, runs: list[dict], shown: dict[int, torch.Tensor],
                   path: Path | str) -> Path:
-    """Write the results as a Python module that :func:`load_results` reads."""
+    """Write the results as the JSON file that :func:`load_results` reads."""
     if not isinstance(runs, list) or not isinstance(shown, dict):
         raise TypeError("runs must be a list of dicts and shown a dict of tensors")
     path = Path(path)
@@ -136,9 +134,7 @@ def write_results(config: dict, runs: list[dict], shown: dict[int, torch.Tensor]
         for n, xi in shown.items()
     }
     data = json.dumps(dict(config=config, runs=runs, memories=memories), indent=1)
-    path.write_text(
-        '"""Results of ``python -m seqbook.hopfield.feature_prototype`` (generated)."""\n\n'
-        f"DATA = {data!r}\n")
+    path.write_text(data + "\n", encoding="utf-8")
     return path
 
 
@@ -155,8 +151,7 @@ def load_results(path: Path | str = RESULTS) -> tuple[dict, list[dict], dict]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path must be a results file written by main(), got {path}")
-    text = path.read_text()
-    data = json.loads(ast.literal_eval(text[text.index("DATA = ") + 7:].strip()))
+    data = json.loads(path.read_text(encoding="utf-8"))
     memories = {
         int(n): torch.frombuffer(bytearray(base64.b64decode(m["float16"])),
                                  dtype=torch.float16).view(*m["shape"]).float()
