@@ -36,7 +36,7 @@ about 7 CPU minutes each, nearly all of it measuring)::
     python -m seqbook.attractor.train --merge runs/0/bare.pt runs/1/bare.pt runs/2/bare.pt
 
 Then seeds 1 and 2 were trained again to epoch 3 and measured there only (``--measure-from``;
-about 4 CPU minutes each), and seed 0 retrained without measurements for its couplings
+4 CPU minutes for both), and seed 0 retrained without measurements for its couplings
 (``--retrain``: 3 CPU minutes; the step losses came within 2e-4 of the first run's), which
 ``--store`` writes into the checkpoint after checking them against its tables::
 
