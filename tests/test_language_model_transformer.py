@@ -231,7 +231,8 @@ def test_cached_self_attention_bad_input():
     cache = model.init_state(2)
     x = torch.randn(2, 3, 16)
     with torch.no_grad():  # a cache serves generation
-        with pytest.raises(TypeError, match="attention must be a seqbook.attention.MultiHeadAttention"):
+        with pytest.raises(TypeError,
+                           match="attention must be a seqbook.attention.MultiHeadAttention"):
             cached_self_attention(nn.Linear(16, 16), x, cache, 0)
         with pytest.raises(ValueError, match="x must have d_model=16 features"):
             cached_self_attention(attention, torch.randn(2, 3, 8), cache, 0)

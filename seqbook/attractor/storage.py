@@ -7,8 +7,8 @@ are :math:`N^2 d^2 \approx 2.5` million numbers (about 10 MB in float32). Traine
 long, they concentrate on a few pairs of tokens, and most other blocks :math:`J_{ij}`
 shrink, some by many orders of magnitude (see the chapter). A floating-point format of
 few bits then loses the small blocks: float16 puts nearly half of the couplings of the
-20-epoch model into its subnormal range, which moved its masking curve by about 2e-3. A checkpoint therefore
-stores every block with its own scale,
+20-epoch model into its subnormal range, which moved its masking curve by about 2e-3. A
+checkpoint therefore stores every block with its own scale,
 
 .. math::
     J_{ij} \approx s_{ij}\, q_{ij} / 127, \qquad s_{ij} = \max_{ab} |(J_{ij})_{ab}|,

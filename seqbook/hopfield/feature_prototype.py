@@ -113,8 +113,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
                 prototype_share=(scores > 0.5).double().mean().item(),
                 prototype_per_epoch=[round(v, 6) for v in history.prototype],
                 cpu_seconds=time.process_time() - start))
-            print(f"n = {n:2d}, T = {T:.0f}, seed {seed}: test error {100 * runs[-1]['test_error']:.1f}%, "
-                  f"prototype score {runs[-1]['prototype']:.3f}, "
+            print(f"n = {n:2d}, T = {T:.0f}, seed {seed}: test error "
+                  f"{100 * runs[-1]['test_error']:.1f}%, prototype score "
+                  f"{runs[-1]['prototype']:.3f}, "
                   f"{runs[-1]['cpu_seconds']:.0f} CPU s", flush=True)
             if seed == args.seeds[0] and (n, T) != CONTROL:
                 shown[n] = memories[:SHOWN].to(torch.float16)

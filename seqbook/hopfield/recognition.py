@@ -147,7 +147,9 @@ def dam_class_scores(
             f"got {memories.shape[1]} and {pixels.shape[1]}"
         )
     if pixels.dtype != memories.dtype:
-        raise TypeError(f"pixels must have the memories' dtype {memories.dtype}, got {pixels.dtype}")
+        raise TypeError(
+            f"pixels must have the memories' dtype {memories.dtype}, got {pixels.dtype}"
+        )
     num_visible = pixels.shape[1]
     visible, labels = memories[:, :num_visible], memories[:, num_visible:]  # (K, Nv), (K, Nc)
     u = pixels @ visible.T - labels.sum(1)  # every class neuron at -1   (B, K)

@@ -149,7 +149,9 @@ def _check_step(attention: object, x: object, cache: object, layer: object) -> N
         raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
     check_int("layer", layer, min_value=0)
     if layer >= len(cache.key_buffers):
-        raise ValueError(f"layer must be < the cache's {len(cache.key_buffers)} layers, got {layer}")
+        raise ValueError(
+            f"layer must be < the cache's {len(cache.key_buffers)} layers, got {layer}"
+        )
     if x.shape[0] != cache.batch_size:
         raise ValueError(
             f"cache holds a batch of {cache.batch_size} sequences, but x has {x.shape[0]}"
