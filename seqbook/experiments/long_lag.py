@@ -223,7 +223,7 @@ def load_first_symbol_table() -> list[RunRecord]:
 
 def load_chrono_table() -> list[RunRecord]:
     """The committed chrono-initialisation table (``results/chrono.csv``): the rows of
-    :data:`CHRONO_SPECS` on the first-symbol task, as in the first-symbol table.
+    ``CHRONO_SPECS`` on the first-symbol task, as in the first-symbol table.
 
     Example:
         >>> rows = load_chrono_table()

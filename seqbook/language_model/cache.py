@@ -82,12 +82,12 @@ class KVCache:
 
     @property
     def keys(self) -> list[torch.Tensor]:
-        """The cached keys of each layer: ``(B, h, P, d_k)`` views of the buffers."""
+        """The cached keys of each layer, ``(B, h, P, d_k)`` views of the buffers."""
         return [k[:, :, :n] for k, n in zip(self.key_buffers, self.lengths)]
 
     @property
     def values(self) -> list[torch.Tensor]:
-        """The cached values of each layer: ``(B, h, P, d_v)`` views of the buffers."""
+        """The cached values of each layer, ``(B, h, P, d_v)`` views of the buffers."""
         return [v[:, :, :n] for v, n in zip(self.value_buffers, self.lengths)]
 
     @property

@@ -155,7 +155,7 @@ def load_comparison(path: Path = RESULTS) -> dict:
     Keys: ``"recipe"`` (the training recipe), ``"bigram_ppl"``, ``"runs"`` (one dict
     per model, seed and budget: steps, learning rate, CPU seconds, parameters,
     validation and training perplexity, loss by position in a window),
-    ``"lr_control"`` (rows of the same kind, at the rates of :data:`LR_CONTROL`) and
+    ``"lr_control"`` (rows of the same kind, at the rates of ``LR_CONTROL``) and
     ``"wall_seconds"``.
     """
     path = Path(path)
