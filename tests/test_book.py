@@ -185,3 +185,81 @@ def test_shown_source_is_displayed_without_its_calling_code(chapter):
         assert "remove-input" in tags, f"cell {index}: tag show_source cells remove-input"
         last = source.strip().splitlines()[-1]
         assert "show_source(" in last, f"cell {index}: show_source must be the last line"
+
+
+# --- the shown code reads like its equation ---------------------------------------------
+
+#: The longest body (non-blank lines below the signature) a shown function may have.
+MAX_SHOWN_BODY = 15
+#: The most snippets, over the whole book, cut out of a function with start=/stop=.
+MAX_CUT_SNIPPETS = 10
+
+
+def _shown_snippets(chapter) -> list[tuple[str, object, bool]]:
+    """``(call, snippet, cut)`` for every show_source call of the chapter.
+
+    The call is evaluated in a namespace holding the chapter's own seqbook imports, so
+    that it names the object exactly as the page does.
+    """
+    import ast
+
+    from seqbook.notebook import show_source
+
+    namespace: dict = {"show_source": show_source}
+    for source in code_cells(chapter):
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:  # IPython magics
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seqbook"):
+                exec(compile(ast.Module([node], []), str(chapter), "exec"), namespace)
+            elif isinstance(node, ast.Import) and all(
+                a.name.startswith("seqbook") for a in node.names
+            ):
+                exec(compile(ast.Module([node], []), str(chapter), "exec"), namespace)
+    shown = []
+    for _, source in _show_source_calls(chapter):
+        call = source.strip().splitlines()[-1]
+        parsed = ast.parse(call, mode="eval").body
+        cut = any(k.arg in ("start", "stop") for k in parsed.keywords)
+        shown.append((call, eval(call, namespace), cut))
+    return shown
+
+
+def _body_lines(code: str) -> int:
+    """Non-blank lines of a shown function below its signature (all of them if cut)."""
+    import ast
+    import textwrap
+
+    lines = code.splitlines()
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:  # a cut: every line is body
+        return sum(bool(line.strip()) for line in lines)
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        first = node.body[0].lineno - 1
+        return sum(bool(line.strip()) for line in lines[first:])
+    return sum(bool(line.strip()) for line in lines)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_shown_functions_are_short(chapter):
+    long = [(call, _body_lines(snippet.code)) for call, snippet, _ in _shown_snippets(chapter)
+            if _body_lines(snippet.code) > MAX_SHOWN_BODY]
+    assert not long, f"shown bodies over {MAX_SHOWN_BODY} lines: {long}"
+
+
+def test_few_snippets_are_cut_out_of_a_function():
+    cuts = []
+    for chapter in CHAPTERS:
+        for (call, _, cut), (_, source) in zip(
+            _shown_snippets(chapter), _show_source_calls(chapter), strict=True
+        ):
+            if not cut:
+                continue
+            cuts.append(f"{chapter.stem}: {call}")
+            # a cut says why a whole function could not serve
+            assert re.search(r"^\s*#", source, re.M), f"{chapter.stem}: no reason for {call}"
+    assert len(cuts) <= MAX_CUT_SNIPPETS, f"{len(cuts)} cut snippets:\n" + "\n".join(cuts)
