@@ -72,11 +72,14 @@ def check_tensor(
     *,
     ndim: int | tuple[int, ...] | None = None,
     floating: bool | None = None,
+    shape: tuple[int | str | None, ...] | None = None,
 ) -> torch.Tensor:
-    """Return ``value`` if it is a tensor of the given rank(s) and kind of dtype.
+    """Return ``value`` if it is a tensor of the given rank(s), shape and kind of dtype.
 
     ``floating=True`` asks for a floating-point dtype, ``False`` for an integer one
-    (not bool).
+    (not bool). ``shape`` gives the expected size of every dimension, a name (or
+    ``None``) for any size: ``("B", 196, 8)`` is a batch of 196 tokens of 8 numbers, and
+    the message says so. It fixes the rank too.
     """
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_describe(value)}")
@@ -93,6 +96,12 @@ def check_tensor(
         value.is_floating_point() or value.is_complex() or value.dtype == torch.bool
     ):
         raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
+    if shape is not None and (
+        value.dim() != len(shape)
+        or any(isinstance(s, int) and s != n for s, n in zip(shape, value.shape, strict=True))
+    ):
+        expected = ", ".join("*" if s is None else str(s) for s in shape)
+        raise ValueError(f"{name} must have shape ({expected}), got {tuple(value.shape)}")
     return value
 
 
