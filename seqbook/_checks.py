@@ -96,12 +96,13 @@ def check_tensor(
         value.is_floating_point() or value.is_complex() or value.dtype == torch.bool
     ):
         raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
-    if shape is not None and (
-        value.dim() != len(shape)
-        or any(isinstance(s, int) and s != n for s, n in zip(shape, value.shape, strict=True))
-    ):
-        expected = ", ".join("*" if s is None else str(s) for s in shape)
-        raise ValueError(f"{name} must have shape ({expected}), got {tuple(value.shape)}")
+    if shape is not None:
+        expected = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        if value.dim() != len(shape):
+            raise ValueError(f"{name} must have {len(shape)} dimensions {expected}, "
+                             f"got shape {tuple(value.shape)}")
+        if any(isinstance(s, int) and s != n for s, n in zip(shape, value.shape)):
+            raise ValueError(f"{name} must have shape {expected}, got {tuple(value.shape)}")
     return value
 
 
