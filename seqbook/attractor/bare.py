@@ -50,6 +50,14 @@ __all__ = ["BareSelfAttention"]
 _CHUNK_ELEMENTS = 16_000_000
 
 
+def check_bare_model(model: object) -> BareSelfAttention:
+    """Return ``model`` if it is a :class:`BareSelfAttention` (for functions that take one)."""
+    if not isinstance(model, BareSelfAttention):
+        raise TypeError(f"model must be a seqbook.attractor.BareSelfAttention, "
+                        f"got {type(model).__name__}")
+    return model
+
+
 class BareSelfAttention(nn.Module):
     r"""Self-attention as an attractor network of :math:`N` vector spins.
 

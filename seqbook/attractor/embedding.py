@@ -38,15 +38,30 @@ __all__ = [
 ]
 
 
+def _check_grid(patch_size: object, height: object, width: object) -> int:
+    """``patch_size``, which must divide ``height`` and ``width`` (the image is whole patches)."""
+    P = check_positive_int("patch_size", patch_size)
+    if check_positive_int("height", height) % P or check_positive_int("width", width) % P:
+        raise ValueError(f"height and width must be divisible by patch_size = {P}, "
+                         f"got {height} x {width}")
+    return P
+
+
 def _check_images(name: str, images: object, patch_size: int) -> torch.Tensor:
     images = check_tensor(name, images, ndim=3, floating=True)
-    _, height, width = images.shape
-    if height == 0 or width == 0 or height % patch_size or width % patch_size:
-        raise ValueError(
-            f"{name} must have a height and width divisible by patch_size = "
-            f"{patch_size}, got shape {tuple(images.shape)}"
-        )
+    if min(images.shape[1:]) == 0 or images.shape[1] % patch_size or images.shape[2] % patch_size:
+        raise ValueError(f"{name} must have a height and width divisible by patch_size = "
+                         f"{patch_size}, got shape {tuple(images.shape)}")
     return images
+
+
+def _check_pixels(pixels: object) -> torch.Tensor:
+    pixels = check_tensor("pixels", pixels, floating=True)
+    if pixels.numel() and (pixels.min() < 0 or pixels.max() > 1 or pixels.isnan().any()):
+        raise ValueError("pixels must lie in [0, 1] (the map to the quarter circle is only "
+                         f"invertible there), got values in [{pixels.min().item():.3g}, "
+                         f"{pixels.max().item():.3g}]")
+    return pixels
 
 
 def image_to_patches(images: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -67,10 +82,12 @@ def image_to_patches(images: torch.Tensor, patch_size: int) -> torch.Tensor:
         tensor([[0., 1., 4., 5.],
                 [2., 3., 6., 7.]])
     """
-    patch_size = check_positive_int("patch_size", patch_size)
-    images = _check_images("images", images, patch_size)
+    P = check_positive_int("patch_size", patch_size)
+    return _image_to_patches(_check_images("images", images, P), P)
+
+
+def _image_to_patches(images: torch.Tensor, P: int) -> torch.Tensor:
     B, H, W = images.shape
-    P = patch_size
     grid = images.reshape(B, H // P, P, W // P, P)  # (B, H/P, P, W/P, P)
     grid = grid.permute(0, 1, 3, 2, 4)  # (B, H/P, W/P, P, P)
     return grid.reshape(B, (H // P) * (W // P), P * P)  # (B, N, a)
@@ -90,20 +107,13 @@ def patches_to_image(
         >>> torch.equal(patches_to_image(image_to_patches(image, 2), 2, 6, 4), image)
         True
     """
-    P = check_positive_int("patch_size", patch_size)
-    height = check_positive_int("height", height)
-    width = check_positive_int("width", width)
-    if height % P or width % P:
-        raise ValueError(
-            f"height and width must be divisible by patch_size = {P}, got {height} x {width}"
-        )
-    patches = check_tensor("patches", patches, ndim=3)
+    P = _check_grid(patch_size, height, width)
     N = (height // P) * (width // P)
-    if patches.shape[1:] != (N, P * P):
-        raise ValueError(
-            f"patches must have shape (B, {N}, {P * P}) for {height} x {width} images "
-            f"and patch_size {P}, got {tuple(patches.shape)}"
-        )
+    check_tensor("patches", patches, shape=("B", N, P * P))
+    return _patches_to_image(patches, P, height, width)
+
+
+def _patches_to_image(patches: torch.Tensor, P: int, height: int, width: int) -> torch.Tensor:
     B = patches.shape[0]
     grid = patches.reshape(B, height // P, width // P, P, P)  # (B, H/P, W/P, P, P)
     return grid.permute(0, 1, 3, 2, 4).reshape(B, height, width)  # (B, H, W)
@@ -122,12 +132,7 @@ def pixel_spins(pixels: torch.Tensor) -> torch.Tensor:
                 [0.7071, 0.7071],
                 [1.0000, 0.0000]])
     """
-    pixels = check_tensor("pixels", pixels, floating=True)
-    if pixels.numel() and (pixels.min() < 0 or pixels.max() > 1 or pixels.isnan().any()):
-        raise ValueError(
-            "pixels must lie in [0, 1] (the map to the quarter circle is only invertible "
-            f"there), got values in [{pixels.min().item():.3g}, {pixels.max().item():.3g}]"
-        )
+    pixels = _check_pixels(pixels)
     pair = torch.stack([pixels, 1 - pixels], dim=-1)  # (..., 2)
     return pair / pair.norm(dim=-1, keepdim=True)  # (eq-attr-pixel-spin)
 
@@ -152,6 +157,10 @@ def spins_to_pixels(spins: torch.Tensor) -> torch.Tensor:
     spins = check_tensor("spins", spins, floating=True)
     if spins.dim() == 0 or spins.shape[-1] != 2:
         raise ValueError(f"spins must have shape (..., 2), got {tuple(spins.shape)}")
+    return _spins_to_pixels(spins)
+
+
+def _spins_to_pixels(spins: torch.Tensor) -> torch.Tensor:
     phi = torch.atan2(spins[..., 0], spins[..., 1])  # (...) in (-pi, pi]
     # angles below -3 pi / 4 are nearer to the arc's end pi / 2, going around
     phi = torch.where(phi < -0.75 * math.pi, phi + 2 * math.pi, phi).clamp(0.0, math.pi / 2)
@@ -201,26 +210,17 @@ class PatchEmbedding(nn.Module):
         seed: int = 0,
     ) -> None:
         super().__init__()
-        self.patch_size = check_positive_int("patch_size", patch_size)
         if isinstance(image_size, int) and not isinstance(image_size, bool):
             image_size = (image_size, image_size)
         if not (isinstance(image_size, tuple) and len(image_size) == 2):
             raise TypeError(f"image_size must be an int or a pair (H, W), got {image_size!r}")
-        self.height = check_positive_int("image_size[0]", image_size[0])
-        self.width = check_positive_int("image_size[1]", image_size[1])
-        if self.height % self.patch_size or self.width % self.patch_size:
-            raise ValueError(
-                f"image_size {self.height} x {self.width} must be divisible by "
-                f"patch_size = {self.patch_size}"
-            )
+        self.height, self.width = image_size
+        self.patch_size = _check_grid(patch_size, self.height, self.width)
         self.a = self.patch_size**2  # pixels per patch
         self.num_tokens = (self.height // self.patch_size) * (self.width // self.patch_size)
         self.dim = 2 * self.a if dim is None else check_positive_int("dim", dim)
-        if self.dim < 2 * self.a:
-            raise ValueError(
-                f"dim must be >= 2a = {2 * self.a} (two numbers per pixel of a "
-                f"{self.patch_size} x {self.patch_size} patch), got {self.dim}"
-            )
+        if self.dim < 2 * self.a:  # two numbers per pixel of a patch
+            raise ValueError(f"dim must be >= 2a = {2 * self.a}, got {self.dim}")
         seed = check_int("seed", seed, min_value=0)
         # Not seeded_generator: the committed checkpoints were trained in this basis, so
         # a run with shifted seeds must still embed digits exactly as they were.
@@ -236,8 +236,7 @@ class PatchEmbedding(nn.Module):
             images: ``(B, H, W)``.
             returns: ``(B, N, 2a)``.
         """
-        images = self._check(images)
-        patches = image_to_patches(images, self.patch_size)  # (B, N, a)
+        patches = _image_to_patches(self._check(images), self.patch_size)  # (B, N, a)
         return pixel_spins(patches).flatten(-2)  # (B, N, 2a)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -262,23 +261,14 @@ class PatchEmbedding(nn.Module):
             x: ``(B, N, d)``.
             returns: ``(B, H, W)``.
         """
-        x = check_tensor("x", x, ndim=3, floating=True)
-        if x.shape[1:] != (self.num_tokens, self.dim):
-            raise ValueError(
-                f"x must have shape (B, {self.num_tokens}, {self.dim}), got {tuple(x.shape)}"
-            )
+        x = check_tensor("x", x, floating=True, shape=("B", self.num_tokens, self.dim))
         s = math.sqrt(self.a) * x @ self.F  # (B, N, 2a)
-        pixels = spins_to_pixels(s.unflatten(-1, (self.a, 2)))  # (B, N, a)
-        return patches_to_image(pixels, self.patch_size, self.height, self.width)
+        pixels = _spins_to_pixels(s.unflatten(-1, (self.a, 2)))  # (B, N, a)
+        return _patches_to_image(pixels, self.patch_size, self.height, self.width)
 
     def _check(self, images: object) -> torch.Tensor:
-        images = _check_images("images", images, self.patch_size)
-        if images.shape[1:] != (self.height, self.width):
-            raise ValueError(
-                f"images must have shape (B, {self.height}, {self.width}), "
-                f"got {tuple(images.shape)}"
-            )
-        return images.to(self.F.dtype)
+        images = check_tensor("images", images, floating=True, shape=("B", self.height, self.width))
+        return _check_pixels(images).to(self.F.dtype)
 
     def extra_repr(self) -> str:
         return (

@@ -29,7 +29,7 @@ import torch
 from tqdm.auto import tqdm
 
 from seqbook._checks import check_positive_int, check_real, check_tensor
-from seqbook.attractor.bare import BareSelfAttention
+from seqbook.attractor.bare import BareSelfAttention, check_bare_model
 from seqbook.train import History
 from seqbook.utils import Timer
 
@@ -44,13 +44,6 @@ __all__ = [
 # The (B, N, N, d) terms alpha_ij xi_j of one chunk of a large batch: about 64 MB.
 _TERMS = 16_000_000
 
-
-def _check_model(model: object) -> BareSelfAttention:
-    if not isinstance(model, BareSelfAttention):
-        raise TypeError(
-            f"model must be a seqbook.attractor.BareSelfAttention, got {type(model).__name__}"
-        )
-    return model
 
 
 def pseudo_likelihood_loss(
@@ -77,7 +70,7 @@ def pseudo_likelihood_loss(
         >>> torch.allclose(loss, model.energy(xi, lam=5.0).mean())
         True
     """
-    model = _check_model(model)
+    model = check_bare_model(model)
     xi = model._check_x("xi", xi)
     lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
@@ -106,20 +99,32 @@ def pseudo_likelihood_gradient(
         >>> torch.allclose(grad, model.J.grad, atol=1e-6)
         True
     """
-    model = _check_model(model)
+    model = check_bare_model(model)
     lam = check_real("lam", lam, min_value=0.0, strict_min=True)
-    xi = model._check_x("xi", xi)
+    return _loss_and_gradient(model, model._check_x("xi", xi), lam)
+
+
+def _loss_and_gradient(
+    model: BareSelfAttention, xi: torch.Tensor, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`pseudo_likelihood_gradient` on checked arguments, a large batch in chunks."""
     B, N, d = xi.shape
     if B * N * N * d > _TERMS:  # a large batch: the mean of the chunks' means
         chunks = xi.split(max(1, _TERMS // (N * N * d)))
-        parts = [(len(c), pseudo_likelihood_gradient(model, c, lam)) for c in chunks]
+        parts = [(len(c), _loss_and_gradient(model, c, lam)) for c in chunks]
         return tuple(sum(n * part[k] for n, part in parts) / B for k in (0, 1))
-    S = torch.einsum("bid,ijde,bje->bij", xi, model.J.detach(), xi)  # (B, N, N)
-    logits = model._partners(lam * S, None)  # j != i
+    return _pseudo_likelihood_gradient(model.J.detach(), xi, lam, model._partners)
+
+
+def _pseudo_likelihood_gradient(
+    J: torch.Tensor, xi: torch.Tensor, lam: float, partners: Callable
+) -> tuple[torch.Tensor, torch.Tensor]:
+    S = torch.einsum("bid,ijde,bje->bij", xi, J, xi)  # (B, N, N): xi_i^T J_ij xi_j
+    logits = partners(lam * S, None)  # j != i
     loss = -(torch.logsumexp(logits, dim=-1) / lam).sum(-1).mean()  # (eq-attr-pl-loss)
     alpha = torch.softmax(logits, dim=-1)  # (B, N, N)
     weighted = alpha.unsqueeze(-1) * xi.unsqueeze(1)  # (B, N, N, d): alpha_ij xi_j
-    grad = -torch.einsum("bid,bije->ijde", xi, weighted) / B  # (eq-attr-pl-grad)
+    grad = -torch.einsum("bid,bije->ijde", xi, weighted) / len(xi)  # (eq-attr-pl-grad)
     return loss, grad
 
 
@@ -184,19 +189,16 @@ def train_pseudo_likelihood(
         >>> math.isclose(model.J.norm().item(), norm, rel_tol=1e-5)
         True
     """
-    model = _check_model(model)
-    xi = model._check_x("xi", xi)
+    xi = check_bare_model(model)._check_x("xi", xi)
     if xi.shape[0] == 0:
         raise ValueError("xi must hold at least one training configuration, got 0")
     epochs = check_positive_int("epochs", epochs)
     batch_size = check_positive_int("batch_size", batch_size)
-    lr = check_real("lr", lr, min_value=0.0, strict_min=True)
-    lam = check_real("lam", lam, min_value=0.0, strict_min=True)
-    clip = check_real("clip", clip, min_value=0.0, strict_min=True)
+    lr, lam, clip = (check_real(k, v, min_value=0.0, strict_min=True)
+                     for k, v in (("lr", lr), ("lam", lam), ("clip", clip)))
     if on_step is not None and not callable(on_step):
         raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
-    J, N = model.J.data, model.num_tokens
-    norm = J.norm()  # kept fixed
+    J, norm = model.J.data, model.J.data.norm()  # the norm is kept fixed
     history = History()
     kwargs = {} if progress else {"disable": True}
     with Timer() as timer:
@@ -204,13 +206,8 @@ def train_pseudo_likelihood(
             order = torch.randperm(xi.shape[0], generator=generator).to(xi.device)
             losses = []
             for batch in order.split(batch_size):
-                loss, grad = pseudo_likelihood_gradient(model, xi[batch], lam)
-                grad_norm = grad.norm().item()
-                grad = grad * min(1.0, clip / max(grad_norm, 1e-30))  # clipped
-                J.sub_(lr * grad)  # (eq-attr-sgd)
-                J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
-                J.mul_(norm / J.norm())  # (eq-attr-sgd)
-                history.grad_norm.append(grad_norm)
+                loss, grad = _loss_and_gradient(model, xi[batch], lam)
+                history.grad_norm.append(_sgd_step(J, grad, lr, clip, norm))
                 losses.append(loss.item())
                 if not math.isfinite(losses[-1]):
                     raise FloatingPointError("the pseudo-likelihood loss is not finite")
@@ -220,6 +217,19 @@ def train_pseudo_likelihood(
             history.epoch_loss.append(sum(losses) / len(losses))
     history.seconds = timer.seconds
     return history
+
+
+def _sgd_step(
+    J: torch.Tensor, g: torch.Tensor, lr: float, clip: float, norm: torch.Tensor
+) -> float:
+    """One projected SGD step on ``J``, in place; returns the norm of ``g`` before clipping."""
+    g_norm = g.norm().item()
+    g_hat = g * min(1.0, clip / max(g_norm, 1e-30))  # clipped to norm c
+    J.sub_(lr * g_hat)  # (eq-attr-sgd)
+    N = J.shape[0]
+    J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
+    J.mul_(norm / J.norm())  # (eq-attr-sgd): back to the norm of J^(0)
+    return g_norm
 
 
 @torch.no_grad()
@@ -251,8 +261,7 @@ def hebbian_couplings(xi: torch.Tensor, norm: float | None = None) -> torch.Tens
         >>> tuple(J.shape), round(J.norm().item(), 4), J[0, 0].abs().max().item()
         ((4, 4, 2, 2), 3.0, 0.0)
     """
-    xi = check_tensor("xi", xi, ndim=3, floating=True)
-    P, N, d = xi.shape
+    P, N, d = check_tensor("xi", xi, ndim=3, floating=True).shape
     if P == 0:
         raise ValueError("xi must hold at least one configuration, got 0")
     flat = xi.reshape(P, N * d)  # (P, N d)
@@ -260,6 +269,5 @@ def hebbian_couplings(xi: torch.Tensor, norm: float | None = None) -> torch.Tens
     J = C.permute(0, 2, 1, 3).contiguous()  # (N, N, d, d): J_ij = <xi_i xi_j^T>
     J[torch.arange(N), torch.arange(N)] = 0.0
     if norm is not None:
-        norm = check_real("norm", norm, min_value=0.0, strict_min=True)
-        J *= norm / J.norm()
+        J *= check_real("norm", norm, min_value=0.0, strict_min=True) / J.norm()
     return J

@@ -24,7 +24,7 @@ import math
 import torch
 
 from seqbook._checks import check_positive_int, check_tensor
-from seqbook.attractor.bare import BareSelfAttention
+from seqbook.attractor.bare import BareSelfAttention, check_bare_model
 
 __all__ = [
     "coupling_matrix",
@@ -36,12 +36,26 @@ __all__ = [
 ]
 
 
-def _check_model(model: object) -> BareSelfAttention:
-    if not isinstance(model, BareSelfAttention):
-        raise TypeError(
-            f"model must be a seqbook.attractor.BareSelfAttention, got {type(model).__name__}"
-        )
-    return model
+
+def _check_attention(alpha: object) -> torch.Tensor:
+    alpha = check_tensor("alpha", alpha, floating=True)
+    if alpha.dim() < 1 or (alpha.numel() and (alpha.min() < 0 or not torch.allclose(
+            alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4))):
+        raise ValueError("alpha must hold non-negative weights whose rows sum to 1 "
+                         f"(an attention matrix), got shape {tuple(alpha.shape)}")
+    return alpha
+
+
+def _check_leading_pair(eigenvalues: object) -> tuple[float, float]:
+    """The moduli of the first two eigenvalues, which must satisfy |mu_1| > |mu_2| > 0."""
+    eigenvalues = check_tensor("eigenvalues", eigenvalues, ndim=1)
+    if eigenvalues.numel() < 2:
+        raise ValueError(f"eigenvalues must hold at least two values, got {eigenvalues.numel()}")
+    first, second = eigenvalues.abs()[:2].tolist()
+    if not first > second > 0:
+        raise ValueError("eigenvalues must be sorted by decreasing modulus with |mu_1| > "
+                         f"|mu_2| > 0, got moduli {first:.6g} and {second:.6g}")
+    return first, second
 
 
 @torch.no_grad()
@@ -60,7 +74,10 @@ def coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
         >>> torch.allclose(coupling_matrix(model) @ x.flatten(), field.flatten())
         True
     """
-    model = _check_model(model)
+    return _coupling_matrix(check_bare_model(model))
+
+
+def _coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
     N, d = model.num_tokens, model.dim
     return model.J.detach().permute(0, 2, 1, 3).reshape(N * d, N * d)  # (N d, N d)
 
@@ -80,8 +97,8 @@ def power_operator(model: BareSelfAttention) -> torch.Tensor:
         >>> torch.allclose(model.step(x), torch.nn.functional.normalize(y, dim=-1))
         True
     """
-    model = _check_model(model)
-    M = coupling_matrix(model)
+    model = check_bare_model(model)
+    M = _coupling_matrix(model)
     eye = torch.eye(M.shape[0], dtype=M.dtype, device=M.device)
     return model.gamma * eye + M / (model.num_tokens - 1)  # (eq-attr-power)
 
@@ -100,17 +117,7 @@ def effective_partners(alpha: torch.Tensor) -> torch.Tensor:
         >>> effective_partners(torch.tensor([[0.0, 0.5, 0.5], [0.0, 1.0, 0.0]]))
         tensor([2., 1.])
     """
-    alpha = check_tensor("alpha", alpha, floating=True)
-    if alpha.dim() < 1:
-        raise ValueError("alpha must have at least one dimension (a row of weights)")
-    if alpha.numel() and (
-        alpha.min() < 0
-        or not torch.allclose(alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4)
-    ):
-        raise ValueError(
-            "alpha must hold non-negative weights whose rows sum to 1 (an attention mask)"
-        )
-    return 1.0 / (alpha**2).sum(-1)  # (eq-attr-partners)
+    return 1.0 / (_check_attention(alpha) ** 2).sum(-1)  # (eq-attr-partners)
 
 
 @torch.no_grad()
@@ -131,10 +138,9 @@ def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, t
         >>> tuple(v.shape), bool(mu[0].abs() >= mu[1].abs())
         ((2, 4, 2), True)
     """
-    model = _check_model(model)
+    model = check_bare_model(model)
     N, d = model.num_tokens, model.dim
-    k = check_positive_int("k", k)
-    if k > N * d:
+    if check_positive_int("k", k) > N * d:
         raise ValueError(f"k must be <= N d = {N * d}, got {k}")
     A = power_operator(model).double()
     mu, V = torch.linalg.eig(A)
@@ -160,13 +166,10 @@ def mode_spins(v: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
         tensor([[-0., 1.],
                 [1., -0.]])
     """
-    v = check_tensor("v", v, ndim=2)
     reference = check_tensor("reference", reference, ndim=2, floating=True)
-    if v.shape != reference.shape:
-        raise ValueError(
-            f"v and reference must have the same shape, got {tuple(v.shape)} and "
-            f"{tuple(reference.shape)}"
-        )
+    if check_tensor("v", v, ndim=2).shape != reference.shape:
+        raise ValueError(f"v and reference must have the same shape, got {tuple(v.shape)} "
+                         f"and {tuple(reference.shape)}")
     if v.is_complex():
         if v.imag.abs().max() > 1e-8 * max(v.abs().max().item(), 1e-30):
             raise ValueError("v must be a real eigenvector (its eigenvalue is complex)")
@@ -190,13 +193,5 @@ def forgetting_time(eigenvalues: torch.Tensor) -> float:
         >>> round(forgetting_time(torch.tensor([2.0, 1.0])), 4)
         1.4427
     """
-    eigenvalues = check_tensor("eigenvalues", eigenvalues, ndim=1)
-    if eigenvalues.numel() < 2:
-        raise ValueError(f"eigenvalues must hold at least two values, got {eigenvalues.numel()}")
-    first, second = eigenvalues.abs()[:2].tolist()
-    if not first > second > 0:
-        raise ValueError(
-            f"eigenvalues must be sorted by decreasing modulus with |mu_1| > |mu_2| > 0, "
-            f"got moduli {first:.6g} and {second:.6g}"
-        )
+    first, second = _check_leading_pair(eigenvalues)
     return 1.0 / math.log(first / second)  # (eq-attr-tau)
