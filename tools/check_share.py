@@ -5,7 +5,7 @@ Two measures, printed as a small table (``--by-module`` adds one row per module)
 **Check share.** The lines of every statement of ``seqbook/`` that is not a docstring
 (a compound statement, such as ``def`` or ``if``, counts its header lines; its body
 counts statement by statement), and among them the *check lines*: every line of a
-function named ``check*``, ``_check*`` or ``_validate*``, of an ``if ...: raise``
+function named ``check_*``, ``_check_*`` (or ``_check``) or ``_validate*``, of an ``if ...: raise``
 statement (an ``if`` whose body only raises), and of a bare call to such a function
 (an expression statement, or an assignment of its result). The share is the second
 over the first.
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECK_NAME = re.compile(r"^_?check|^_validate")
+CHECK_NAME = re.compile(r"^_?check(_|$)|^_validate")  # not checkpoint_path
 
 
 def _name(func: ast.expr) -> str:
