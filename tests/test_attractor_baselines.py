@@ -75,14 +75,26 @@ def test_training_lowers_the_error_and_checkpoints_round_trip(tmp_path):
         assert torch.allclose(loaded(s, 3), model(s, 3), atol=2e-2)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("name", ["block_mask", "block_denoise", "vit_mask", "vit_denoise"])
-def test_committed_checkpoints_load_and_are_small(name):
+def test_committed_checkpoints_load_and_are_small(name, seed):
+    name = name + (f"_seed{seed}" if seed else "")  # the file names train --seed writes
     path = CHECKPOINTS / f"{name}.pt"
     assert path.stat().st_size < 500_000
     model, info = load_baseline(name)
-    kind, task = name.split("_")
-    assert model.config.kind == kind and info["task"] == task
+    kind, task = name.split("_")[:2]
+    assert model.config.kind == kind and info["task"] == task and info["seed"] == seed
     assert not model.training
+
+
+def test_seed_names_the_checkpoint(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "seqbook.attractor.train", "--smoke", "--model", "block",
+         "--task", "denoise", "--seed", "2", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert load_baseline(tmp_path / "block_denoise_seed2.pt")[1]["seed"] == 2
 
 
 def test_the_training_script_runs(tmp_path):
