@@ -39,7 +39,7 @@ from seqbook._checks import (
     checkpoint_path,
 )
 from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
-from seqbook.attractor.tasks import add_noise, mask_tokens
+from seqbook.attractor.tasks import _add_noise, _check_fraction, _mask_tokens
 from seqbook.train import History, fit
 from seqbook.transformer import EncoderBlock, positional_encoding
 from seqbook.utils import seeded_generator, shifted_seed
@@ -60,6 +60,9 @@ __all__ = [
 #: The folder of the committed, trained baselines (``seqbook/attractor/checkpoints``),
 #: written by ``python -m seqbook.attractor.train`` and read by
 #: :func:`~seqbook.attractor.load_baseline`.
+#: The paper's corruptions, with which the baselines are trained: the share of masked
+#: tokens and the noise variance per pixel (:func:`corrupt`'s defaults).
+FRACTION, VARIANCE = 0.3, 0.7
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
 
 
@@ -229,8 +232,8 @@ def corrupt(
     images: torch.Tensor,
     task: str,
     embedding: PatchEmbedding,
-    fraction: float = 0.3,
-    variance: float = 0.7,
+    fraction: float = FRACTION,
+    variance: float = VARIANCE,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The corrupted patch vectors of a task, and the visible-token mask ("mask" only).
@@ -251,9 +254,18 @@ def corrupt(
     check_choice("task", task, ("mask", "denoise"))
     if not isinstance(embedding, PatchEmbedding):
         raise TypeError(f"embedding must be a PatchEmbedding, got {type(embedding).__name__}")
+    images, fraction = embedding._check(images), _check_fraction(fraction)
+    variance = check_real("variance", variance, min_value=0.0)
+    return _corrupt(images, task, embedding, fraction, variance, generator)
+
+
+def _corrupt(
+    images: torch.Tensor, task: str, embedding: PatchEmbedding, fraction: float,
+    variance: float, generator: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     if task == "mask":
-        return mask_tokens(embedding.spins(images), fraction, generator)
-    return embedding.spins(add_noise(images, variance, generator)), None
+        return _mask_tokens(embedding._spins(images), fraction, generator)
+    return embedding._spins(_add_noise(images, variance, generator)), None
 
 
 def train_baseline(
@@ -302,6 +314,7 @@ def train_baseline(
     batch_size = check_positive_int("batch_size", batch_size)
     check_real("lr", lr, min_value=0.0, strict_min=True)
     embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
+    images = embedding._check(images)  # once: the mini-batches are corrupted unchecked
     generator = seeded_generator(seed)
     draw = random.Random(shifted_seed(seed))
 
@@ -311,7 +324,7 @@ def train_baseline(
         ]
 
     def loss_fn(m: nn.Module, clean: torch.Tensor) -> torch.Tensor:
-        s, _ = corrupt(clean, task, embedding, generator=generator)
+        s, _ = _corrupt(clean, task, embedding, FRACTION, VARIANCE, generator)
         if isinstance(m, RecurrentTransformer):
             pixels = m(s, steps=draw.randint(min_steps, max_steps))  # tau ~ Unif{3..7}
         else:

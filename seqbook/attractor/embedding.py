@@ -132,8 +132,11 @@ def pixel_spins(pixels: torch.Tensor) -> torch.Tensor:
                 [0.7071, 0.7071],
                 [1.0000, 0.0000]])
     """
-    pixels = _check_pixels(pixels)
-    pair = torch.stack([pixels, 1 - pixels], dim=-1)  # (..., 2)
+    return _pixel_spins(_check_pixels(pixels))
+
+
+def _pixel_spins(p: torch.Tensor) -> torch.Tensor:
+    pair = torch.stack([p, 1 - p], dim=-1)  # (..., 2): (p, 1 - p)
     return pair / pair.norm(dim=-1, keepdim=True)  # (eq-attr-pixel-spin)
 
 
@@ -236,8 +239,11 @@ class PatchEmbedding(nn.Module):
             images: ``(B, H, W)``.
             returns: ``(B, N, 2a)``.
         """
-        patches = _image_to_patches(self._check(images), self.patch_size)  # (B, N, a)
-        return pixel_spins(patches).flatten(-2)  # (B, N, 2a)
+        return self._spins(self._check(images))
+
+    def _spins(self, images: torch.Tensor) -> torch.Tensor:
+        patches = _image_to_patches(images.to(self.F.dtype), self.patch_size)  # (B, N, a)
+        return _pixel_spins(patches).flatten(-2)  # (B, N, 2a)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         r"""Embed images as unit spins :math:`\mathbf x_i = F\mathbf s_i/\sqrt a`.

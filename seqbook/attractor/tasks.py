@@ -33,7 +33,12 @@ from seqbook._checks import (
     check_tensor,
 )
 from seqbook.attractor.bare import BareSelfAttention
-from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
+from seqbook.attractor.embedding import (
+    PatchEmbedding,
+    _patches_to_image,
+    image_to_patches,
+    patches_to_image,
+)
 from seqbook.data import mnist5k, split_dataset
 
 __all__ = [
@@ -123,9 +128,18 @@ def mask_tokens(
         ([7, 7], 0.0)
     """
     tokens = check_tensor("tokens", tokens, ndim=3, floating=True)
-    fraction = check_real("fraction", fraction, min_value=0.0)
-    if fraction >= 1:
+    return _mask_tokens(tokens, _check_fraction(fraction), generator)
+
+
+def _check_fraction(fraction: object) -> float:
+    if check_real("fraction", fraction, min_value=0.0) >= 1:
         raise ValueError(f"fraction must be < 1 (some tokens must stay visible), got {fraction}")
+    return float(fraction)
+
+
+def _mask_tokens(
+    tokens: torch.Tensor, fraction: float, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     B, N, _ = tokens.shape
     count = int(round(fraction * N))
     ranks = torch.rand(B, N, generator=generator).argsort(-1).argsort(-1)  # random ranks
@@ -162,7 +176,12 @@ def add_noise(
         ((4, 28, 28), True)
     """
     images = _check_pixels("images", images)
-    variance = check_real("variance", variance, min_value=0.0)
+    return _add_noise(images, check_real("variance", variance, min_value=0.0), generator)
+
+
+def _add_noise(
+    images: torch.Tensor, variance: float, generator: torch.Generator | None
+) -> torch.Tensor:
     noise = torch.randn(images.shape, generator=generator).to(images)
     noisy = images + math.sqrt(variance) * noise  # (B, H, W)
     mean = noisy.mean((1, 2), keepdim=True)
@@ -280,16 +299,14 @@ def corrupt_digits(
     check_choice("task", task, TASKS)
     images = _check_pixels("images", images)
     patch_size = check_positive_int("patch_size", patch_size)
-    patches = image_to_patches(images, patch_size)  # (B, N, a)
+    patches = image_to_patches(images, patch_size)  # (B, N, a); checks the grid
     if task == "denoise":
-        return CorruptedDigits(
-            task, images, add_noise(images, variance, generator), None, patch_size
-        )
-    hidden, visible = mask_tokens(patches, fraction, generator)  # (B, N, a), (B, N)
+        noisy = _add_noise(images, check_real("variance", variance, min_value=0.0), generator)
+        return CorruptedDigits(task, images, noisy, None, patch_size)
+    hidden, visible = _mask_tokens(patches, _check_fraction(fraction), generator)
     _, H, W = images.shape
-    return CorruptedDigits(
-        task, images, patches_to_image(hidden, patch_size, H, W), visible, patch_size
-    )
+    hidden_image = _patches_to_image(hidden, patch_size, H, W)
+    return CorruptedDigits(task, images, hidden_image, visible, patch_size)
 
 
 def evaluation_set(

@@ -55,8 +55,8 @@ transformer, each for masked prediction and for denoising)::
 writes ``block_mask.pt``, ``block_denoise.pt``, ``vit_mask.pt`` and
 ``vit_denoise.pt`` (seed 0), and the same names ending in ``_seed1`` and ``_seed2``
 for the other training seeds (the two ran side by side, each on one thread: 1,103
-and 1,113 s of training for its four models). ``--smoke`` trains tiny models for a few steps (a test that the
-script runs), ``--help`` lists the options.
+and 1,113 s of training for its four models). ``--smoke`` trains tiny models for a
+few steps (a test that the script runs), ``--help`` lists the options.
 """
 
 from __future__ import annotations
