@@ -142,34 +142,60 @@ def truncated_bptt(
         clip = check_real("clip", clip, min_value=0.0, strict_min=True)
 
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    return _truncated_bptt(module, x, targets, loss_fn, optimizer, parameters, k1, k2,
+                           state, clip)
+
+
+def _truncated_bptt(
+    module: nn.Module, x: torch.Tensor, targets: torch.Tensor, loss_fn: Callable,
+    optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor], k1: int, k2: int,
+    state: State, clip: float | None,
+) -> TruncatedBPTTResult:
+    """The loop of :func:`truncated_bptt` over the updates, for checked arguments."""
     states: list[State] = [_detach(state)]  # states[t]: after t steps, detached
     result = TruncatedBPTTResult()
-    done = 0  # steps whose losses have been used
+    done, T = 0, x.shape[1]  # done: steps whose losses have been used
     while done < T:
         end = min(done + k1, T)  # the last chunk may be shorter than k1
         start = max(0, done - (k2 - k1))  # = end - k2 for a full chunk
-        window_state = states[start]
-        outputs = []
-        for t in range(start, end):
-            # one step at a time, so that each new state can be stored for later windows
-            out, window_state = module(x[:, t : t + 1], window_state)  # (B, 1, H)
-            outputs.append(out)
-            if t + 1 == len(states):
-                states.append(_detach(window_state))
-        new_outputs = torch.cat(outputs[done - start :], dim=1)  # (B, end - done, H)
-        loss = loss_fn(new_outputs, targets[:, done:end])
-        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            raise TypeError("loss_fn must return a scalar tensor")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        norm = nn.utils.clip_grad_norm_(parameters, clip if clip else float("inf"))
-        optimizer.step()
+        outputs = _window(module, x, states, start, end)  # k2 steps from h_{t-k2}
+        loss = loss_fn(torch.cat(outputs[done - start :], dim=1), targets[:, done:end])
+        norm = _update(loss, optimizer, parameters, clip)  # the last k1 losses
         result.losses.append(loss.item())
         result.grad_norms.append(float(norm))
         result.update_steps.append(end)
         done = end
     result.final_state = states[T]
     return result
+
+
+def _window(
+    module: nn.Module, x: torch.Tensor, states: list[State], start: int, end: int
+) -> list[torch.Tensor]:
+    """The outputs ``(B, 1, H)`` of steps ``start + 1 .. end``, unrolled from
+    ``states[start]``; the states not stored yet are appended to ``states``."""
+    state, outputs = states[start], []
+    for t in range(start, end):
+        # one step at a time, so that each new state can be stored for later windows
+        out, state = module(x[:, t : t + 1], state)  # (B, 1, H)
+        outputs.append(out)
+        if t + 1 == len(states):
+            states.append(_detach(state))
+    return outputs
+
+
+def _update(
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor],
+    clip: float | None,
+) -> torch.Tensor:
+    """Back-propagate ``loss``, clip the gradient norm, step; returns the norm."""
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        raise TypeError("loss_fn must return a scalar tensor")
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = nn.utils.clip_grad_norm_(parameters, clip if clip else float("inf"))
+    optimizer.step()
+    return norm
 
 
 def activation_bytes(fn: Callable[[], torch.Tensor], exclude: nn.Module | None = None) -> int:

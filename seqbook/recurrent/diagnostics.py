@@ -58,7 +58,9 @@ def _like(template: State, parts: tuple[torch.Tensor, ...]) -> State:
     return parts if isinstance(template, (tuple, list)) else parts[0]
 
 
-def _check_module_and_input(module: nn.Module, x: torch.Tensor, state: State) -> None:
+def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, component: int) -> int:
+    """Checks the arguments and, with one dry step, the module's protocol (rules 1 and
+    2 of the module docstring); returns ``component`` checked against the state."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     if getattr(module, "batch_first", True) is not True:
@@ -67,9 +69,8 @@ def _check_module_and_input(module: nn.Module, x: torch.Tensor, state: State) ->
     bidirectional = getattr(module, "bidirectional", False)
     if layers != 1 or bidirectional:
         raise ValueError(
-            "module must have one layer and one direction (a backward direction cannot "
-            f"be stepped forward in time), got num_layers={layers}, "
-            f"bidirectional={bidirectional}"
+            "module must have one layer and one direction (a backward direction cannot be "
+            f"stepped forward in time), got num_layers={layers}, bidirectional={bidirectional}"
         )
     check_tensor("x", x, ndim=3, floating=True)
     if x.shape[1] == 0:
@@ -77,15 +78,33 @@ def _check_module_and_input(module: nn.Module, x: torch.Tensor, state: State) ->
     parameter = next(module.parameters(), None)
     if parameter is not None:
         check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
-    if state is not None:
-        for i, part in enumerate(_as_tuple(state)):
-            check_tensor(f"state[{i}]", part, ndim=(2, 3), floating=True)
-            if part.shape[-2] != x.shape[0] or (part.dim() == 3 and part.shape[0] != 1):
-                raise ValueError(
-                    f"state[{i}] must have shape (1, B, H) or (B, H) with B={x.shape[0]} "
-                    f"(the batch of x), got {tuple(part.shape)}"
-                )
-            check_same_dtype(f"state[{i}]", part, x.dtype, of="x")
+    for i, part in enumerate(() if state is None else _as_tuple(state)):
+        _check_state_part(f"state[{i}]", part, x, f" with B={x.shape[0]} (the batch of x)")
+        check_same_dtype(f"state[{i}]", part, x.dtype, of="x")
+    with torch.no_grad():
+        out, new_state = module(x[:, :1], state)  # (B, 1, H), the state after one step
+    parts = _as_tuple(new_state)
+    for i, part in enumerate(parts):
+        _check_state_part(f"the module's state[{i}]", part, x, "")
+    hidden = parts[0].reshape(out.shape[0], -1)  # (B, H)
+    if out.shape != (x.shape[0], 1, hidden.shape[1]) or not torch.allclose(
+        out[:, 0], hidden, atol=1e-6, rtol=1e-5
+    ):
+        raise ValueError("the module's outputs must be its hidden states: outputs[:, -1] must "
+                         "equal the first tensor of the final state")
+    component = check_int("component", component, min_value=0)
+    if component >= len(parts):
+        raise ValueError(f"component must be < {len(parts)}, the number of tensors in the "
+                         f"state; got {component}")
+    return component
+
+
+def _check_state_part(name: str, part: object, x: torch.Tensor, batch: str) -> None:
+    check_tensor(name, part, ndim=(2, 3), floating=True)
+    if part.shape[-2] != x.shape[0] or (part.dim() == 3 and part.shape[0] != 1):
+        raise ValueError(
+            f"{name} must have shape (1, B, H) or (B, H){batch}, got {tuple(part.shape)}"
+        )
 
 
 def unroll_with_probes(
@@ -120,46 +139,27 @@ def unroll_with_probes(
         >>> len(probes), tuple(probes[0][0].shape), tuple(outputs.shape)
         (5, (1, 4, 3), (4, 5, 3))
     """
-    _check_module_and_input(module, x, state)
+    _check_probe_inputs(module, x, state, 0)
+    return _unroll_with_probes(module, x, state)
+
+
+def _unroll_with_probes(
+    module: nn.Module, x: torch.Tensor, state: State
+) -> tuple[torch.Tensor, State, list[tuple[torch.Tensor, ...]]]:
+    """The loop of :func:`unroll_with_probes`, for a module whose protocol is checked."""
     outputs, probes = [], []
     for t in range(x.shape[1]):
-        out, new_state = module(x[:, t : t + 1], state)  # (B, 1, H), state
-        parts = _as_tuple(new_state)
-        if t == 0:
-            for i, part in enumerate(parts):
-                if part.shape[-2:] != (x.shape[0], part.shape[-1]) or part.dim() not in (2, 3):
-                    raise ValueError(
-                        f"the module's state[{i}] must have shape (B, H) or (1, B, H), "
-                        f"got {tuple(part.shape)}"
-                    )
-        hidden = parts[0].reshape(out.shape[0], -1)  # (B, H)
-        if out.shape != (x.shape[0], 1, hidden.shape[1]) or not torch.allclose(
-            out[:, 0], hidden, atol=1e-6, rtol=1e-5
-        ):
-            raise ValueError(
-                "the module's outputs must be its hidden states: outputs[:, -1] must "
-                "equal the first tensor of the final state"
-            )
-        step_probes = tuple(torch.zeros_like(p, requires_grad=True) for p in parts)
-        parts = tuple(p + q for p, q in zip(parts, step_probes))
-        outputs.append(out + step_probes[0].reshape(out.shape[0], 1, -1))  # (B, 1, H)
-        probes.append(step_probes)
-        state = _like(new_state, parts)
+        out, s_t = module(x[:, t : t + 1], state)  # (B, 1, H), the new state s_t
+        p_t = tuple(torch.zeros_like(part, requires_grad=True) for part in _as_tuple(s_t))
+        state = _like(s_t, tuple(part + p for part, p in zip(_as_tuple(s_t), p_t)))  # s_t + p_t
+        outputs.append(out + p_t[0].reshape(out.shape[0], 1, -1))  # h_t + p_t, (B, 1, H)
+        probes.append(p_t)
     return torch.cat(outputs, dim=1), state, probes  # (B, T, H)
 
 
 def _batch_first(gradient: torch.Tensor, batch_size: int) -> torch.Tensor:
     """A (B, H) or (1, B, H) gradient as (B, H)."""
     return gradient.reshape(batch_size, -1) if gradient.dim() == 2 else gradient[0]
-
-
-def _check_component(component: int, n_parts: int) -> int:
-    component = check_int("component", component, min_value=0)
-    if component >= n_parts:
-        raise ValueError(
-            f"component must be < {n_parts}, the number of tensors in the state; got {component}"
-        )
-    return component
 
 
 def state_gradient_norms(
@@ -202,9 +202,9 @@ def state_gradient_norms(
         raise TypeError(
             f"loss_fn must be callable as loss_fn(outputs, final_state), got {loss_fn!r}"
         )
+    component = _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
-        outputs, final_state, probes = unroll_with_probes(module, x, state)
-        component = _check_component(component, len(probes[0]))
+        outputs, final_state, probes = _unroll_with_probes(module, x, state)
         loss = loss_fn(outputs, final_state)
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
             raise TypeError("loss_fn must return a scalar tensor")
@@ -246,21 +246,26 @@ def state_jacobians(
         >>> tuple(J.shape), torch.allclose(J[0, -1], torch.eye(3))
         ((1, 4, 3, 3), True)
     """
+    component = _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
-        outputs, final_state, probes = unroll_with_probes(module, x, state)
-        component = _check_component(component, len(probes[0]))
-        B = x.shape[0]
-        last = _batch_first(_as_tuple(final_state)[component], B)  # (B, H)
-        chosen = [p[component] for p in probes]
-        rows = []
-        for i in range(last.shape[1]):
-            # The sequences of a batch are independent, so one backward pass of the
-            # sum over the batch gives row i of every sequence's Jacobian.
-            grads = torch.autograd.grad(
-                last[:, i].sum(), chosen, retain_graph=True, allow_unused=True,
-                materialize_grads=True,
-            )
-            rows.append(torch.stack([_batch_first(g, B) for g in grads], dim=1))  # (B, T, H)
+        return _state_jacobians(module, x, state, component)
+
+
+def _state_jacobians(
+    module: nn.Module, x: torch.Tensor, state: State, component: int
+) -> torch.Tensor:
+    """:func:`state_jacobians` for checked arguments, with gradients enabled."""
+    _, final_state, probes = _unroll_with_probes(module, x, state)
+    B = x.shape[0]
+    h_T = _batch_first(_as_tuple(final_state)[component], B)  # (B, H)
+    p = [p_t[component] for p_t in probes]  # p_1, ..., p_T
+    rows = []
+    for i in range(h_T.shape[1]):
+        # The sequences of a batch are independent, so one backward pass of the
+        # sum over the batch gives row i of every sequence's Jacobian.
+        grads = torch.autograd.grad(h_T[:, i].sum(), p, retain_graph=True, allow_unused=True,
+                                    materialize_grads=True)  # (eq-vanish-jacobian), row i
+        rows.append(torch.stack([_batch_first(g, B) for g in grads], dim=1))  # (B, T, H)
     return torch.stack(rows, dim=2)  # (B, T, H, H): [b, t, i, j] = dh_T[i] / dh_t[j]
 
 

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_tensor
-from seqbook.recurrent._sequence import check_like, check_state
+from seqbook.recurrent._sequence import check_sequence_batch, check_state
 from seqbook.recurrent.rnn import RNN
 
 __all__ = ["RTRLResult", "rtrl"]
@@ -97,69 +96,84 @@ def rtrl(
             "rnn must have num_layers=1 and bidirectional=False (RTRL here is for one "
             f"layer), got num_layers={rnn.num_layers}, bidirectional={rnn.bidirectional}"
         )
-    check_tensor("x", x, ndim=3, floating=True)
-    B, T, D = x.shape
-    H = rnn.hidden_size
-    if T == 0:
-        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-    if D != rnn.input_size:
-        raise ValueError(
-            f"x must have {rnn.input_size} features (input_size), got shape {tuple(x.shape)}"
-        )
-    check_like("x", x, rnn.W_hh)
+    x = check_sequence_batch(x, rnn.input_size, True, rnn.W_hh)
     if not callable(step_loss):
         raise TypeError(f"step_loss must be callable as step_loss(t, h_t), got {step_loss!r}")
+    B, H = x.shape[0], rnn.hidden_size
     if h0 is not None:
         check_state("h0", h0, (1, B, H), rnn.W_hh, "(num_layers * num_directions, B, H)")
-
-    W_xh, W_hh = rnn.W_xh.detach(), rnn.W_hh.detach()
-    b_h = rnn.b_h.detach() if rnn.bias else x.new_zeros(H)  # (H,)
     h = x.new_zeros(B, H) if h0 is None else h0[0].detach()  # (B, H)
-    S_xh = x.new_zeros(B, H, H, D)  # dh_t/dW_xh
-    S_hh = x.new_zeros(B, H, H, H)  # dh_t/dW_hh
-    S_b = x.new_zeros(B, H, H) if rnn.bias else None  # dh_t/db_h
-    names = ("W_xh", "W_hh", "b_h") if rnn.bias else ("W_xh", "W_hh")
-    grads = {name: torch.zeros_like(getattr(rnn, name)) for name in names}
-    total = x.new_zeros(())
     with torch.no_grad():
-        for t in range(T):
-            x_t = x[:, t].detach()  # (B, D)
-            a_t = x_t @ W_xh.T + h @ W_hh.T + b_h  # (B, H)
-            if rnn.nonlinearity == "tanh":
-                h_t = torch.tanh(a_t)
-                f_prime = 1 - h_t**2  # (B, H)
-            else:
-                h_t = torch.relu(a_t)
-                f_prime = (a_t > 0).to(a_t.dtype)  # (B, H), as autograd's relu
-            # W_hh S_{t-1}: the H^4 term, (H, H) times (B, H, H*H)
-            S_hh = torch.einsum("km,bmij->bkij", W_hh, S_hh)  # (B, H, H, H)
-            S_xh = torch.einsum("km,bmij->bkij", W_hh, S_xh)  # (B, H, H, D)
-            if S_b is not None:
-                S_b = torch.einsum("km,bmi->bki", W_hh, S_b)  # (B, H, H)
-            # the direct terms delta_ki * (h_{t-1,j}, x_{t,j}, 1), on the k = i diagonal
-            S_hh.diagonal(dim1=1, dim2=2).add_(h.unsqueeze(-1))  # view (B, H_j, H_k)
-            S_xh.diagonal(dim1=1, dim2=2).add_(x_t.unsqueeze(-1))  # view (B, D_j, H_k)
-            if S_b is not None:
-                S_b.diagonal(dim1=1, dim2=2).add_(1.0)  # view (B, H_k)
-            S_hh.mul_(f_prime[:, :, None, None])  # (eq-rnn-rtrl)
-            S_xh.mul_(f_prime[:, :, None, None])
-            if S_b is not None:
-                S_b.mul_(f_prime[:, :, None])
-            h = h_t
-            with torch.enable_grad():
-                h_leaf = h.clone().requires_grad_(True)
-                loss = step_loss(t, h_leaf)
-                if loss is not None:
-                    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-                        raise TypeError("step_loss must return a scalar tensor or None")
-                    loss.backward()
-            if loss is not None and h_leaf.grad is not None:
-                g = h_leaf.grad  # (B, H): d l_t / d h_t
-                grads["W_hh"] += torch.einsum("bk,bkij->ij", g, S_hh)  # (eq-rnn-rtrl-grad)
-                grads["W_xh"] += torch.einsum("bk,bkij->ij", g, S_xh)
-                if S_b is not None:
-                    grads["b_h"] += torch.einsum("bk,bki->i", g, S_b)
-                total = total + loss.detach()
-    carried = [s for s in (h, S_xh, S_hh, S_b) if s is not None]
-    state_bytes = sum(s.numel() * s.element_size() for s in carried)
+        total, grads, h, S = _rtrl(rnn, x.detach(), step_loss, h)
+    state_bytes = sum(s.numel() * s.element_size() for s in (h, *S.values()))
     return RTRLResult(loss=total, grads=grads, h_T=h[None], state_bytes=state_bytes)  # (1, B, H)
+
+
+def _rtrl(
+    rnn: RNN, x: torch.Tensor, step_loss: Callable, h: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor, dict[str, torch.Tensor]]:
+    """The loop of :func:`rtrl` over time, without gradients: returns the summed loss,
+    the gradients, the last state ``(B, H)`` and the sensitivities ``S``."""
+    W_xh, W_hh = rnn.W_xh.detach(), rnn.W_hh.detach()
+    b_h = rnn.b_h.detach() if rnn.bias else x.new_zeros(rnn.hidden_size)  # (H,)
+    S = _zero_sensitivities(rnn, x)  # S[name]: dh_t / d name, S_0 = 0
+    grads = {name: torch.zeros_like(getattr(rnn, name)) for name in S}
+    total = x.new_zeros(())
+    for t in range(x.shape[1]):
+        a_t = x[:, t] @ W_xh.T + h @ W_hh.T + b_h  # (B, H)  (eq-rnn-elman)
+        direct = {"W_xh": x[:, t], "W_hh": h, "b_h": 1.0}  # x_{t,j}, h_{t-1,j}, 1
+        h, f_prime = _f_and_slope(a_t, rnn.nonlinearity)  # h_t = f(a_t), f'(a_t)
+        S = {n: _sensitivity(S[n], W_hh, direct[n], f_prime) for n in S}  # (eq-rnn-rtrl)
+        loss, g = _step_gradient(step_loss, t, h)  # g = d l_t / d h_t, (B, H)
+        if g is not None:  # (eq-rnn-rtrl-grad):
+            grads = {n: grads[n] + _gradient_term(g, S[n]) for n in S}
+            total = total + loss.detach()
+    return total, grads, h, S
+
+
+def _zero_sensitivities(rnn: RNN, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``S_0 = 0`` for every parameter: ``(B, H, *parameter.shape)``."""
+    B, H = x.shape[0], rnn.hidden_size
+    S = {"W_xh": x.new_zeros(B, H, H, rnn.input_size), "W_hh": x.new_zeros(B, H, H, H)}
+    if rnn.bias:
+        S["b_h"] = x.new_zeros(B, H, H)
+    return S
+
+
+def _f_and_slope(a_t: torch.Tensor, nonlinearity: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """:math:`f(a_t)` and :math:`f'(a_t)` for ``tanh`` or ``relu``, ``(B, H)`` each."""
+    if nonlinearity == "tanh":
+        h_t = torch.tanh(a_t)
+        return h_t, 1 - h_t**2
+    return torch.relu(a_t), (a_t > 0).to(a_t.dtype)  # as autograd's relu
+
+
+def _sensitivity(
+    S: torch.Tensor, W_hh: torch.Tensor, direct: torch.Tensor | float, f_prime: torch.Tensor
+) -> torch.Tensor:
+    """One step of (eq-rnn-rtrl) for one parameter's sensitivity ``(B, H, H[, J])``."""
+    four = S.dim() == 4  # a weight matrix (B, H, H, J), else the bias (B, H, H)
+    S = torch.einsum("km,bmij->bkij" if four else "km,bmi->bki", W_hh, S)  # W_hh S_{t-1}
+    direct = direct.unsqueeze(-1) if four else direct  # delta_ki * direct_j:
+    S.diagonal(dim1=1, dim2=2).add_(direct)  # the k = i diagonal, a view (B, J, H_k)
+    return S.mul_(f_prime[:, :, None, None] if four else f_prime[:, :, None])  # (eq-rnn-rtrl)
+
+
+def _step_gradient(
+    step_loss: Callable, t: int, h: torch.Tensor
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The loss ``step_loss(t, h_t)`` and its gradient with respect to ``h_t``."""
+    with torch.enable_grad():
+        h_leaf = h.clone().requires_grad_(True)
+        loss = step_loss(t, h_leaf)
+        if loss is None:
+            return None, None
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            raise TypeError("step_loss must return a scalar tensor or None")
+        loss.backward()
+    return loss, h_leaf.grad
+
+
+def _gradient_term(g: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+    """One step's term of (eq-rnn-rtrl-grad): ``sum_k g_k S_{kij}``."""
+    return torch.einsum("bk,bkij->ij" if S.dim() == 4 else "bk,bki->i", g, S)
