@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_int, check_tensor
+from seqbook._checks import check_int, check_same_dtype, check_tensor
 
 __all__ = [
     "elu_feature_map",
@@ -43,22 +43,9 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
 
 
 def _check_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> None:
-    for name, X in (("phi_Q", Q), ("phi_K", K), ("V", V)):
-        check_tensor(name, X, ndim=3, floating=True)
-    if Q.shape != K.shape:
-        raise ValueError(
-            f"phi_Q and phi_K must have the same shape (B, T, d_k), got {tuple(Q.shape)} and "
-            f"{tuple(K.shape)}"
-        )
-    if V.shape[:2] != K.shape[:2]:
-        raise ValueError(
-            f"V must have phi_K's batch and time sizes (B, T, d_v) = {tuple(K.shape[:2])} + "
-            f"(d_v,), got {tuple(V.shape)}"
-        )
-    if not (Q.dtype == K.dtype == V.dtype):
-        raise TypeError(
-            f"phi_Q, phi_K and V must share a dtype, got {Q.dtype}, {K.dtype}, {V.dtype}"
-        )
+    B, T, d_k = check_tensor("phi_Q", Q, ndim=3, floating=True).shape
+    check_same_dtype("phi_K", check_tensor("phi_K", K, shape=(B, T, d_k)), Q.dtype, of="phi_Q")
+    check_same_dtype("V", check_tensor("V", V, shape=(B, T, "d_v")), Q.dtype, of="phi_Q")
 
 
 def linear_attention(phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:

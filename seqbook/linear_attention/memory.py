@@ -14,21 +14,15 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_real, check_tensor
+from seqbook._checks import check_choice, check_real, check_same_dtype, check_tensor
 
 __all__ = ["associative_memory", "delta_rule_attention"]
 
 
-def _check_pairs(K: torch.Tensor, V: torch.Tensor) -> None:
-    check_tensor("K", K, ndim=3, floating=True)
-    check_tensor("V", V, ndim=3, floating=True)
-    if V.shape[:2] != K.shape[:2]:
-        raise ValueError(
-            f"V must have K's batch and time sizes (B, T, d_v) = {tuple(K.shape[:2])} + "
-            f"(d_v,), got {tuple(V.shape)}"
-        )
-    if K.dtype != V.dtype:
-        raise TypeError(f"K and V must share a dtype, got {K.dtype} and {V.dtype}")
+def _check_pairs(K: torch.Tensor, V: torch.Tensor, beta: float) -> float:
+    B, T, _ = check_tensor("K", K, ndim=3, floating=True).shape
+    check_same_dtype("V", check_tensor("V", V, shape=(B, T, "d_v")), K.dtype, of="K")
+    return check_real("beta", beta, min_value=0.0, strict_min=True)
 
 
 def associative_memory(K: torch.Tensor, V: torch.Tensor, rule: str = "hebbian",
@@ -61,10 +55,8 @@ def associative_memory(K: torch.Tensor, V: torch.Tensor, rule: str = "hebbian",
         >>> (associative_memory(K, V) @ K[0, 1])   # reads the second value
         tensor([[2.]])
     """
-    _check_pairs(K, V)
-    if rule not in ("hebbian", "delta"):
-        raise ValueError(f"rule must be 'hebbian' or 'delta', got {rule!r}")
-    beta = check_real("beta", beta, min_value=0.0, strict_min=True)
+    beta = _check_pairs(K, V, beta)
+    rule = check_choice("rule", rule, ("hebbian", "delta"))
     S = K.new_zeros(K.shape[0], V.shape[2], K.shape[2])  # (B, d_v, d_k)
     for t in range(K.shape[1]):
         if rule == "hebbian":
@@ -105,11 +97,8 @@ def delta_rule_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
         >>> delta_rule_attention(K, K, V)[0, :, 0]  # the later values overwrite
         tensor([1., 2., 5., 7.])
     """
-    _check_pairs(K, V)
-    check_tensor("Q", Q, ndim=3, floating=True)
-    if Q.shape != K.shape:
-        raise ValueError(f"Q must have K's shape {tuple(K.shape)}, got {tuple(Q.shape)}")
-    beta = check_real("beta", beta, min_value=0.0, strict_min=True)
+    beta = _check_pairs(K, V, beta)
+    check_same_dtype("Q", check_tensor("Q", Q, shape=tuple(K.shape)), K.dtype, of="K")
     S = K.new_zeros(K.shape[0], V.shape[2], K.shape[2])  # (B, d_v, d_k)
     outputs = []
     for t in range(K.shape[1]):

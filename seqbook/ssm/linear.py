@@ -18,7 +18,15 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_tensor
+from seqbook._checks import (
+    check_input,
+    check_int,
+    check_last_dim,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_tensor,
+)
 
 __all__ = ["zoh", "ssm_recurrence", "ssm_kernel", "ssm_convolution", "S4D"]
 
@@ -46,14 +54,9 @@ def zoh(A: torch.Tensor, B: torch.Tensor, delta: float) -> tuple[torch.Tensor, t
         >>> A_bar, B_bar        # e^{-ln 2} = 1/2, and (1 - 1/2) / 1
         (tensor([[0.5000]]), tensor([[0.5000]]))
     """
-    check_tensor("A", A, ndim=2, floating=True)
-    check_tensor("B", B, ndim=2, floating=True)
-    if A.shape[0] != A.shape[1] or B.shape[0] != A.shape[0]:
-        raise ValueError(f"A must be (N, N) and B (N, M), got {tuple(A.shape)} and "
-                         f"{tuple(B.shape)}")
-    if not isinstance(delta, (int, float)) or isinstance(delta, bool) or delta <= 0:
-        raise ValueError(f"delta must be a positive number, got {delta!r}")
-    return _zoh(A, B, float(delta))
+    N = _check_square("A", A)
+    check_same_dtype("B", check_tensor("B", B, shape=(N, "M")), A.dtype, of="A")
+    return _zoh(A, B, check_real("delta", delta, min_value=0.0, strict_min=True))
 
 
 def _zoh(A: torch.Tensor, B: torch.Tensor, delta: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,7 +83,8 @@ def ssm_recurrence(x: torch.Tensor, A_bar: torch.Tensor, B_bar: torch.Tensor,
         >>> ssm_recurrence(torch.tensor([[1.0, 0.0, 0.0]]), A_bar, B_bar, torch.ones(1, 1))
         tensor([[1.0000, 0.5000, 0.2500]])
     """
-    _check_system(x, A_bar, B_bar, C)
+    _check_system(A_bar, B_bar, C)
+    check_same_dtype("x", check_tensor("x", x, ndim=2), A_bar.dtype, of="A_bar")
     h = x.new_zeros(x.shape[0], A_bar.shape[0])  # (b, N)
     ys = []
     for t in range(x.shape[1]):
@@ -104,9 +108,8 @@ def ssm_kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
         >>> ssm_kernel(torch.tensor([[0.5]]), torch.ones(1, 1), torch.ones(1, 1), 3)
         tensor([1.0000, 0.5000, 0.2500])
     """
-    _check_system(None, A_bar, B_bar, C)
-    length = check_positive_int("length", length)
-    return _kernel(A_bar, B_bar, C, length)
+    _check_system(A_bar, B_bar, C)
+    return _kernel(A_bar, B_bar, C, check_positive_int("length", length))
 
 
 def _kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
@@ -134,28 +137,26 @@ def ssm_convolution(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
         >>> ssm_convolution(torch.tensor([[1.0, 2.0, 0.0]]), torch.tensor([1.0, 0.5, 0.0]))
         tensor([[1.0000, 2.5000, 1.0000]])
     """
-    check_tensor("x", x, floating=True)
-    check_tensor("K", K, floating=True)
-    if K.shape[-1] != x.shape[-1]:
-        raise ValueError(f"K must have x's length {x.shape[-1]} in its last dimension, got "
-                         f"{tuple(K.shape)}")
+    L = check_tensor("x", x, floating=True).shape[-1]
+    check_last_dim("K", check_tensor("K", K, floating=True), L, what="L (x's length)")
+    return _convolution(x, K)
+
+
+def _convolution(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     L = x.shape[-1]
     y = torch.fft.irfft(torch.fft.rfft(x, n=2 * L) * torch.fft.rfft(K, n=2 * L), n=2 * L)
     return y[..., :L]  # (eq-ssm-convolution)
 
 
-def _check_system(x: torch.Tensor | None, A_bar: torch.Tensor, B_bar: torch.Tensor,
-                  C: torch.Tensor) -> None:
-    if x is not None:
-        check_tensor("x", x, ndim=2, floating=True)
-    check_tensor("A_bar", A_bar, ndim=2, floating=True)
-    N = A_bar.shape[0]
-    for name, M, shape in (("A_bar", A_bar, (N, N)), ("B_bar", B_bar, (N, 1)),
-                           ("C", C, (1, N))):
-        check_tensor(name, M, ndim=2, floating=True)
-        if tuple(M.shape) != shape:
-            raise ValueError(f"{name} must have shape {shape} (N = {N}), got "
-                             f"{tuple(M.shape)}")
+def _check_square(name: str, A: torch.Tensor) -> int:
+    N = check_tensor(name, A, ndim=2, floating=True).shape[0]
+    return check_tensor(name, A, shape=(N, N)).shape[0]
+
+
+def _check_system(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor) -> None:
+    N = _check_square("A_bar", A_bar)
+    check_same_dtype("B_bar", check_tensor("B_bar", B_bar, shape=(N, 1)), A_bar.dtype, of="A_bar")
+    check_same_dtype("C", check_tensor("C", C, shape=(1, N)), A_bar.dtype, of="A_bar")
 
 
 class S4D(nn.Module):
@@ -212,21 +213,23 @@ class S4D(nn.Module):
 
     def kernel(self, length: int) -> torch.Tensor:
         r"""The kernels :math:`\bar{K}` of every channel, ``(D, L)``."""
-        length = check_positive_int("length", length)
+        return self._kernel(check_positive_int("length", length))
+
+    def _kernel(self, length: int) -> torch.Tensor:
         a_bar, b_bar = self.discretize()
         c = torch.view_as_complex(self.C)  # (D, N/2)
         powers = a_bar[:, :, None] ** torch.arange(length, device=a_bar.device)  # (D, N/2, L)
         return 2 * torch.einsum("dn,dnl->dl", c * b_bar, powers).real  # (eq-ssm-kernel)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self._check(x)
+        check_input("x", x, self, ndim=3, size=self.D.shape[0], what="channels")
         u = x.transpose(1, 2)  # (b, D, L)
-        y = ssm_convolution(u, self.kernel(u.shape[-1])) + self.D[:, None] * u
+        y = _convolution(u, self._kernel(u.shape[-1])) + self.D[:, None] * u
         return y.transpose(1, 2)  # (b, L, D)
 
     def recurrent(self, x: torch.Tensor) -> torch.Tensor:
         r"""The same layer as a recurrence, one step per position (how it generates)."""
-        x = self._check(x)
+        check_input("x", x, self, ndim=3, size=self.D.shape[0], what="channels")
         a_bar, b_bar = self.discretize()  # (D, N/2)
         c = torch.view_as_complex(self.C)  # (D, N/2)
         h = torch.zeros(x.shape[0], *a_bar.shape, dtype=a_bar.dtype, device=x.device)
@@ -235,10 +238,3 @@ class S4D(nn.Module):
             h = a_bar * h + b_bar * x[:, t, :, None]  # (b, D, N/2), (eq-ssm-recurrence)
             ys.append(2 * (c * h).sum(-1).real + self.D * x[:, t])  # (b, D)
         return torch.stack(ys, dim=1)  # (b, L, D)
-
-    def _check(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, ndim=3, floating=True)
-        if x.shape[-1] != self.D.shape[0]:
-            raise ValueError(f"x must have {self.D.shape[0]} channels in its last dimension, "
-                             f"got shape {tuple(x.shape)}")
-        return x

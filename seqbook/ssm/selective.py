@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
+from seqbook._checks import check_input, check_positive_int, check_same_dtype, check_tensor
 
 __all__ = [
     "selective_scan",
@@ -26,16 +26,11 @@ __all__ = [
 
 def _check_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
                 C: torch.Tensor, D: torch.Tensor) -> None:
-    for name, value, ndim in (("x", x, 3), ("delta", delta, 3), ("A", A, 2), ("B", B, 3),
-                              ("C", C, 3), ("D", D, 1)):
-        check_tensor(name, value, ndim=ndim, floating=True)
-    b, L, channels = x.shape
-    N = A.shape[1]
+    b, L, channels = check_tensor("x", x, ndim=3, floating=True).shape
+    N = check_tensor("A", A, shape=(channels, "N")).shape[1]
     for name, value, shape in (("delta", delta, (b, L, channels)), ("A", A, (channels, N)),
                                ("B", B, (b, L, N)), ("C", C, (b, L, N)), ("D", D, (channels,))):
-        if tuple(value.shape) != shape:
-            raise ValueError(f"{name} must have shape {shape} (from x {tuple(x.shape)} and "
-                             f"A {tuple(A.shape)}), got {tuple(value.shape)}")
+        check_same_dtype(name, check_tensor(name, value, shape=shape), x.dtype, of="x")
 
 
 def _discretize(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
@@ -117,6 +112,11 @@ def selective_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: tor
         True
     """
     _check_scan(x, delta, A, B, C, D)
+    return _selective_scan(x, delta, A, B, C, D)
+
+
+def _selective_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
+                    C: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
     A_bar, Bx = _discretize(x, delta, A, B)
     return _read(_parallel_scan(A_bar, Bx), C, D, x)
 
@@ -169,12 +169,9 @@ def semiseparable_matrix(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) 
                 [0.5000, 1.0000, 0.0000],
                 [0.2500, 0.5000, 1.0000]])
     """
-    check_tensor("log_a", log_a, ndim=2, floating=True)
-    check_tensor("B", B, ndim=3, floating=True)
-    check_tensor("C", C, ndim=3, floating=True)
-    if B.shape != C.shape or B.shape[:2] != log_a.shape:
-        raise ValueError(f"B and C must have shape (b, L, N) with (b, L) = "
-                         f"{tuple(log_a.shape)}, got {tuple(B.shape)} and {tuple(C.shape)}")
+    b, L = check_tensor("log_a", log_a, ndim=2, floating=True).shape
+    check_same_dtype("B", check_tensor("B", B, shape=(b, L, "N")), log_a.dtype, of="log_a")
+    check_same_dtype("C", check_tensor("C", C, shape=tuple(B.shape)), log_a.dtype, of="log_a")
     return _semiseparable(log_a, B, C)
 
 
@@ -251,10 +248,7 @@ class MambaBlock(nn.Module):
         self.dt_rank, self.state_size = r, N
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        check_tensor("u", u, ndim=3, floating=True)
-        if u.shape[-1] != self.in_proj.in_features:
-            raise ValueError(f"u must have {self.in_proj.in_features} features in its last "
-                             f"dimension, got shape {tuple(u.shape)}")
+        check_input("u", u, self, ndim=3, size=self.in_proj.in_features, what="d_model")
         return self._block(u)
 
     def _block(self, u: torch.Tensor) -> torch.Tensor:
@@ -263,7 +257,7 @@ class MambaBlock(nn.Module):
         x = F.silu(self.conv1d(x.transpose(1, 2))[:, :, :L].transpose(1, 2))
         dt, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], -1)
         delta = F.softplus(self.dt_proj(dt))  # (b, L, inner)
-        y = selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
+        y = _selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
         return self.out_proj(y * F.silu(z))  # (b, L, d_model)
 
     @classmethod
