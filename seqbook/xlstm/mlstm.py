@@ -11,23 +11,17 @@ import math
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_tensor
+from seqbook._checks import check_same_dtype, check_tensor
 
 __all__ = ["mlstm_recurrent", "mlstm_parallel"]
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: torch.Tensor,
            f_pre: torch.Tensor) -> None:
-    for name, value in (("q", q), ("k", k), ("v", v)):
-        check_tensor(name, value, ndim=3, floating=True)
-    if not (q.shape == k.shape == v.shape):
-        raise ValueError(f"q, k and v must have the same shape (B, T, d), got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)} and {tuple(v.shape)}")
-    for name, value in (("i_pre", i_pre), ("f_pre", f_pre)):
-        check_tensor(name, value, ndim=2, floating=True)
-        if value.shape != q.shape[:2]:
-            raise ValueError(f"{name} must have shape (B, T) = {tuple(q.shape[:2])}, got "
-                             f"{tuple(value.shape)}")
+    B, T, d = check_tensor("q", q, ndim=3, floating=True).shape
+    for name, value, shape in (("k", k, (B, T, d)), ("v", v, (B, T, d)),
+                               ("i_pre", i_pre, (B, T)), ("f_pre", f_pre, (B, T))):
+        check_same_dtype(name, check_tensor(name, value, shape=shape), q.dtype, of="q")
 
 
 def mlstm_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: torch.Tensor,

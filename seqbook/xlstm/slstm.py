@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
+from seqbook._checks import check_input, check_positive_int, check_same_dtype, check_tensor
 
 __all__ = ["SLSTMState", "SLSTM"]
 
@@ -26,6 +26,14 @@ class SLSTMState(NamedTuple):
     c: torch.Tensor
     n: torch.Tensor
     m: torch.Tensor
+
+
+def _check_state(state: object, shape: tuple[int, int], dtype: torch.dtype) -> SLSTMState:
+    if not isinstance(state, SLSTMState):
+        raise TypeError(f"state must be an SLSTMState or None, got {type(state).__name__}")
+    for name, value in zip(("state.h", "state.c", "state.n", "state.m"), state):
+        check_same_dtype(name, check_tensor(name, value, shape=shape), dtype, of="x")
+    return state
 
 
 class SLSTM(nn.Module):
@@ -73,16 +81,17 @@ class SLSTM(nn.Module):
 
     def init_state(self, batch_size: int) -> SLSTMState:
         """Zero memory; the stabiliser starts at minus infinity (nothing written yet)."""
+        return self._init_state(check_positive_int("batch_size", batch_size))
+
+    def _init_state(self, batch_size: int) -> SLSTMState:
         zeros = self.b.new_zeros(batch_size, self.hidden_size)
         return SLSTMState(zeros, zeros, zeros, torch.full_like(zeros, -math.inf))
 
     def forward(self, x: torch.Tensor,
                 state: SLSTMState | None = None) -> tuple[torch.Tensor, SLSTMState]:
-        check_tensor("x", x, ndim=3, floating=True)
-        if x.shape[-1] != self.W.shape[1]:
-            raise ValueError(f"x must have {self.W.shape[1]} features in its last dimension, "
-                             f"got shape {tuple(x.shape)}")
-        state = self.init_state(x.shape[0]) if state is None else state
+        check_input("x", x, self, ndim=3, size=self.W.shape[1], what="input_size")
+        B, H = x.shape[0], self.hidden_size
+        state = self._init_state(B) if state is None else _check_state(state, (B, H), x.dtype)
         pre_x = x @ self.W.T + self.b  # (B, T, 4H): the input's part, all steps at once
         hs = []
         for t in range(x.shape[1]):
