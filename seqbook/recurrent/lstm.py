@@ -515,14 +515,10 @@ def chrono_init(
         True
     """
     if not isinstance(lstm, LSTM):
-        raise TypeError(
-            f"lstm must be a seqbook.recurrent.LSTM, got {type(lstm).__name__}"
-        )
+        raise TypeError(f"lstm must be a seqbook.recurrent.LSTM, got {type(lstm).__name__}")
     if not lstm.forget_gate:
-        raise ValueError(
-            "lstm must have a forget gate (forget_gate=True): chrono initialisation "
-            "sets the forget-gate biases b_f"
-        )
+        raise ValueError("lstm must have a forget gate (forget_gate=True): chrono "
+                         "initialisation sets the forget-gate biases b_f")
     if not lstm.bias:
         raise ValueError("lstm must have biases (bias=True): chrono initialisation sets them")
     t_max = check_real("t_max", t_max, min_value=2.0)
@@ -530,12 +526,17 @@ def chrono_init(
         raise ValueError(f"t_max must be finite, got {t_max}")
     check_generator("generator", generator)
     with torch.no_grad():
-        for name, b_f in lstm.named_parameters():
-            if name != "b_f" and not name.startswith("b_f_"):
-                continue
+        _chrono_init(lstm, t_max, generator)
+    return lstm
+
+
+def _chrono_init(lstm: LSTM, t_max: float, generator: torch.Generator | None) -> None:
+    """(eq-lstm-chrono) in place, for every layer and direction (``b_f``, ``b_f_l1``,
+    ...), without gradients and for checked arguments."""
+    for name, b_f in lstm.named_parameters():
+        if name == "b_f" or name.startswith("b_f_"):
             b_i = getattr(lstm, "b_i" + name[len("b_f"):])
             u = 1 + (t_max - 2) * torch.rand(b_f.shape, generator=generator,
                                              dtype=torch.float64)  # U[1, T_max - 1]
             b_f.copy_(torch.log(u))  # (eq-lstm-chrono)
             b_i.copy_(-b_f)  # (eq-lstm-chrono)
-    return lstm
