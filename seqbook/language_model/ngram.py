@@ -22,26 +22,34 @@ from seqbook._checks import check_int, check_positive_int, check_real
 __all__ = ["NgramLM"]
 
 
-def _as_id_list(name: str, ids: object, vocab_size: int) -> list[int]:
+def _check_ids(name: str, ids: object, vocab_size: int) -> list[int]:
     """``ids`` (a sequence of ints or a 1-D integer tensor) as a list of valid ids."""
     if isinstance(ids, torch.Tensor):
         if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
-            raise TypeError(
-                f"{name} must be a 1-D integer tensor or a sequence of ints, got a "
-                f"tensor of shape {tuple(ids.shape)} and dtype {ids.dtype}"
-            )
+            raise TypeError(f"{name} must be a 1-D integer tensor or a sequence of ints, got "
+                            f"a tensor of shape {tuple(ids.shape)} and dtype {ids.dtype}")
         ids = ids.tolist()
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-        raise TypeError(
-            f"{name} must be a sequence of int token ids, got {type(ids).__name__}; "
-            "encode the tokens first"
-        )
+        raise TypeError(f"{name} must be a sequence of int token ids, got "
+                        f"{type(ids).__name__}; encode the tokens first")
     out = list(ids)
     for i in out:
         if isinstance(i, bool) or not isinstance(i, int):
             raise TypeError(f"{name} must hold int token ids, got {i!r} ({type(i).__name__})")
         if not 0 <= i < vocab_size:
             raise ValueError(f"{name} must hold ids in [0, {vocab_size}), got {i}")
+    return out
+
+
+def _check_sequences(sequences: object, vocab_size: int) -> list[list[int]]:
+    """``sequences`` (a list of id sequences, at least one token in all) as id lists."""
+    if isinstance(sequences, (str, bytes, torch.Tensor)) or not isinstance(sequences, Iterable):
+        raise TypeError(
+            f"sequences must be a list of sequences of int ids, got {type(sequences).__name__}"
+        )
+    out = [_check_ids(f"sequences[{i}]", ids, vocab_size) for i, ids in enumerate(sequences)]
+    if not any(out):
+        raise ValueError("sequences must hold at least one token in all, got none")
     return out
 
 
@@ -102,30 +110,19 @@ class NgramLM:
         self.bos_id = check_int("bos_id", bos_id, min_value=0)
         if self.bos_id >= self.vocab_size:
             raise ValueError(f"bos_id must be in [0, {self.vocab_size}), got {bos_id}")
-        if isinstance(sequences, (str, bytes, torch.Tensor)) or not isinstance(
-            sequences, Iterable
-        ):
-            raise TypeError(
-                "sequences must be a list of sequences of int ids, got "
-                f"{type(sequences).__name__}"
-            )
+        id_lists = _check_sequences(sequences, self.vocab_size)
         self.ngram_counts: Counter[tuple[int, ...]] = Counter()
         self.context_counts: Counter[tuple[int, ...]] = Counter()
-        tokens = 0
-        for i, sequence in enumerate(sequences):
-            ids = _as_id_list(f"sequences[{i}]", sequence, self.vocab_size)
+        for ids in id_lists:
             padded = [self.bos_id] * (self.order - 1) + ids
             for t in range(self.order - 1, len(padded)):
                 context = tuple(padded[t - self.order + 1 : t])
                 self.ngram_counts[context + (padded[t],)] += 1
                 self.context_counts[context] += 1
-            tokens += len(ids)
-        if tokens == 0:
-            raise ValueError("sequences must hold at least one token in all, got none")
-        self.num_tokens = tokens
+        self.num_tokens = sum(len(ids) for ids in id_lists)
 
     def _context(self, context: Sequence[int] | torch.Tensor) -> tuple[int, ...]:
-        ids = _as_id_list("context", context, self.vocab_size)
+        ids = _check_ids("context", context, self.vocab_size)
         if len(ids) < self.order - 1:  # a sequence's start: pad with bos_id
             ids = [self.bos_id] * (self.order - 1 - len(ids)) + ids
         return tuple(ids[len(ids) - (self.order - 1) :]) if self.order > 1 else ()
@@ -140,7 +137,7 @@ class NgramLM:
             >>> NgramLM([[0, 1, 1]], order=1, vocab_size=2, smoothing=1.0).prob([], 1)
             0.6
         """
-        (token,) = _as_id_list("token", [token], self.vocab_size)
+        (token,) = _check_ids("token", [token], self.vocab_size)
         return self._prob(self._context(context), token)
 
     def _prob(self, context: tuple[int, ...], token: int) -> float:
@@ -176,7 +173,10 @@ class NgramLM:
             >>> lm.log_probs([1, 2]).exp()       # (1 + 1) / (1 + 3) twice
             tensor([0.5000, 0.5000], dtype=torch.float64)
         """
-        ids = _as_id_list("ids", ids, self.vocab_size)
+        return self._log_probs(_check_ids("ids", ids, self.vocab_size))
+
+    def _log_probs(self, ids: list[int]) -> torch.Tensor:
+        """:meth:`log_probs` for a checked list of ids."""
         n = self.order
         padded = [self.bos_id] * (n - 1) + ids  # x_t's context: the n - 1 ids before it
         log_p = [
@@ -193,20 +193,11 @@ class NgramLM:
             >>> round(lm.cross_entropy([[1, 2]]), 4)          # -log 0.5
             0.6931
         """
-        if isinstance(sequences, (str, bytes, torch.Tensor)) or not isinstance(
-            sequences, Iterable
-        ):
-            raise TypeError(
-                "sequences must be a list of sequences of int ids, got "
-                f"{type(sequences).__name__}"
-            )
         total, count = 0.0, 0
-        for sequence in sequences:
-            log_p = self.log_probs(sequence)
+        for ids in _check_sequences(sequences, self.vocab_size):
+            log_p = self._log_probs(ids)
             total -= log_p.sum().item()
             count += len(log_p)
-        if count == 0:
-            raise ValueError("sequences must hold at least one token in all, got none")
         return total / count
 
     def perplexity(self, sequences: Sequence[Sequence[int] | torch.Tensor]) -> float:
