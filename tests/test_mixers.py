@@ -98,3 +98,30 @@ def test_bad_input_is_named():
         model.init_state(0)
     with pytest.raises(ValueError, match="mixer"):
         state_floats("rnn", 8)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: MixerLM(10, d_model=8, mlp="yes"), TypeError, "mlp must be a bool"),
+        (lambda: state_floats("gru", "8"), TypeError, "d must be an int"),
+        (lambda: state_floats("linear", 8, num_heads=0), ValueError, "num_heads must be >= 1"),
+        (lambda: state_floats("linear", 8, num_heads=3), ValueError, "multiple of num_heads"),
+        (lambda: state_floats("softmax", 8, position=-1), ValueError, "position must be >= 0"),
+        (lambda: state_floats("mamba", 8, state_size=0), ValueError, "state_size must be >= 1"),
+    ],
+)
+def test_bad_sizes_and_flags_are_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+@pytest.mark.parametrize("mixer", list(MIXERS))
+def test_a_state_of_another_batch_size_is_named(mixer):
+    # the delta and mLSTM mixers broadcast a batch-1 state silently, the others failed
+    # deep inside torch
+    model = MixerLM(10, d_model=8, mixer=mixer)
+    with pytest.raises(ValueError, match=r"state\['previous'\] must have the batch size of ids"):
+        model.step(torch.tensor([1, 2]), model.init_state(1))
+    with pytest.raises(TypeError, match="state must be the dict of init_state"):
+        model.step(torch.tensor([1]), [model.init_state(1)])

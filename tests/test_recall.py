@@ -40,6 +40,13 @@ def test_the_task_repeats_with_its_generator_and_checks_its_arguments():
         recall_run("rwkv", 2, steps=1)
     with pytest.raises(ValueError, match="steps"):
         recall_run("lstm", 2, steps=0)
+    # named as recall_run's arguments, and found before training rather than after
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        recall_run("lstm", 2, steps=1, batch_size=0)
+    with pytest.raises(ValueError, match="eval_sequences must be >= 1"):
+        recall_run("lstm", 2, steps=1, eval_sequences=0)
+    with pytest.raises(ValueError, match="batch must be >= 1"):
+        task(0, torch.Generator())
 
 
 def test_attention_learns_a_small_instance_and_an_untrained_guess_is_chance():

@@ -74,8 +74,10 @@ class AssociativeRecallTask:
 
     def __call__(self, batch: int,
                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        batch = check_positive_int("batch", batch)
-        generator = check_generator(generator)
+        return self._draw(check_positive_int("batch", batch), check_generator(generator))
+
+    def _draw(self, batch: int,
+              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         N = self.num_pairs
         keys = torch.rand(batch, self.num_keys, generator=generator).argsort(1)[:, :N]
         values = self.num_keys + torch.randint(self.num_values, (batch, N), generator=generator)
@@ -113,6 +115,8 @@ def recall_run(mixer: str, num_pairs: int, d_model: int = 64, seed: int = 0, ste
     ``eval_sequences`` sequences drawn from a generator seeded apart from training's.
     """
     steps = check_positive_int("steps", steps)
+    batch_size = check_positive_int("batch_size", batch_size)
+    check_positive_int("eval_sequences", eval_sequences)  # before training, not after
     lr = check_real("lr", lr, min_value=0.0, strict_min=True)
     task = AssociativeRecallTask(num_pairs)
     seed_everything(seed)
@@ -123,7 +127,7 @@ def recall_run(mixer: str, num_pairs: int, d_model: int = 64, seed: int = 0, ste
     start = time.thread_time()
     with one_thread():
         for _ in range(steps):
-            ids, targets = task(batch_size, generator)
+            ids, targets = task._draw(batch_size, generator)
             loss = F.cross_entropy(model(ids).transpose(1, 2), targets)
             optimizer.zero_grad()
             loss.backward()

@@ -33,7 +33,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_choice, check_positive_int, check_token_ids
+from seqbook._checks import (
+    check_batch,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_token_ids,
+)
 from seqbook.linear_attention.kernelized import _parallel as _linear_parallel
 from seqbook.linear_attention.kernelized import _step as _linear_step
 from seqbook.linear_attention.memory import _delta_write
@@ -223,10 +230,25 @@ MIXERS = {
 }
 
 
+def _check_heads(mixer: str, d: int, num_heads: int) -> None:
+    if mixer in ("softmax", "linear", "delta", "mlstm") and d % num_heads:
+        raise ValueError(f"d_model must be a multiple of num_heads, got {d} and {num_heads}")
+
+
 def state_floats(mixer: str, d: int, num_heads: int = 1, position: int = 0,
                  state_size: int = 8, expand: int = 1, conv_size: int = 4) -> int:
     """Floats a mixer layer keeps per sequence to generate the token after ``position``."""
     mixer = check_choice("mixer", mixer, tuple(MIXERS))
+    for name, size in (("d", d), ("num_heads", num_heads), ("state_size", state_size),
+                       ("expand", expand), ("conv_size", conv_size)):
+        check_positive_int(name, size)
+    check_int("position", position, min_value=0)
+    _check_heads(mixer, d, num_heads)
+    return _state_floats(mixer, d, num_heads, position, state_size, expand, conv_size)
+
+
+def _state_floats(mixer: str, d: int, num_heads: int, position: int, state_size: int,
+                  expand: int, conv_size: int) -> int:
     dh = d // num_heads
     return {
         "softmax": 2 * position * d,
@@ -237,6 +259,13 @@ def state_floats(mixer: str, d: int, num_heads: int = 1, position: int = 0,
         "lstm": 2 * d,
         "gru": d,
     }[mixer]
+
+
+def _check_state(state: object, batch_size: int) -> None:
+    if not (isinstance(state, dict) and set(state) == {"previous", "mixers"}):
+        raise TypeError(f"state must be the dict of init_state (keys 'previous' and 'mixers'), "
+                        f"got {state if isinstance(state, dict) else type(state).__name__}")
+    check_batch("state['previous']", state["previous"], batch_size, of="ids")
 
 
 class MixerLM(nn.Module):
@@ -280,17 +309,15 @@ class MixerLM(nn.Module):
         d = check_positive_int("d_model", d_model)
         self.mixer = check_choice("mixer", mixer, tuple(MIXERS))
         check_positive_int("num_layers", num_layers)
-        check_positive_int("num_heads", num_heads)
-        if mixer in ("softmax", "linear", "delta", "mlstm") and d % num_heads:
-            raise ValueError(f"d_model must be a multiple of num_heads, got {d} and {num_heads}")
+        _check_heads(mixer, d, check_positive_int("num_heads", num_heads))
+        self.has_mlp = check_bool("mlp", mlp)
         self.embed = nn.Embedding(vocab_size, d)
         self.shift = nn.Linear(d, d, bias=False)  # W_s: the previous token's share
         self.mixers = nn.ModuleList(MIXERS[mixer](d, num_heads) for _ in range(num_layers))
         self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(2 * num_layers))
         self.mlps = nn.ModuleList(
-            nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) if mlp
+            nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) if self.has_mlp
             else nn.Identity() for _ in range(num_layers))
-        self.has_mlp = bool(mlp)
         self.final_norm = nn.LayerNorm(d)
         self.readout = nn.Linear(d, vocab_size)
 
@@ -316,6 +343,7 @@ class MixerLM(nn.Module):
     def step(self, ids: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
         """Read one token per row and return the next token's scores and the new state."""
         check_token_ids("ids", ids, self.vocab_size, ndim=1)
+        _check_state(state, ids.shape[0])
         e = self.embed(ids)  # (B, d)
         x = e + self.shift(state["previous"])
         states = []
