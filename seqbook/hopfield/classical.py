@@ -56,9 +56,12 @@ def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
                 [-1.,  0., -1.],
                 [ 1., -1.,  0.]])
     """
-    patterns = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
-    W = patterns.transpose(-1, -2) @ patterns  # (eq-hopfield-hebb)  (..., d, d)
-    return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))  # no self-coupling
+    return _hebbian_weights(check_patterns("patterns", patterns, binary=True, ndim=(2, 3)))
+
+
+def _hebbian_weights(x: torch.Tensor) -> torch.Tensor:
+    W = x.transpose(-1, -2) @ x  # (eq-hopfield-hebb)  sum_s x^s x^sT  (..., d, d)
+    return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))  # (eq-hopfield-hebb) W_ii = 0
 
 
 def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
@@ -77,8 +80,12 @@ def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torc
         tensor([-3.])
     """
     check_spin_network(xi, W, U)
-    field = xi @ W  # (..., B, d)
-    return -0.5 * (field * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)  # (eq-hopfield-energy)
+    return _classical_energy(xi, W, U)
+
+
+def _classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+    W_xi = xi @ W  # (..., B, d)  W xi, one row per state
+    return -0.5 * (W_xi * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)  # (eq-hopfield-energy)
 
 
 def _sign_keep_ties(h: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
@@ -107,7 +114,12 @@ def async_sweep(
         tensor([[ 1., -1.,  1.]])
     """
     check_spin_network(xi, W, U)
-    check_spin_order(order, W.shape[-1])
+    return _async_sweep(xi, W, U, check_spin_order(order, W.shape[-1]))
+
+
+def _async_sweep(
+    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch.Tensor
+) -> torch.Tensor:
     xi = xi.clone()
     for i in order.tolist():
         h = (xi @ W[..., i, :].unsqueeze(-1)).squeeze(-1) - U[..., i : i + 1]  # (..., B) row i of W
@@ -131,8 +143,12 @@ def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tenso
         tensor([[-1.,  1.]])
     """
     check_spin_network(xi, W, U)
+    return _sync_step(xi, W, U)
+
+
+def _sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
     h = xi @ W.transpose(-1, -2) - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
-    return _sign_keep_ties(h, xi)
+    return _sign_keep_ties(h, xi)  # (eq-hopfield-sync) sgn, a tie keeps the spin
 
 
 def async_relax(
@@ -258,7 +274,7 @@ class ClassicalHopfield(PatternMemory):
 
     def __init__(self, patterns: torch.Tensor, threshold: float | torch.Tensor = 0.0) -> None:
         self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
-        self.W = hebbian_weights(self.patterns)  # (d, d)
+        self.W = _hebbian_weights(self.patterns)  # (d, d)
         d = self.dim
         if isinstance(threshold, torch.Tensor):
             check_tensor("threshold", threshold, ndim=1, floating=True)
@@ -293,7 +309,7 @@ class ClassicalHopfield(PatternMemory):
             returns: ``(...)``.
         """
         xi = self._state(xi)
-        return classical_energy(xi.unsqueeze(-2), self.W, self.U).squeeze(-1)
+        return _classical_energy(xi.unsqueeze(-2), self.W, self.U).squeeze(-1)
 
     def update_neuron(self, xi: torch.Tensor, i: int) -> torch.Tensor:
         """Update spin ``i`` alone (of every state in the batch); return the new states.
@@ -307,7 +323,7 @@ class ClassicalHopfield(PatternMemory):
         if i >= self.dim:
             raise ValueError(f"i must be a spin index below d = {self.dim}, got {i}")
         order = torch.tensor([i])
-        return async_sweep(xi.unsqueeze(-2), self.W, self.U, order).squeeze(-2)
+        return _async_sweep(xi.unsqueeze(-2), self.W, self.U, order).squeeze(-2)
 
     def update(
         self,
@@ -337,9 +353,9 @@ class ClassicalHopfield(PatternMemory):
         x = xi.unsqueeze(-2)  # (..., 1, d)
         for _ in range(steps):
             if mode == "sync":
-                x = sync_step(x, self.W, self.U)
+                x = _sync_step(x, self.W, self.U)
             else:
-                x = async_sweep(x, self.W, self.U, _order(self.dim, generator, x.device))
+                x = _async_sweep(x, self.W, self.U, _order(self.dim, generator, x.device))
         return x.squeeze(-2)
 
     def retrieve(

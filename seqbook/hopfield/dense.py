@@ -104,23 +104,27 @@ def dense_async_sweep(
         tensor([[ 1.,  1., -1., -1.]])
     """
     _check_memory(xi, patterns, F, degree)
-    check_spin_order(order, patterns.shape[-1])
-    dtype = xi.dtype
-    xi = xi.double().clone()
-    X = patterns.double()
+    order = check_spin_order(order, patterns.shape[-1])
+    return _dense_async_sweep(xi, patterns.double(), F, degree, order).to(xi.dtype)
+
+
+def _dense_async_sweep(
+    xi: torch.Tensor, X: torch.Tensor, F: str, degree: int, order: torch.Tensor
+) -> torch.Tensor:
+    xi = xi.double().clone()  # X: the patterns x_mu as rows, in float64
     overlaps = xi @ X.transpose(-1, -2)  # (..., B, N)
     for l in order.tolist():
         x_l = X[..., :, l].unsqueeze(-2)  # (..., 1, N)
         old = xi[..., l]  # (..., B)
-        rest = overlaps - x_l * old.unsqueeze(-1)  # (..., B, N) overlap without spin l
+        a = overlaps - x_l * old.unsqueeze(-1)  # (..., B, N) a_mu: overlap without spin l
         if F == "exp":  # log sum exp(a + x) - log sum exp(a - x): same sign, no overflow
-            gain = torch.logsumexp(rest + x_l, -1) - torch.logsumexp(rest - x_l, -1)
+            gain = torch.logsumexp(a + x_l, -1) - torch.logsumexp(a - x_l, -1)
         else:  # sum_mu F(a + x) - F(a - x) = sum_mu x g(a): binomial expansion, x = +-1
-            gain = (_odd_part(rest, degree) * x_l).sum(-1)
+            gain = (_odd_part(a, degree) * x_l).sum(-1)
         new = _sign_keep_ties(gain, old)  # (eq-hopfield-dam-rule)  (..., B)
         overlaps = overlaps + x_l * (new - old).unsqueeze(-1)
         xi[..., l] = new
-    return xi.to(dtype)
+    return xi
 
 
 class DenseAssociativeMemory(PatternMemory):
@@ -198,8 +202,9 @@ class DenseAssociativeMemory(PatternMemory):
         if l >= self.dim:
             raise ValueError(f"l must be a spin index below d = {self.dim}, got {l}")
         order = torch.tensor([l])
-        return dense_async_sweep(
-            xi.unsqueeze(-2), self.patterns, self.F, self.degree, order
+        X = self.patterns.double()
+        return _dense_async_sweep(xi.unsqueeze(-2), X, self.F, self.degree, order).to(
+            xi.dtype
         ).squeeze(-2)
 
     def update(
@@ -216,7 +221,9 @@ class DenseAssociativeMemory(PatternMemory):
         x = xi.unsqueeze(-2)  # (..., 1, d)
         for _ in range(steps):
             order = _order(self.dim, generator, x.device)
-            x = dense_async_sweep(x, self.patterns, self.F, self.degree, order)
+            x = _dense_async_sweep(x, self.patterns.double(), self.F, self.degree, order).to(
+                x.dtype
+            )
         return x.squeeze(-2)
 
     def retrieve(

@@ -157,11 +157,8 @@ def hopfield_association(
             f"(or one of them 1), got {tuple(Q.shape)} and {tuple(K.shape)}"
         )
     beta = check_beta("beta", beta)
-    steps_max = (
-        1000
-        if update_steps_max is None
-        else check_int("update_steps_max", update_steps_max, min_value=0)
-    )
+    steps_max = update_steps_max if update_steps_max is None else check_int(
+        "update_steps_max", update_steps_max, min_value=0)
     eps = check_real("update_steps_eps", update_steps_eps, min_value=0.0, strict_min=True)
     if mask is not None:
         check_tensor("mask", mask)
@@ -177,9 +174,20 @@ def hopfield_association(
                 f"mask must be broadcastable to (B, h, S, N) = {full}, got shape "
                 f"{tuple(mask.shape)}"
             )
+    return _hopfield_association(Q, K, beta, steps_max, eps, mask)
+
+
+def _hopfield_association(
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    beta: float,
+    steps_max: int | None,
+    eps: float,
+    mask: torch.Tensor | None,
+) -> torch.Tensor:
     A = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
     active = torch.ones(A.shape[:-2], dtype=torch.bool, device=A.device)  # (B, h)
-    for _ in range(steps_max):
+    for _ in range(1000 if steps_max is None else steps_max):
         Q = A @ K  # (eq-hopfield-mhn-update)  (B, h, S, d_k)
         A_new = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
         change = (A_new - A).square().sum((-2, -1)).sqrt()  # (B, h)
@@ -425,24 +433,27 @@ class HopfieldLayer(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
         check_bool("return_weights", return_weights)
-        R, Y, P, mask = self._check_inputs(R, Y, P, mask)
+        Z, A = self._associate(*self._check_inputs(R, Y, P, mask))
+        return (Z, A) if return_weights else Z
+
+    def _associate(
+        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor, mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         c, B, S = self.config, R.shape[0], R.shape[1]
         R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
         R, Y, P = R[:, None], Y[:, None], P[:, None]  # (B, 1, ., .): shared by the heads
-        Q = (  # (eq-hopfield-q)  (B, h, S, d_k)
-            R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)
-        )
+        Q = R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)  # (eq-hopfield-q)
         K = _project(Y, self.W_K, self.b_K)  # (eq-hopfield-k)  (B, h, N, d_k)
         if c.pattern_projection_as_connected:
             P = _project(P, self.W_K, self.b_K)  # (B, h, N, d_k)
         V = _project(P, self.W_V, self.b_V)  # (eq-hopfield-v)  (B, h, N, d_v)
-        Q, K = self.norm_hopfield(Q), self.norm_hopfield(K)
-        A = hopfield_association(Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask)
+        Q, K = self.norm_hopfield(Q), self.norm_hopfield(K)  # (B, h, S, d_k), (B, h, N, d_k)
+        A = _hopfield_association(Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask)
         Z = F.dropout(A, c.dropout, self.training) @ V  # (eq-hopfield-layer)  (B, h, S, d_v)
         Z = Z.transpose(1, 2).reshape(B, S, -1)  # (B, S, h d_v)
         if self.W_O is not None:
             Z = Z @ self.W_O if self.b_O is None else Z @ self.W_O + self.b_O  # (B, S, output_size)
-        return (Z, A) if return_weights else Z
+        return Z, A
 
     def extra_repr(self) -> str:
         return (

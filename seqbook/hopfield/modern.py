@@ -80,12 +80,15 @@ def modern_energy(xi: torch.Tensor, patterns: torch.Tensor, beta: float) -> torc
         >>> round(modern_energy(torch.tensor([1., 0.]), X, beta=50.0).item(), 4)
         0.0139
     """
-    xi, patterns, beta = _check_query(xi, patterns, beta)
-    N = patterns.shape[0]
-    M = patterns.norm(dim=-1).max()  # the largest pattern norm
-    scores = xi @ patterns.transpose(-1, -2)  # (..., N)  X^T xi
+    return _modern_energy(*_check_query(xi, patterns, beta))
+
+
+def _modern_energy(xi: torch.Tensor, X: torch.Tensor, beta: float) -> torch.Tensor:
+    N = X.shape[0]  # X: the stored patterns as rows
+    M = X.norm(dim=-1).max()  # the largest pattern norm
+    X_xi = xi @ X.transpose(-1, -2)  # (..., N)  X^T xi
     return (
-        -torch.logsumexp(beta * scores, dim=-1) / beta
+        -torch.logsumexp(beta * X_xi, dim=-1) / beta
         + 0.5 * (xi * xi).sum(-1)
         + math.log(N) / beta
         + 0.5 * M**2
@@ -113,8 +116,14 @@ def modern_update(
     """
     xi, patterns, beta = _check_query(xi, patterns, beta, ndim=(2, 3))
     values = None if values is None else _check_values(values, patterns)
-    p = torch.softmax(beta * (xi @ patterns.transpose(-1, -2)), dim=-1)  # (..., N)
-    return p @ (patterns if values is None else values)  # (eq-hopfield-mhn-update)  (..., d)
+    return _modern_update(xi, patterns, beta, values)
+
+
+def _modern_update(
+    xi: torch.Tensor, X: torch.Tensor, beta: float, values: torch.Tensor | None = None
+) -> torch.Tensor:
+    p = torch.softmax(beta * (xi @ X.transpose(-1, -2)), dim=-1)  # (..., N)  X: patterns as rows
+    return p @ (X if values is None else values)  # (eq-hopfield-mhn-update)  (..., d)
 
 
 def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
@@ -200,7 +209,7 @@ class ModernHopfield(PatternMemory):
             xi: ``(..., d)``.
             returns: ``(...)``.
         """
-        return modern_energy(self._state(xi), self.patterns, self.beta)
+        return _modern_energy(self._state(xi), self.patterns, self.beta)
 
     def weights(self, xi: torch.Tensor) -> torch.Tensor:
         r"""The softmax weights :math:`\operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)`.
@@ -231,9 +240,9 @@ class ModernHopfield(PatternMemory):
             values = _check_values(values, self.patterns)
             if steps != 1:
                 raise ValueError(f"steps must be 1 when values are given, got {steps}")
-            return modern_update(xi, self.patterns, self.beta, values)
+            return _modern_update(xi, self.patterns, self.beta, values)
         for _ in range(steps):
-            xi = modern_update(xi, self.patterns, self.beta)
+            xi = _modern_update(xi, self.patterns, self.beta)
         return xi
 
     def retrieve(self, xi: torch.Tensor, max_steps: int = 20, tol: float = 1e-6) -> Retrieval:
@@ -248,7 +257,7 @@ class ModernHopfield(PatternMemory):
         tol = check_real("tol", tol, min_value=0.0)
         return self._run_to_fixed_point(
             xi,
-            lambda state: modern_update(state, self.patterns, self.beta),
+            lambda state: _modern_update(state, self.patterns, self.beta),
             max_steps,
             lambda new, old: ((new - old).abs() <= tol).all(-1),
         )

@@ -150,12 +150,16 @@ def dam_class_scores(
         raise TypeError(
             f"pixels must have the memories' dtype {memories.dtype}, got {pixels.dtype}"
         )
-    num_visible = pixels.shape[1]
-    visible, labels = memories[:, :num_visible], memories[:, num_visible:]  # (K, Nv), (K, Nc)
-    u = pixels @ visible.T - labels.sum(1)  # every class neuron at -1   (B, K)
-    on = u.unsqueeze(-1) + 2 * labels  # class alpha switched to +1     (B, K, Nc)
-    F_on = (on.clamp(min=0) / temperature) ** degree  # beta F, beta = 1 / T^n
-    F_off = (u.clamp(min=0) / temperature) ** degree  # (B, K)
+    return _dam_class_scores(memories, pixels, degree, temperature)
+
+
+def _dam_class_scores(xi: torch.Tensor, v: torch.Tensor, n: int, T: float) -> torch.Tensor:
+    N_v = v.shape[1]  # xi: the memories (K, N_v + N_c), v: the pixels (B, N_v)
+    xi_v, xi_c = xi[:, :N_v], xi[:, N_v:]  # (K, N_v) visible part, (K, N_c) class part
+    u = v @ xi_v.T - xi_c.sum(1)  # (eq-hopfield-dam-classifier) u_mu, every sigma at -1  (B, K)
+    on = u.unsqueeze(-1) + 2 * xi_c  # u_mu + 2 xi_mu_alpha: sigma_alpha at +1  (B, K, N_c)
+    F_on = (on.clamp(min=0) / T) ** n  # beta F, beta = 1 / T^n
+    F_off = (u.clamp(min=0) / T) ** n  # (B, K)
     return torch.tanh((F_on - F_off.unsqueeze(-1)).sum(1))  # (eq-hopfield-dam-classifier)
 
 
@@ -298,7 +302,7 @@ def train_dam_classifier(
         wrong = 0
         for batch in torch.randperm(len(y_all), generator=generator).split(batch_size):
             xi.requires_grad_(True)
-            c = dam_class_scores(xi, x_all[batch], degree, temperature)  # (B, C)
+            c = _dam_class_scores(xi, x_all[batch], degree, temperature)  # (B, C)
             loss = ((targets[batch] - c) ** (2 * m)).sum()
             (grad,) = torch.autograd.grad(loss, xi)
             xi = xi.detach()
@@ -309,7 +313,7 @@ def train_dam_classifier(
         history.train_error.append(wrong / max(len(y_all), 1))
         if test is not None:
             with torch.no_grad():
-                guess = dam_class_scores(xi, test_x, degree, temperature).argmax(-1)
+                guess = _dam_class_scores(xi, test_x, degree, temperature).argmax(-1)
             history.test_error.append((guess != test_y).double().mean().item())
         if class_means is not None:
             history.prototype.append(prototype_score(xi, class_means).mean().item())
