@@ -12,11 +12,11 @@ from seqbook._checks import check_bool, check_positive_int
 from seqbook.decoding.common import (
     Hypotheses,
     StepFn,
+    _length_normalized,
+    _reorder_state,
     call_step,
     check_length_penalty,
     check_search_args,
-    length_normalized,
-    reorder_state,
     strip,
 )
 
@@ -104,29 +104,44 @@ def beam_search(
         stay = torch.full((V,), float("-inf"), device=log_prob.device)
         stay[eos] = 0.0
         log_probs = torch.where(finished.unsqueeze(-1), stay, log_probs)  # (N, K, V)
-        total = log_prob.unsqueeze(-1) + log_probs  # (N, K, V)  (eq-dec-sequence-probability)
-        new_length = torch.where(finished, length, torch.full_like(length, t))  # (N, K)
-        ranking = length_normalized(total, new_length.unsqueeze(-1), alpha)  # (N, K, V)
-        order = torch.sort(ranking.view(N, K * V), dim=1, descending=True, stable=True).indices
-        chosen = order[:, :K]  # (N, K)  (eq-dec-beam)
-        parent, token = chosen // V, chosen % V  # (N, K), (N, K)
-        log_prob = total.view(N, K * V).gather(1, chosen)  # (N, K)
-        length = new_length.gather(1, parent)
+        parent, token, log_prob, length = _beam_step(log_prob, length, finished, log_probs, t,
+                                                     alpha)
         finished = finished.gather(1, parent) | (token == eos)
         prefixes = prefixes.gather(1, parent.unsqueeze(-1).expand(-1, -1, t))  # (N, K, t)
         prefixes = torch.cat([prefixes, token.unsqueeze(-1)], dim=-1)  # (N, K, t + 1)
-        state = reorder_state(state, parent)
+        state = _reorder_state(state, parent)
         if trace:
             steps.append((prefixes.clone(), log_prob.clone()))
         if bool(finished.all()):
             break
-    score = length_normalized(log_prob, length, alpha)  # (N, K)
+    score = _length_normalized(log_prob, length, alpha)  # (N, K)
     best = score.argmax(dim=1)  # (N,)
     rows = torch.arange(N, device=best.device)
     tokens = [strip(row[1:], eos) for row in prefixes[rows, best].tolist()]
     return Hypotheses(
         tokens, log_prob[rows, best], score[rows, best], finished[rows, best], candidates, steps
     )
+
+
+def _beam_step(
+    log_prob: torch.Tensor, length: torch.Tensor, finished: torch.Tensor,
+    log_probs: torch.Tensor, t: int, alpha: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of :func:`beam_search`: the ``K`` best of the ``K V`` extensions.
+
+    ``log_prob``, ``length``, ``finished`` ``(N, K)`` describe the beams, ``log_probs``
+    ``(N, K, V)`` their next tokens (a finished beam's only finite one is ``<eos>``,
+    at 0), ``t`` the step. Returns each survivor's ``parent`` beam, ``token``,
+    ``log_prob`` and ``length``, all ``(N, K)``.
+    """
+    N, K, V = log_probs.shape
+    total = log_prob.unsqueeze(-1) + log_probs  # (N, K, V)  (eq-dec-sequence-probability)
+    new_length = torch.where(finished, length, torch.full_like(length, t))  # (N, K)
+    ranking = _length_normalized(total, new_length.unsqueeze(-1), alpha)  # (N, K, V)
+    order = torch.sort(ranking.view(N, K * V), dim=1, descending=True, stable=True).indices
+    chosen = order[:, :K]  # (N, K)  (eq-dec-beam)
+    parent, token = chosen // V, chosen % V  # (N, K), (N, K)
+    return parent, token, total.view(N, K * V).gather(1, chosen), new_length.gather(1, parent)
 
 
 def search_in_eval_mode(

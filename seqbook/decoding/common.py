@@ -152,18 +152,24 @@ def reorder_state(state: Any, parent: torch.Tensor) -> Any:
         [[4, 5], [4, 5], [0, 1]]
     """
     check_tensor("parent", parent, ndim=2, floating=False)
+    return _reorder_state(state, parent, check=True)
+
+
+def _reorder_state(state: Any, parent: torch.Tensor, check: bool = False) -> Any:
+    """:func:`reorder_state` for a ``parent`` the search made itself (``check=False``)."""
     if state is None:
         return None
     if isinstance(state, torch.Tensor):
-        _check_parent(state, parent)
+        if check:
+            _check_parent(state, parent)
         rows = torch.arange(parent.shape[0], device=parent.device).unsqueeze(1)  # (N, 1)
         return state[rows, parent.to(state.device)]  # (N, K_new, ...)
     if isinstance(state, tuple) and hasattr(state, "_fields"):
-        return type(state)(*(reorder_state(s, parent) for s in state))
+        return type(state)(*(_reorder_state(s, parent, check) for s in state))
     if isinstance(state, (tuple, list)):
-        return type(state)(reorder_state(s, parent) for s in state)
+        return type(state)(_reorder_state(s, parent, check) for s in state)
     if isinstance(state, dict):
-        return {key: reorder_state(value, parent) for key, value in state.items()}
+        return {key: _reorder_state(value, parent, check) for key, value in state.items()}
     return state
 
 
@@ -198,11 +204,17 @@ def length_normalized(
     """
     check_tensor("log_prob", log_prob, floating=True)
     check_tensor("length", length)
-    check_length_penalty(length_penalty)
-    if length_penalty == 0:
+    return _length_normalized(log_prob, length, check_length_penalty(length_penalty))
+
+
+def _length_normalized(
+    log_prob: torch.Tensor, length: torch.Tensor, alpha: float
+) -> torch.Tensor:
+    """:func:`length_normalized` for checked arguments."""
+    if alpha == 0:
         return log_prob
     L = length.to(log_prob.dtype).clamp(min=1)
-    return log_prob / L**length_penalty  # (eq-dec-length-penalty)
+    return log_prob / L**alpha  # (eq-dec-length-penalty)
 
 
 def strip(sequence: list[int], eos: int) -> list[int]:

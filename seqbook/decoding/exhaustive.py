@@ -12,11 +12,11 @@ from seqbook._checks import check_positive_int
 from seqbook.decoding.common import (
     Hypotheses,
     StepFn,
+    _length_normalized,
+    _reorder_state,
     call_step,
     check_length_penalty,
     check_search_args,
-    length_normalized,
-    reorder_state,
     strip,
 )
 
@@ -88,11 +88,10 @@ def exhaustive_search(
         log_probs, state = call_step(step_fn, prefixes, state, eos, V)  # (N, M, V)
         V, M = log_probs.shape[-1], prefixes.shape[1]
         candidates += N * M * V
-        # log-probabilities of every extension (eq-dec-sequence-probability)
-        total = log_prob.unsqueeze(-1) + log_probs.to(log_prob.device)  # (N, M, V)
+        total, parent, token = _extend(log_prob, log_probs.to(log_prob.device), eos)
         # sequences that end here: with <eos>, or any token at the last step
         ending = total if t == max_len else total[:, :, eos : eos + 1]  # (N, M, V')
-        scores = length_normalized(ending, torch.tensor(t), alpha).reshape(N, -1)  # (N, M*V')
+        scores = _length_normalized(ending, torch.tensor(t), alpha).reshape(N, -1)  # (N, M*V')
         top, where = scores.max(dim=1)  # (N,)
         better = top > best_score  # (N,)
         best_score = torch.where(better, top, best_score)
@@ -101,13 +100,7 @@ def exhaustive_search(
         for n in better.nonzero().flatten().tolist():
             m, v = divmod(int(where[n]), ending.shape[2])
             best_prefix[n] = prefixes[n, m, 1:].tolist() + [v if t == max_len else eos]
-        if t == max_len:
-            break
-        # extend every live prefix by every token but <eos>, unless impossible
-        alive = torch.isfinite(total).any(dim=0)  # (M, V)
-        alive[:, eos] = False
-        parent, token = alive.nonzero(as_tuple=True)  # (M_next,), (M_next,)
-        if parent.numel() == 0:
+        if t == max_len or parent.numel() == 0:
             break
         if parent.numel() > max_prefixes:
             raise ValueError(
@@ -118,7 +111,24 @@ def exhaustive_search(
         log_prob = total[:, parent, token]  # (N, M_next)
         prefixes = prefixes.gather(1, parent_nm.unsqueeze(-1).expand(-1, -1, t))  # (N, M_next, t)
         prefixes = torch.cat([prefixes, token.view(1, -1, 1).expand(N, -1, 1)], dim=-1)
-        state = reorder_state(state, parent_nm)
+        state = _reorder_state(state, parent_nm)
     tokens = [strip(p, eos) for p in best_prefix]
     finished = torch.tensor([eos in p for p in best_prefix], device=best_score.device)
     return Hypotheses(tokens, best_log_prob, best_score, finished, candidates)
+
+
+def _extend(
+    log_prob: torch.Tensor, log_probs: torch.Tensor, eos: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Extend every live prefix by every token: one step of :func:`exhaustive_search`.
+
+    ``log_prob`` ``(N, M)`` holds the prefixes' log-probabilities, ``log_probs``
+    ``(N, M, V)`` their next tokens'. Returns the log-probabilities of all ``M V``
+    extensions, ``(N, M, V)``, and the ``(parent, token)`` pairs ``(M_next,)`` that
+    stay live: not ``<eos>``, and possible for at least one sentence.
+    """
+    total = log_prob.unsqueeze(-1) + log_probs  # (N, M, V)  (eq-dec-sequence-probability)
+    alive = torch.isfinite(total).any(dim=0)  # (M, V)
+    alive[:, eos] = False  # a prefix that ends with <eos> is finished
+    parent, token = alive.nonzero(as_tuple=True)  # (M_next,), (M_next,)
+    return total, parent, token

@@ -10,9 +10,9 @@ import torch
 from seqbook.decoding.common import (
     Hypotheses,
     StepFn,
+    _length_normalized,
     call_step,
     check_search_args,
-    length_normalized,
     strip,
 )
 
@@ -70,15 +70,28 @@ def greedy_search(
         V = log_probs.shape[-1]
         log_probs = log_probs[:, 0].to(log_prob.device)  # (N, V)
         candidates += int((~finished).sum()) * V
-        best = log_probs.argmax(-1)  # (N,)  (eq-dec-greedy)
-        best = torch.where(finished, torch.full_like(best, eos), best)
-        gained = log_probs.gather(1, best.unsqueeze(1)).squeeze(1)  # (N,)
-        log_prob = log_prob + torch.where(finished, torch.zeros_like(gained), gained)
-        length = length + (~finished).long()
-        finished = finished | (best == eos)
+        best, log_prob, length, finished = _greedy_step(log_probs, log_prob, length, finished, eos)
         prefixes = torch.cat([prefixes, best.view(N, 1, 1)], dim=-1)  # (N, 1, t + 1)
         if bool(finished.all()):
             break
     tokens = [strip(row[1:], eos) for row in prefixes[:, 0].tolist()]
-    score = length_normalized(log_prob, length, 0.0)
+    score = _length_normalized(log_prob, length, 0.0)
     return Hypotheses(tokens, log_prob, score, finished, candidates)
+
+
+def _greedy_step(
+    log_probs: torch.Tensor, log_prob: torch.Tensor, length: torch.Tensor,
+    finished: torch.Tensor, eos: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of :func:`greedy_search`: the next token of every sentence.
+
+    ``log_probs`` ``(N, V)``; ``log_prob``, ``length``, ``finished`` ``(N,)``. A finished
+    sentence gets ``eos`` again, at no cost and no length. Returns the tokens ``(N,)``
+    and the updated ``log_prob``, ``length``, ``finished``.
+    """
+    best = log_probs.argmax(-1)  # (N,)  (eq-dec-greedy)
+    best = torch.where(finished, torch.full_like(best, eos), best)
+    gained = log_probs.gather(1, best.unsqueeze(1)).squeeze(1)  # (N,)
+    log_prob = log_prob + torch.where(finished, torch.zeros_like(gained), gained)
+    length = length + (~finished).long()
+    return best, log_prob, length, finished | (best == eos)

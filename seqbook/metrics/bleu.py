@@ -118,15 +118,24 @@ def bleu_d2l(pred_tokens: Tokens, label_tokens: Tokens, k: int) -> float:
         >>> round(bleu_d2l("A B B C D".split(), "A B C D E F".split(), k=3), 4)
         0.594
     """
-    pred, label, k = _check_d2l_arguments(pred_tokens, label_tokens, k)
+    return _bleu_d2l(*_check_d2l_arguments(pred_tokens, label_tokens, k))
+
+
+def _clipped_matches(pred: list | tuple, label: list | tuple, n: int) -> int:
+    """The numerator of :math:`p_n`: the predicted n-grams found in the label."""
+    label_counts = _ngrams(label, n)
+    pred_counts = _ngrams(pred, n)
+    # each predicted n-gram counts at most as often as in the label (eq-bleu-clipped)
+    return sum(min(c, label_counts[g]) for g, c in pred_counts.items() if g in label_counts)
+
+
+def _bleu_d2l(pred: list | tuple, label: list | tuple, k: int) -> float:
+    """:func:`bleu_d2l` of checked token lists."""
     if not pred:
         return 0.0
     score = math.exp(min(0.0, 1 - len(label) / len(pred)))  # (eq-bleu-d2l)
     for n in range(1, min(k, len(pred)) + 1):
-        label_counts = _ngrams(label, n)
-        pred_counts = _ngrams(pred, n)
-        # each predicted n-gram counts at most as often as in the label (eq-bleu-clipped)
-        matches = sum(min(c, label_counts[g]) for g, c in pred_counts.items() if g in label_counts)
+        matches = _clipped_matches(pred, label, n)  # (eq-bleu-clipped)
         score *= (matches / (len(pred) - n + 1)) ** (0.5**n)  # (eq-bleu-d2l)
     return score
 
@@ -173,10 +182,24 @@ class BLEUStatistics:
         self, smooth: str = "none", smooth_value: float | None = None, effective_order: bool = False
     ) -> float:
         """BLEU in [0, 1] from these statistics (arguments as in :func:`corpus_bleu`)."""
-        smooth_value = _check_smoothing(smooth, smooth_value, effective_order)
+        return self._score(smooth, _check_smoothing(smooth, smooth_value, effective_order),
+                           effective_order)
+
+    def _score(self, smooth: str, smooth_value: float | None, effective_order: bool) -> float:
+        """:meth:`score` with checked arguments."""
         bp = self.brevity_penalty
         if not any(self.correct):
             return 0.0
+        precisions, order = self._smoothed_precisions(smooth, smooth_value, effective_order)
+        if any(p == 0.0 for p in precisions[:order]):
+            return 0.0  # the geometric mean of a zero precision
+        log_mean = sum(math.log(p) for p in precisions[:order]) / order
+        return bp * math.exp(log_mean)  # (eq-bleu-corpus)
+
+    def _smoothed_precisions(
+        self, smooth: str, smooth_value: float | None, effective_order: bool
+    ) -> tuple[list[float], int]:
+        """The precisions :math:`p_n` after smoothing, and the number of orders to average."""
         max_order = len(self.correct)
         order = max_order
         precisions = [0.0] * max_order
@@ -196,10 +219,7 @@ class BLEUStatistics:
                 precisions[n - 1] = 1 / (mteval * total)
             elif smooth == "floor":  # method 1: a small count instead of zero
                 precisions[n - 1] = smooth_value / total
-        if any(p == 0.0 for p in precisions[:order]):
-            return 0.0  # the geometric mean of a zero precision
-        log_mean = sum(math.log(p) for p in precisions[:order]) / order
-        return bp * math.exp(log_mean)  # (eq-bleu-corpus)
+        return precisions, order
 
 
 def _check_smoothing(smooth: object, smooth_value: object, effective_order: object) -> float | None:
