@@ -30,27 +30,22 @@ def check_sequence_batch(
     """``x`` validated (``T >= 1``, ``D == input_size``, the parameters' dtype and
     device) and returned batch-first."""
     check_tensor("x", x, ndim=3, floating=True)
-    if not batch_first:
-        x = x.transpose(0, 1)  # (B, T, D)
+    x = x if batch_first else x.transpose(0, 1)  # (B, T, D)
     if x.shape[1] == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
     if x.shape[2] != input_size:
-        raise ValueError(
-            f"x must have {input_size} features (input_size) in its last dimension, "
-            f"got shape {tuple(x.shape)}"
-        )
-    check_like("x", x, like)
-    return x
+        raise ValueError(f"x must have {input_size} features (input_size) in its last "
+                         f"dimension, got shape {tuple(x.shape)}")
+    return check_like("x", x, like)
 
 
 def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``tensor`` has the dtype and device of the module's parameters ``like``."""
     check_same_dtype(name, tensor, like.dtype, of="the module's parameters")
     if tensor.device != like.device:
-        raise ValueError(
-            f"{name} is on {tensor.device} but the module's parameters are on "
-            f"{like.device}; move one to the other (e.g. {name}.to({str(like.device)!r}))"
-        )
+        raise ValueError(f"{name} is on {tensor.device} but the module's parameters are on "
+                         f"{like.device}; move one to the other (e.g. "
+                         f"{name}.to({str(like.device)!r}))")
     return tensor
 
 
@@ -58,9 +53,8 @@ def check_step_input(x_t: object, input_size: int, like: torch.Tensor) -> torch.
     """The input ``(B, D)`` of one step of a cell."""
     check_tensor("x_t", x_t, ndim=2, floating=True)
     if x_t.shape[1] != input_size:
-        raise ValueError(
-            f"x_t must have {input_size} features (input_size), got shape {tuple(x_t.shape)}"
-        )
+        raise ValueError(f"x_t must have {input_size} features (input_size), got shape "
+                         f"{tuple(x_t.shape)}")
     return check_like("x_t", x_t, like)
 
 
@@ -81,13 +75,11 @@ def check_lengths(lengths: object, B: int, T: int) -> torch.Tensor:
     if lengths.dtype == torch.bool:
         raise TypeError("lengths must have an integer dtype, got torch.bool")
     if lengths.shape[0] != B:
-        raise ValueError(
-            f"lengths must have one entry per sequence (B={B}), got {lengths.shape[0]}"
-        )
+        raise ValueError(f"lengths must have one entry per sequence (B={B}), got "
+                         f"{lengths.shape[0]}")
     if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > T):
-        raise ValueError(
-            f"lengths must lie in [0, T={T}] (T: the time axis of x), got {lengths.tolist()}"
-        )
+        raise ValueError(f"lengths must lie in [0, T={T}] (T: the time axis of x), got "
+                         f"{lengths.tolist()}")
     return lengths
 
 

@@ -28,7 +28,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_same_dtype, check_tensor
+from seqbook._checks import (
+    check_callable,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_tensor,
+)
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
 
@@ -124,16 +130,12 @@ def truncated_bptt(
         check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
     check_tensor("targets", targets)
     if targets.dim() < 2 or targets.shape[:2] != (B, T):
-        raise ValueError(
-            f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
-            f"got {tuple(targets.shape)}"
-        )
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable as loss_fn(outputs, targets), got {loss_fn!r}")
+        raise ValueError(f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
+                         f"got {tuple(targets.shape)}")
+    check_callable("loss_fn", loss_fn, signature="loss_fn(outputs, targets)")
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(
-            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
-        )
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got "
+                        f"{type(optimizer).__name__}")
     k1 = check_positive_int("k1", k1)
     k2 = k1 if k2 is None else check_positive_int("k2", k2)
     if k2 < k1:
@@ -221,8 +223,7 @@ def activation_bytes(fn: Callable[[], torch.Tensor], exclude: nn.Module | None =
         >>> long > 1.8 * short
         True
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {fn!r}")
+    check_callable("fn", fn)
     if exclude is not None and not isinstance(exclude, nn.Module):
         raise TypeError(f"exclude must be a torch.nn.Module or None, got {type(exclude).__name__}")
     skip = set()

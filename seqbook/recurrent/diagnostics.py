@@ -41,7 +41,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice, check_int, check_same_dtype, check_tensor
+from seqbook._checks import (
+    check_callable,
+    check_choice,
+    check_int,
+    check_same_dtype,
+    check_tensor,
+)
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
@@ -68,10 +74,9 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
     layers = getattr(module, "num_layers", 1)
     bidirectional = getattr(module, "bidirectional", False)
     if layers != 1 or bidirectional:
-        raise ValueError(
-            "module must have one layer and one direction (a backward direction cannot be "
-            f"stepped forward in time), got num_layers={layers}, bidirectional={bidirectional}"
-        )
+        raise ValueError("module must have one layer and one direction (a backward direction "
+                         f"cannot be stepped forward in time), got num_layers={layers}, "
+                         f"bidirectional={bidirectional}")
     check_tensor("x", x, ndim=3, floating=True)
     if x.shape[1] == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
@@ -87,9 +92,9 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
     for i, part in enumerate(parts):
         _check_state_part(f"the module's state[{i}]", part, x, "")
     hidden = parts[0].reshape(out.shape[0], -1)  # (B, H)
-    if out.shape != (x.shape[0], 1, hidden.shape[1]) or not torch.allclose(
-        out[:, 0], hidden, atol=1e-6, rtol=1e-5
-    ):
+    same = out.shape == (x.shape[0], 1, hidden.shape[1]) and torch.allclose(
+        out[:, 0], hidden, atol=1e-6, rtol=1e-5)
+    if not same:
         raise ValueError("the module's outputs must be its hidden states: outputs[:, -1] must "
                          "equal the first tensor of the final state")
     component = check_int("component", component, min_value=0)
@@ -102,9 +107,8 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
 def _check_state_part(name: str, part: object, x: torch.Tensor, batch: str) -> None:
     check_tensor(name, part, ndim=(2, 3), floating=True)
     if part.shape[-2] != x.shape[0] or (part.dim() == 3 and part.shape[0] != 1):
-        raise ValueError(
-            f"{name} must have shape (1, B, H) or (B, H){batch}, got {tuple(part.shape)}"
-        )
+        raise ValueError(f"{name} must have shape (1, B, H) or (B, H){batch}, got "
+                         f"{tuple(part.shape)}")
 
 
 def unroll_with_probes(
@@ -198,10 +202,7 @@ def state_gradient_norms(
         >>> tuple(norms.shape), bool(norms[0, -1] == 2.0)  # dL/dh_T = ones(4)
         ((2, 6), True)
     """
-    if not callable(loss_fn):
-        raise TypeError(
-            f"loss_fn must be callable as loss_fn(outputs, final_state), got {loss_fn!r}"
-        )
+    check_callable("loss_fn", loss_fn, signature="loss_fn(outputs, final_state)")
     component = _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
         outputs, final_state, probes = _unroll_with_probes(module, x, state)

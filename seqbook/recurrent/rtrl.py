@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
+from seqbook._checks import check_callable
 from seqbook.recurrent._sequence import check_sequence_batch, check_state
 from seqbook.recurrent.rnn import RNN
 
@@ -97,8 +98,7 @@ def rtrl(
             f"layer), got num_layers={rnn.num_layers}, bidirectional={rnn.bidirectional}"
         )
     x = check_sequence_batch(x, rnn.input_size, True, rnn.W_hh)
-    if not callable(step_loss):
-        raise TypeError(f"step_loss must be callable as step_loss(t, h_t), got {step_loss!r}")
+    check_callable("step_loss", step_loss, signature="step_loss(t, h_t)")
     B, H = x.shape[0], rnn.hidden_size
     if h0 is not None:
         check_state("h0", h0, (1, B, H), rnn.W_hh, "(num_layers * num_directions, B, H)")
