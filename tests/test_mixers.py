@@ -123,5 +123,5 @@ def test_a_state_of_another_batch_size_is_named(mixer):
     model = MixerLM(10, d_model=8, mixer=mixer)
     with pytest.raises(ValueError, match=r"state\['previous'\] must have the batch size of ids"):
         model.step(torch.tensor([1, 2]), model.init_state(1))
-    with pytest.raises(TypeError, match="state must be the dict of init_state"):
+    with pytest.raises(TypeError, match="state must be the dict that init_state returns"):
         model.step(torch.tensor([1]), [model.init_state(1)])

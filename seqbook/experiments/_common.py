@@ -14,10 +14,8 @@ IGNORE = -100
 def check_generator(generator: object) -> torch.Generator:
     """``generator`` if it is a ``torch.Generator`` (the tasks draw only from it)."""
     if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
-            f"got {type(generator).__name__}"
-        )
+        raise TypeError("generator must be a torch.Generator (e.g. torch.Generator()"
+                        f".manual_seed(0)), got {type(generator).__name__}")
     return generator
 
 

@@ -47,7 +47,7 @@ def save_table(records: Sequence[object], path: str | Path) -> None:
     if any(type(r) is not kind for r in records):
         raise TypeError(f"records must all be {kind.__name__} instances")
     names = [f.name for f in dataclasses.fields(kind)]
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open(Path(path), "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names, lineterminator="\n")
         writer.writeheader()
         for record in records:
@@ -69,16 +69,13 @@ def load_table(path: str | Path, record_type: type[R]) -> list[R]:
         raise TypeError(f"record_type must be a dataclass, got {record_type!r}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"path must be a CSV table written by save_table; {path} does not exist"
-        )
+        raise FileNotFoundError(f"path must be a CSV table written by save_table; {path} does "
+                                "not exist")
     types = {f.name: f.type if isinstance(f.type, str) else f.type.__name__
              for f in dataclasses.fields(record_type)}
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         if set(reader.fieldnames or ()) != set(types):
-            raise ValueError(
-                f"{path} has columns {reader.fieldnames}, but {record_type.__name__} has "
-                f"fields {sorted(types)}"
-            )
+            raise ValueError(f"{path} has columns {reader.fieldnames}, but "
+                             f"{record_type.__name__} has fields {sorted(types)}")
         return [record_type(**{k: _CONVERT[types[k]](v) for k, v in row.items()}) for row in reader]

@@ -263,8 +263,7 @@ def _state_floats(mixer: str, d: int, num_heads: int, position: int, state_size:
 
 def _check_state(state: object, batch_size: int) -> None:
     if not (isinstance(state, dict) and set(state) == {"previous", "mixers"}):
-        raise TypeError(f"state must be the dict of init_state (keys 'previous' and 'mixers'), "
-                        f"got {state if isinstance(state, dict) else type(state).__name__}")
+        raise TypeError(f"state must be the dict that init_state returns, got {state!r:.60}")
     check_batch("state['previous']", state["previous"], batch_size, of="ids")
 
 

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import (
+    check_generator,
     check_input,
     check_int,
     check_last_dim,
@@ -139,6 +140,8 @@ def ssm_convolution(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     """
     L = check_tensor("x", x, floating=True).shape[-1]
     check_last_dim("K", check_tensor("K", K, floating=True), L, what="L (x's length)")
+    if any(k not in (1, n) for k, n in zip(K.shape[-2::-1], x.shape[-2::-1])):
+        raise ValueError(f"K must broadcast against x {tuple(x.shape)}, got {tuple(K.shape)}")
     return _convolution(x, K)
 
 
@@ -197,6 +200,7 @@ class S4D(nn.Module):
         N = check_int("state_size", state_size, min_value=2)
         if N % 2:
             raise ValueError(f"state_size must be even (conjugate pairs), got {N}")
+        generator = check_generator("generator", generator)
         modes = torch.arange(N // 2, dtype=torch.float32)
         self.A_real_log = nn.Parameter(torch.full((D, N // 2), math.log(0.5)))
         self.A_imag = nn.Parameter(math.pi * modes.repeat(D, 1))  # (D, N/2)

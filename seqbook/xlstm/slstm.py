@@ -32,7 +32,7 @@ def _check_state(state: object, shape: tuple[int, int], dtype: torch.dtype) -> S
     if not isinstance(state, SLSTMState):
         raise TypeError(f"state must be an SLSTMState or None, got {type(state).__name__}")
     for name, value in zip(("state.h", "state.c", "state.n", "state.m"), state):
-        check_same_dtype(name, check_tensor(name, value, shape=shape), dtype, of="x")
+        check_same_dtype(name, check_tensor(name, value, shape=shape), dtype, of="the input")
     return state
 
 
@@ -95,7 +95,7 @@ class SLSTM(nn.Module):
         pre_x = x @ self.W.T + self.b  # (B, T, 4H): the input's part, all steps at once
         hs = []
         for t in range(x.shape[1]):
-            state = self.step(pre_x[:, t] + state.h @ self.R.T, state)
+            state = self._step(pre_x[:, t] + state.h @ self.R.T, state)
             hs.append(state.h)
         return torch.stack(hs, dim=1), state  # (B, T, H)
 
@@ -114,6 +114,12 @@ class SLSTM(nn.Module):
         every exponential is at most 1, and :math:`\mathbf{h}_t = \mathbf{o}_t \odot
         \mathbf{c}_t / \mathbf{n}_t` is unchanged.
         """
+        B, width = check_tensor("pre", pre, ndim=2, floating=True).shape
+        state = _check_state(state, (B, width // 4), pre.dtype)
+        return SLSTM._step(check_tensor("pre", pre, shape=(B, 4 * state.h.shape[1])), state)
+
+    @staticmethod
+    def _step(pre: torch.Tensor, state: SLSTMState) -> SLSTMState:
         i_pre, f_pre, z_pre, o_pre = pre.chunk(4, dim=-1)  # (B, H) each
         log_f = F.logsigmoid(f_pre)  # log of the sigmoid forget gate
         m = torch.maximum(log_f + state.m, i_pre)  # (eq-slstm-stabiliser)
