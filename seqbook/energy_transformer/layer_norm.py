@@ -93,7 +93,9 @@ class EnergyLayerNorm(nn.Module):
 
     def lagrangian(self, x: torch.Tensor) -> torch.Tensor:
         """The Lagrangian :math:`L(\\mathbf x)` of each token, eq. (eq-et-lagrangian)."""
-        x = self.check("x", x)
+        return self._lagrangian(self.check("x", x))
+
+    def _lagrangian(self, x: torch.Tensor) -> torch.Tensor:
         centred = x - x.mean(-1, keepdim=True)  # (..., D)
         scale = (centred.pow(2).mean(-1) + self.eps).sqrt()  # (...)
         return self.dim * self.gamma * scale + x @ self.delta  # (eq-et-lagrangian)

@@ -34,6 +34,7 @@ from torch import nn
 
 from seqbook._checks import (
     check_choice,
+    check_generator,
     check_int,
     check_patch_grid,
     check_positive_int,
@@ -43,7 +44,9 @@ from seqbook._checks import (
     check_token_mask,
     checkpoint_path,
 )
-from seqbook.attractor import image_to_patches, mask_tokens, patches_to_image
+from seqbook.attractor import image_to_patches, patches_to_image
+from seqbook.attractor.embedding import _image_to_patches
+from seqbook.attractor.tasks import _check_fraction, _mask_tokens
 from seqbook.energy_transformer.block import EnergyTransformer
 from seqbook.train import History, fit
 from seqbook.transformer import positional_encoding
@@ -119,6 +122,7 @@ class MaskedEnergyTransformer(nn.Module):
         returns: ``(B, N, a)`` (:meth:`forward`), ``(S + 1, B, N, D)`` (:meth:`run`).
 
     Example:
+        >>> from seqbook.attractor import mask_tokens
         >>> model = MaskedEnergyTransformer(MaskedConfig(dim=8, num_memories=16))
         >>> patches = image_to_patches(torch.rand(2, 28, 28), 2)
         >>> _, visible = mask_tokens(patches, 0.3)
@@ -146,13 +150,8 @@ class MaskedEnergyTransformer(nn.Module):
         )
 
     def _check(self, patches: object, visible: object) -> tuple[torch.Tensor, torch.Tensor]:
-        patches = check_tensor("patches", patches, ndim=3, floating=True)
-        if patches.shape[1:] != (self.num_tokens, self.a):
-            raise ValueError(
-                f"patches must have shape (B, {self.num_tokens}, {self.a}) ({self.patch_size} x "
-                f"{self.patch_size} patches of {self.image_size} x {self.image_size} images), "
-                f"got {tuple(patches.shape)}"
-            )
+        patches = check_tensor("patches", patches, shape=("B", self.num_tokens, self.a),
+                               floating=True)
         check_same_dtype("patches", patches, self.position.dtype, of="the model's parameters")
         visible = check_token_mask("visible", visible, patches.shape[:2], meaning="True = visible")
         return patches, visible.to(patches.device)
@@ -169,24 +168,39 @@ class MaskedEnergyTransformer(nn.Module):
 
     def decode(self, x: torch.Tensor) -> torch.Tensor:
         """The pixels of every patch read from the tokens (unclipped), eq. (eq-et-decode)."""
-        x = self.block._check("x", x)
-        return self.decoder(self.block.norm._g(x))  # (eq-et-decode)  (B, N, a)
+        return self._decode(self.block._check("x", x))
+
+    def _decode(self, x: torch.Tensor) -> torch.Tensor:
+        g = self.block.norm._g(x)  # (eq-et-layernorm)  (B, N, D)
+        return self.decoder(g)  # (eq-et-decode)  p_hat = W_dec g + b_dec  (B, N, a)
 
     def forward(self, patches: torch.Tensor, visible: torch.Tensor,
                 steps: int | None = None) -> torch.Tensor:
         """The predicted pixels of every patch after ``steps`` steps (default :math:`T`)."""
         patches, visible = self._check(patches, visible)
         steps = self.config.steps if steps is None else check_int("steps", steps, min_value=0)
+        return self._forward(patches, visible, steps)
+
+    def _forward(self, patches: torch.Tensor, visible: torch.Tensor, steps: int) -> torch.Tensor:
         x = self._tokens(patches, visible)
         for _ in range(steps):
             x = self.block._step(x, self.config.alpha, "closed")  # (eq-et-step)
-        return self.decoder(self.block.norm._g(x))  # (B, N, a)
+        return self._decode(x)  # (B, N, a)
 
     def run(self, patches: torch.Tensor, visible: torch.Tensor, steps: int) -> torch.Tensor:
         """The tokens after ``t = 0, 1, ..., steps`` steps (with the model's ``alpha``)."""
         patches, visible = self._check(patches, visible)
         x0 = self._tokens(patches, visible)
         return self.block.run(x0, steps, self.config.alpha)  # (S + 1, B, N, D)
+
+    def _loss(
+        self, images: torch.Tensor, fraction: float, generator: torch.Generator | None
+    ) -> torch.Tensor:
+        p = _image_to_patches(images, self.patch_size)  # (B, N, a) the patches p_A
+        _, visible = _mask_tokens(p, fraction, generator)  # (B, N) True in V, False in M
+        p_hat = self._forward(p, visible, self.config.steps)  # (eq-et-decode)  (B, N, a)
+        error = (p_hat - p).pow(2)  # (B, N, a)
+        return error[~visible].mean() + error[visible].mean()  # (eq-et-loss)
 
     def to_images(self, trajectory: torch.Tensor) -> torch.Tensor:
         """The images decoded from every state of a trajectory, clipped to [0, 1].
@@ -272,13 +286,16 @@ def masked_loss(
         images: ``(B, H, W)`` clean images.
         returns: ``()``.
     """
+    images = _check_images(model, images)
+    return model._loss(images, _check_fraction(fraction), generator)
+
+
+def _check_images(model: object, images: object) -> torch.Tensor:
     if not isinstance(model, MaskedEnergyTransformer):
         raise TypeError(f"model must be a MaskedEnergyTransformer, got {type(model).__name__}")
-    images = check_tensor("images", images, ndim=3, floating=True)
-    patches = image_to_patches(images, model.patch_size)  # (B, N, a)
-    _, visible = mask_tokens(patches, fraction, generator)
-    error = (model(patches, visible) - patches).pow(2)  # (B, N, a)
-    return error[~visible].mean() + error[visible].mean()  # (eq-et-loss)
+    S = model.image_size
+    images = check_tensor("images", images, shape=("B", S, S), floating=True)
+    return check_same_dtype("images", images, model.position.dtype, of="the model's parameters")
 
 
 def train_masked(
@@ -317,19 +334,13 @@ def train_masked(
     Returns:
         The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
     """
-    if not isinstance(model, MaskedEnergyTransformer):
-        raise TypeError(f"model must be a MaskedEnergyTransformer, got {type(model).__name__}")
-    images = check_tensor("images", images, ndim=3, floating=True)
-    if images.shape[0] == 0:
+    if len(images := _check_images(model, images)) == 0:
         raise ValueError("images must hold at least one training image, got 0")
     batch_size = check_positive_int("batch_size", batch_size)
     lr = check_real("lr", lr, min_value=0.0, strict_min=True)
-    fraction = check_real("fraction", fraction, min_value=0.0, max_value=1.0)
+    fraction = _check_fraction(fraction)
     seed = check_int("seed", seed, min_value=0)
-    if generator is None:
-        generator = seeded_generator(seed)
-    elif not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    generator = check_generator("generator", generator) or seeded_generator(seed)
     if steps_per_epoch is not None:
         steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
 
@@ -338,7 +349,7 @@ def train_masked(
         return [images[k] for k in order.split(batch_size)][:steps_per_epoch]
 
     def loss_fn(m: nn.Module, clean: torch.Tensor) -> torch.Tensor:
-        return masked_loss(m, clean, fraction, generator)
+        return m._loss(clean, fraction, generator)
 
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     return fit(model, loss_fn, batches, optimizer, epochs, clip=1.0, progress=progress,
