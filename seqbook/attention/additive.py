@@ -16,7 +16,7 @@ from seqbook._checks import (
     check_same_dtype,
     check_tensor,
 )
-from seqbook.attention.masking import check_mask, masked_softmax
+from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AdditiveAttention"]
 
@@ -96,10 +96,8 @@ class AdditiveAttention(nn.Module):
         check_batch("keys", keys, B, of="queries")
         check_batch("values", values, B, of="queries")
         if values.shape[1] != T_k:
-            raise ValueError(
-                f"values must have one row per key of keys ({T_k}), got shape "
-                f"{tuple(values.shape)}"
-            )
+            raise ValueError(f"values must have one row per key of keys ({T_k}), got shape "
+                             f"{tuple(values.shape)}")
         if mask is None:
             return None
         check_tensor("mask", mask, ndim=(2, 3))
@@ -120,7 +118,7 @@ class AdditiveAttention(nn.Module):
         mask = self._check_forward(queries, keys, values, mask)
         single = queries.dim() == 2  # one query per sequence: a decoder step
         q = queries.unsqueeze(1) if single else queries  # (B, T_q, Q)
-        weights = masked_softmax(self.scores(q, keys), mask)  # (B, T_q, T_k)
+        weights = _masked_softmax(self.scores(q, keys), mask)  # (B, T_q, T_k)
         context = weights @ values  # (B, T_q, V)  (eq-attn-pooling)
         if single:
             return context.squeeze(1), weights.squeeze(1)  # (B, V), (B, T_k)

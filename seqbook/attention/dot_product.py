@@ -13,67 +13,49 @@ import torch
 import torch.nn.functional as F
 
 from seqbook._checks import check_bool, check_probability, check_real, check_tensor
-from seqbook.attention.masking import causal_mask, check_mask, masked_softmax
+from seqbook.attention.masking import _masked_softmax, causal_mask, check_mask
 
 __all__ = ["scaled_dot_product_attention"]
 
 
 def _check_arguments(
-    Q: object,
-    K: object,
-    V: object,
-    attn_mask: object,
-    dropout_p: object,
-    is_causal: object,
+    Q: object, K: object, V: object, attn_mask: object, dropout_p: object, is_causal: object,
     scale: object,
 ) -> tuple[torch.Tensor | None, float]:
     """Validate the arguments; return the mask to apply (causal included) and the scale."""
     for name, tensor in (("Q", Q), ("K", K), ("V", V)):
         check_tensor(name, tensor, floating=True)
-        assert isinstance(tensor, torch.Tensor)
-        if tensor.dim() < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dimensions (..., T, d), got shape "
-                f"{tuple(tensor.shape)}"
-            )
+        if tensor.dim() < 2:  # type: ignore[union-attr]
+            raise ValueError(f"{name} must have at least 2 dimensions (..., T, d), got shape "
+                             f"{tuple(tensor.shape)}")  # type: ignore[union-attr]
     assert isinstance(Q, torch.Tensor) and isinstance(K, torch.Tensor)
     assert isinstance(V, torch.Tensor)
     if K.dtype != Q.dtype or V.dtype != Q.dtype:
-        raise TypeError(
-            f"Q, K and V must have the same dtype, got Q {Q.dtype}, K {K.dtype} and "
-            f"V {V.dtype}; convert them, e.g. K.to(Q.dtype)"
-        )
+        raise TypeError(f"Q, K and V must have the same dtype, got Q {Q.dtype}, K {K.dtype} and "
+                        f"V {V.dtype}; convert them, e.g. K.to(Q.dtype)")
     if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must have the same d_k (last dimension), got Q {tuple(Q.shape)} "
-            f"and K {tuple(K.shape)}"
-        )
+        raise ValueError(f"Q and K must have the same d_k (last dimension), got Q "
+                         f"{tuple(Q.shape)} and K {tuple(K.shape)}")
     if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must have one value per key (dimension -2), got K "
-            f"{tuple(K.shape)} and V {tuple(V.shape)}"
-        )
+        raise ValueError(f"K and V must have one value per key (dimension -2), got K "
+                         f"{tuple(K.shape)} and V {tuple(V.shape)}")
     try:
         torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
         leading = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2])  # the scores'
     except RuntimeError:
-        raise ValueError(
-            "the leading (batch) dimensions of Q, K and V must broadcast, got shapes "
-            f"Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
-        ) from None
+        raise ValueError("the leading (batch) dimensions of Q, K and V must broadcast, got "
+                         f"shapes Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
+                         ) from None
     check_probability("dropout_p", dropout_p)
     is_causal = check_bool("is_causal", is_causal)
     scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else check_real("scale", scale)
     T_q, T_k = Q.shape[-2], K.shape[-2]
+    if attn_mask is not None and is_causal:
+        raise ValueError("pass either attn_mask or is_causal=True, not both (as in F.scaled_dot_"
+                         "product_attention); merge the causal mask into attn_mask")
     if attn_mask is not None:
-        if is_causal:
-            raise ValueError(
-                "pass either attn_mask or is_causal=True, not both (as in "
-                "F.scaled_dot_product_attention); merge the causal mask into attn_mask"
-            )
-        check_mask("attn_mask", attn_mask, leading + (T_q, T_k), floating=True,
-                   of="the scores Q K^T (..., T_q, T_k)")
-        assert isinstance(attn_mask, torch.Tensor)
+        attn_mask = check_mask("attn_mask", attn_mask, leading + (T_q, T_k), floating=True,
+                               of="the scores Q K^T (..., T_q, T_k)")
         if attn_mask.is_floating_point():  # -inf and 0 are exact in every dtype
             attn_mask = attn_mask.to(Q.dtype)
     if is_causal:
@@ -147,11 +129,20 @@ def scaled_dot_product_attention(
         tensor([[13.3024]])
     """
     mask, scale = _check_arguments(Q, K, V, attn_mask, dropout_p, is_causal, scale)
+    return _sdpa(Q, K, V, mask, scale, dropout_p)
+
+
+def _sdpa(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None,
+    scale: float, dropout_p: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`scaled_dot_product_attention` of checked arguments: ``mask`` a keep mask
+    or an additive float mask of the queries' dtype, ``scale`` a number."""
     # Scaling Q (T_q x d_k numbers) rather than the scores (T_q x T_k) is the same
     # product and about 20% faster for long sequences.
     scores = (Q * scale) @ K.transpose(-2, -1)  # (..., T_q, T_k)  (eq-attn-sdpa)
     if mask is not None and mask.is_floating_point():  # a bias: add it, drop -inf
         scores, mask = scores + mask, mask > float("-inf")
-    weights = masked_softmax(scores, mask)  # (..., T_q, T_k)  (eq-attn-masked-softmax)
+    weights = _masked_softmax(scores, mask)  # (..., T_q, T_k)  (eq-attn-masked-softmax)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)

@@ -44,7 +44,11 @@ def kernel_function(u: torch.Tensor, kernel: str = "gaussian") -> torch.Tensor:
         tensor([1.0000, 0.5000, 0.0000, 0.0000])
     """
     check_tensor("u", u, floating=True)
-    check_choice("kernel", kernel, KERNELS)
+    return _kernel_function(u, check_choice("kernel", kernel, KERNELS))
+
+
+def _kernel_function(u: torch.Tensor, kernel: str) -> torch.Tensor:
+    """:func:`kernel_function` of checked arguments."""
     if kernel == "gaussian":
         return torch.exp(-0.5 * u**2)  # (eq-attn-kernels)
     if kernel == "boxcar":
@@ -64,18 +68,12 @@ def _check_arguments(
     assert isinstance(values, torch.Tensor)
     check_same_dtype("keys", keys, queries.dtype, of="queries")
     check_same_dtype("values", values, queries.dtype, of="queries")
-    D_q = 1 if queries.dim() == 1 else queries.shape[1]
-    D_k = 1 if keys.dim() == 1 else keys.shape[1]
-    if D_q != D_k:
-        raise ValueError(
-            f"queries and keys must have the same size D, got queries "
-            f"{tuple(queries.shape)} and keys {tuple(keys.shape)}"
-        )
+    if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):
+        raise ValueError(f"queries and keys must have the same size D, got queries "
+                         f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
     if values.shape[0] != keys.shape[0]:
-        raise ValueError(
-            f"values must have one row per key of keys ({keys.shape[0]}), got shape "
-            f"{tuple(values.shape)}"
-        )
+        raise ValueError(f"values must have one row per key of keys ({keys.shape[0]}), got "
+                         f"shape {tuple(values.shape)}")
     if keys.shape[0] == 0:
         raise ValueError("keys must contain at least one key, got none")
     check_choice("kernel", kernel, KERNELS)
@@ -138,13 +136,20 @@ def nadaraya_watson(
     q = queries.unsqueeze(-1) if queries.dim() == 1 else queries  # (N, D)
     k = keys.unsqueeze(-1) if keys.dim() == 1 else keys  # (M, D)
     v = values.unsqueeze(-1) if values.dim() == 1 else values  # (M, V)
+    predictions, weights = _nadaraya_watson(q, k, v, kernel, h)  # (N, V), (N, M)
+    return (predictions.squeeze(-1) if values.dim() == 1 else predictions), weights
+
+
+def _nadaraya_watson(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: str, h: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`nadaraya_watson` of checked 2-D ``(N, D)``, ``(M, D)``, ``(M, V)`` tensors."""
     # exact distances: the default matmul shortcut of cdist loses precision
     distance = torch.cdist(q, k, compute_mode="donot_use_mm_for_euclid_dist")  # (N, M)
     if kernel == "gaussian":  # a softmax, which never underflows to 0/0
         weights = torch.softmax(-0.5 * (distance / h) ** 2, dim=1)  # (N, M)  (eq-attn-nw)
     else:
-        alpha = kernel_function(distance / h, kernel)  # (N, M)
+        alpha = _kernel_function(distance / h, kernel)  # (N, M)
         total = alpha.sum(dim=1, keepdim=True)  # (N, 1)
         weights = alpha / total.clamp(min=torch.finfo(alpha.dtype).tiny)  # (eq-attn-nw)
-    predictions = weights @ v  # (N, V)
-    return (predictions.squeeze(-1) if values.dim() == 1 else predictions), weights
+    return weights @ v, weights  # (N, V), (N, M)

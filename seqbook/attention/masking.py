@@ -51,19 +51,15 @@ def check_mask(
     check_tensor(name, mask)
     assert isinstance(mask, torch.Tensor)
     meaning = "True = attend" if polarity == "keep" else "True = ignore this key"
+    kinds = "boolean or floating-point (added to the scores)" if floating else "boolean"
     if mask.dtype != torch.bool and not (floating and mask.is_floating_point()):
-        kinds = "boolean or floating-point (added to the scores)" if floating else "boolean"
         raise TypeError(f"{name} must be a {kinds} tensor ({meaning}), got dtype {mask.dtype}")
-    shape = tuple(shape)
     # broadcasting must not enlarge shape: each trailing size is 1 or equal
     fits = mask.dim() <= len(shape) and all(
-        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(shape))
-    )
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(tuple(shape))))
     if not fits:
-        raise ValueError(
-            f"{name} must broadcast to the shape {tuple(shape)} of {of}, "
-            f"got shape {tuple(mask.shape)}"
-        )
+        raise ValueError(f"{name} must broadcast to the shape {tuple(shape)} of {of}, "
+                         f"got shape {tuple(mask.shape)}")
     return mask
 
 
@@ -109,9 +105,8 @@ def _check_softmax_arguments(scores: object, mask: object, dim: object) -> None:
     assert isinstance(scores, torch.Tensor)
     check_int("dim", dim)
     if not -scores.dim() <= dim < max(scores.dim(), 1):  # type: ignore[operator]
-        raise ValueError(
-            f"dim must index one of the {scores.dim()} dimensions of scores, got {dim}"
-        )
+        raise ValueError(f"dim must index one of the {scores.dim()} dimensions of scores, "
+                         f"got {dim}")
     if mask is not None:
         check_mask("mask", mask, scores.shape, of="scores")
 
@@ -153,6 +148,13 @@ def masked_softmax(
                 [0.0000, 0.0000, 0.0000]])
     """
     _check_softmax_arguments(scores, mask, dim)
+    return _masked_softmax(scores, mask, dim)
+
+
+def _masked_softmax(
+    scores: torch.Tensor, mask: torch.Tensor | None, dim: int = -1
+) -> torch.Tensor:
+    """:func:`masked_softmax` of checked arguments."""
     if mask is None:
         return torch.softmax(scores, dim=dim)
     # The most negative finite number instead of -inf: a fully masked row then gives

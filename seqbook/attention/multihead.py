@@ -12,6 +12,8 @@ and defaults: its boolean masks are **ignore masks**, True where attention is
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -23,7 +25,7 @@ from seqbook._checks import (
     check_probability,
     check_tensor,
 )
-from seqbook.attention.dot_product import scaled_dot_product_attention
+from seqbook.attention.dot_product import _sdpa
 from seqbook.attention.masking import causal_mask, check_mask, merge_masks
 
 __all__ = ["MultiHeadAttention", "check_attention_masks"]
@@ -68,11 +70,9 @@ def check_attention_masks(
         assert isinstance(attn_mask, torch.Tensor)
         if attn_mask.dim() == 3:  # torch's (B * h, T_q, T_k): one mask per head
             if attn_mask.shape != (B * h, T_q, T_k):
-                raise ValueError(
-                    f"a 3-D {attn_name} must have shape (B * num_heads, T_q, T_k) = "
-                    f"{(B * h, T_q, T_k)} ({scores}), as in torch; got "
-                    f"{tuple(attn_mask.shape)}"
-                )
+                raise ValueError(f"a 3-D {attn_name} must have shape (B * num_heads, T_q, T_k) = "
+                                 f"{(B * h, T_q, T_k)} ({scores}), as in torch; got "
+                                 f"{tuple(attn_mask.shape)}")
             attn_mask = attn_mask.view(B, h, T_q, T_k)  # (B, h, T_q, T_k)
         check_mask(attn_name, attn_mask, (B, h, T_q, T_k), polarity="ignore", floating=True,
                    of=scores)
@@ -224,9 +224,8 @@ class MultiHeadAttention(nn.Module):
             True
         """
         if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(
-                f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}"
-            )
+            raise TypeError("module must be a torch.nn.MultiheadAttention, got "
+                            f"{type(module).__name__}")
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("module must not use add_bias_kv or add_zero_attn (unsupported)")
         E, h = module.embed_dim, module.num_heads
@@ -262,10 +261,9 @@ class MultiHeadAttention(nn.Module):
         """
         E, h = self.d_model, self.num_heads
         if self.d_k * h != E or self.d_v * h != E:
-            raise ValueError(
-                "to_torch needs d_k = d_v = d_model / num_heads (torch's only head sizes), "
-                f"got d_k={self.d_k}, d_v={self.d_v} with d_model={E}, num_heads={h}"
-            )
+            raise ValueError("to_torch needs d_k = d_v = d_model / num_heads (torch's only head "
+                             f"sizes), got d_k={self.d_k}, d_v={self.d_v} with d_model={E}, "
+                             f"num_heads={h}")
         bias = self.b_O is not None
         theirs = nn.MultiheadAttention(
             E, h, self.dropout, bias, kdim=self.kdim, vdim=self.vdim, batch_first=True,
@@ -311,13 +309,10 @@ class MultiHeadAttention(nn.Module):
         check_batch("key", key, B, of="query")
         check_batch("value", value, B, of="query")
         if value.shape[1] != T_k:
-            raise ValueError(
-                f"key and value must have the same length T_k, got shapes "
-                f"{tuple(key.shape)} and {tuple(value.shape)}"
-            )
-        key_padding_mask, attn_mask = check_attention_masks(
-            key_padding_mask, attn_mask, B, h, T_q, T_k
-        )
+            raise ValueError(f"key and value must have the same length T_k, got shapes "
+                             f"{tuple(key.shape)} and {tuple(value.shape)}")
+        key_padding_mask, attn_mask = check_attention_masks(key_padding_mask, attn_mask, B, h,
+                                                            T_q, T_k)
         causal = causal_mask(T_q, T_k, device=query.device) if is_causal else None
         return merge_masks(
             _as_keep(key_padding_mask, query.dtype), _as_keep(attn_mask, query.dtype), causal
@@ -354,19 +349,28 @@ class MultiHeadAttention(nn.Module):
             query, key, value, key_padding_mask, need_weights, attn_mask,
             average_attn_weights, is_causal,
         )
+        output, weights = self._attend(query, key, value, mask)
+        if not need_weights:
+            return output, None
+        return output, weights.mean(dim=1) if average_attn_weights else weights
+
+    def _attend(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+        mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` of checked arguments: the output and every head's weights."""
         B, T_q, _ = query.shape
         Q = self._project(query, self.W_Q, self.b_Q)  # (B, h, T_q, d_k)  (eq-attn-head)
         K = self._project(key, self.W_K, self.b_K)  # (B, h, T_k, d_k)
         V = self._project(value, self.W_V, self.b_V)  # (B, h, T_k, d_v)
         dropout_p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout_p)  # (B, h, T_q, d_v)
+        scale = 1.0 / math.sqrt(Q.shape[-1])
+        heads, weights = _sdpa(Q, K, V, mask, scale, dropout_p)  # (B, h, T_q, d_v)
         concat = heads.transpose(1, 2).reshape(B, T_q, -1)  # (B, T_q, h*d_v)
         output = concat @ self.W_O  # (B, T_q, d_model)  (eq-attn-multihead)
         if self.b_O is not None:
             output = output + self.b_O
-        if not need_weights:
-            return output, None
-        return output, weights.mean(dim=1) if average_attn_weights else weights
+        return output, weights
 
     def extra_repr(self) -> str:
         return (

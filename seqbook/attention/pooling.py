@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_input, check_positive_int, check_tensor
-from seqbook.attention.masking import check_mask, masked_softmax
+from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AttentionPooling"]
 
@@ -70,7 +70,7 @@ class AttentionPooling(nn.Module):
             check_tensor("mask", mask, ndim=2)
             check_mask("mask", mask, bags.shape[:2], of="bags (B, N)")
         scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)  # (B, N)  (eq-attn-bag)
-        weights = masked_softmax(scores, mask)  # (B, N)
+        weights = _masked_softmax(scores, mask)  # (B, N)
         pooled = (weights.unsqueeze(-1) * bags).sum(dim=1)  # (B, D)
         return pooled, weights
 
