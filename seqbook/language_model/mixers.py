@@ -42,6 +42,7 @@ from seqbook._checks import (
     check_token_ids,
 )
 from seqbook.linear_attention.kernelized import _parallel as _linear_parallel
+from seqbook.linear_attention.kernelized import _phi
 from seqbook.linear_attention.kernelized import _step as _linear_step
 from seqbook.linear_attention.memory import _delta_write
 from seqbook.ssm.selective import MambaBlock
@@ -98,7 +99,7 @@ class LinearMixer(_Attention):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         q, k, v = self._project(x)
-        return self.out(_merge(_linear_parallel(F.elu(q) + 1, F.elu(k) + 1, v), self.H))
+        return self.out(_merge(_linear_parallel(_phi(q), _phi(k), v), self.H))
 
     def init_state(self, B: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         dh = like.shape[-1] // self.H
@@ -106,7 +107,7 @@ class LinearMixer(_Attention):
 
     def step(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         q, k, v = (part[:, 0] for part in self._project(x[:, None]))
-        S, z, y = _linear_step(*state, F.elu(q) + 1, F.elu(k) + 1, v)
+        S, z, y = _linear_step(*state, _phi(q), _phi(k), v)
         return self.out(_merge(y[:, None], self.H))[:, 0], (S, z)
 
 
@@ -321,7 +322,9 @@ class MixerLM(nn.Module):
         self.readout = nn.Linear(d, vocab_size)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        check_token_ids("ids", ids, self.vocab_size, ndim=2)
+        return self._forward(check_token_ids("ids", ids, self.vocab_size, ndim=2))
+
+    def _forward(self, ids: torch.Tensor) -> torch.Tensor:
         e = self.embed(ids)  # (B, T, d)
         x = e + self.shift(F.pad(e, (0, 0, 1, 0))[:, :-1])  # + W_s E[w_{t-1}] (eq-mixer-block)
         for layer, mixer in enumerate(self.mixers):

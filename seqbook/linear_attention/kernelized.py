@@ -38,7 +38,10 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
         >>> elu_feature_map(torch.tensor([-1.0, 0.0, 2.0]))
         tensor([0.3679, 1.0000, 3.0000])
     """
-    x = check_tensor("x", x, floating=True)
+    return _phi(check_tensor("x", x, floating=True))
+
+
+def _phi(x: torch.Tensor) -> torch.Tensor:
     return F.elu(x) + 1  # (eq-linattn-phi)
 
 
@@ -181,8 +184,8 @@ def _chunk(S: torch.Tensor, z: torch.Tensor, phi_Q: torch.Tensor, phi_K: torch.T
     C = phi_Q.shape[1]
     mask = torch.ones(C, C, dtype=torch.bool, device=phi_Q.device).tril()  # (C, C)
     A = (phi_Q @ phi_K.transpose(1, 2)).masked_fill(~mask, 0.0)  # (B, C, C)
-    numerator = A @ V + phi_Q @ S.transpose(1, 2)  # (B, C, d_v)
+    numerator = A @ V + phi_Q @ S.transpose(1, 2)  # (B, C, d_v), (eq-linattn-chunk)
     denominator = A.sum(-1) + (phi_Q @ z[:, :, None])[:, :, 0]  # (B, C)
-    S = S + V.transpose(1, 2) @ phi_K  # (B, d_v, d_k)
+    S = S + V.transpose(1, 2) @ phi_K  # (B, d_v, d_k), (eq-linattn-chunk)
     z = z + phi_K.sum(1)  # (B, d_k)
     return S, z, numerator / denominator[:, :, None]

@@ -257,7 +257,7 @@ class MambaBlock(nn.Module):
         x = F.silu(self.conv1d(x.transpose(1, 2))[:, :, :L].transpose(1, 2))
         dt, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], -1)
         delta = F.softplus(self.dt_proj(dt))  # (b, L, inner)
-        y = _selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
+        y = _selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)  # (eq-ssm-selective)
         return self.out_proj(y * F.silu(z))  # (b, L, d_model)
 
     @classmethod
