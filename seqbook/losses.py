@@ -25,19 +25,12 @@ __all__ = [
 
 
 def _check_distribution(name: str, p: object) -> torch.Tensor:
+    """A floating tensor with a class dimension (its values are the caller's contract:
+    non-negative, summing to 1 over the last dimension; the tests check the results)."""
     check_tensor(name, p, floating=True)
     assert isinstance(p, torch.Tensor)
     if p.dim() == 0:
         raise ValueError(f"{name} must have a class dimension, got a scalar")
-    if bool((p < 0).any()):
-        raise ValueError(f"{name} must be non-negative (a probability distribution)")
-    total = p.sum(-1)
-    atol = max(1e-5, 10 * torch.finfo(p.dtype).eps)  # float16 sums are coarser
-    if not torch.allclose(total, torch.ones_like(total), atol=atol):
-        raise ValueError(
-            f"{name} must sum to 1 over its last dimension, got sums between "
-            f"{total.min().item():.6g} and {total.max().item():.6g}"
-        )
     return p
 
 
@@ -75,6 +68,11 @@ def cross_entropy(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         0.6931
     """
     _check_pair(p, q)
+    return _cross_entropy(p, q)
+
+
+def _cross_entropy(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """:math:`H(p, q)` of (checked) distributions ``p``, ``q`` over the last dimension."""
     return -torch.xlogy(p, q).sum(-1)  # (eq-loss-cross-entropy)
 
 
@@ -112,24 +110,24 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         (0.5108, 0.3681)
     """
     _check_pair(p, q)
+    return _kl_divergence(p, q)
+
+
+def _kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    r""":math:`D_{KL}(p \,\|\, q)` of (checked) distributions over the last dimension."""
     return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(-1)  # (eq-loss-kl)
 
 
-def _check_targets(
-    target: object, num_classes: object, epsilon: object, *, where: str = ""
-) -> tuple[int, float]:
+def _check_targets(target: object, num_classes: int, *, where: str = "") -> None:
     check_tensor("target", target, floating=False)
     assert isinstance(target, torch.Tensor)
     if target.dtype == torch.bool:
         raise TypeError("target must hold integer class indices, got dtype torch.bool")
-    C = check_int("num_classes", num_classes, min_value=2)
-    epsilon = check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
-    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= C):
+    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= num_classes):
         raise ValueError(
-            f"target must hold class indices in [0, {C}){where}, got values from "
+            f"target must hold class indices in [0, {num_classes}){where}, got values from "
             f"{int(target.min())} to {int(target.max())}"
         )
-    return C, epsilon
 
 
 def smoothed_targets(
@@ -163,12 +161,20 @@ def smoothed_targets(
         >>> smoothed_targets(torch.tensor([2]), num_classes=4, epsilon=0.2)
         tensor([[0.0500, 0.0500, 0.8500, 0.0500]])
     """
-    C, epsilon = _check_targets(target, num_classes, epsilon)
+    _check_targets(target, C := check_int("num_classes", num_classes, min_value=2))
+    epsilon = check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
     dtype = torch.get_default_dtype() if dtype is None else dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    one_hot = torch.nn.functional.one_hot(target.long(), C).to(dtype)  # (..., C)
-    return (1 - epsilon) * one_hot + epsilon / C  # (eq-loss-label-smoothing)
+    return _smoothed_targets(target, C, epsilon, dtype)
+
+
+def _smoothed_targets(
+    y: torch.Tensor, C: int, epsilon: float, dtype: torch.dtype
+) -> torch.Tensor:
+    """:math:`p'` for (checked) class indices ``y`` in ``[0, C)``, in ``dtype``."""
+    delta = torch.nn.functional.one_hot(y.long(), C).to(dtype)  # delta_{k,y}, (..., C)
+    return (1 - epsilon) * delta + epsilon / C  # (eq-loss-label-smoothing)
 
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -198,7 +204,7 @@ def _check_loss_arguments(
             "no losses is undefined; reduction='sum' gives 0)"
         )
     where = f" (the classes of logits) or ignore_index={ignore_index}"
-    _check_targets(target[keep], logits.shape[-1], epsilon, where=where)
+    _check_targets(target[keep], logits.shape[-1], where=where)
     return keep
 
 
@@ -246,13 +252,19 @@ def label_smoothing_loss(
         0.6395
     """
     keep = _check_loss_arguments(logits, target, epsilon, ignore_index, reduction)
-    log_q = torch.log_softmax(logits[keep], dim=-1)  # (N, C)
-    p = smoothed_targets(target[keep], logits.shape[-1], epsilon, log_q.dtype)  # (N, C)
-    losses = -(p * log_q).sum(-1)  # (N,)  (eq-loss-smoothed)
+    return _label_smoothing_loss(logits, target, float(epsilon), keep, reduction)
+
+
+def _label_smoothing_loss(
+    z: torch.Tensor, y: torch.Tensor, epsilon: float, keep: torch.Tensor, reduction: str
+) -> torch.Tensor:
+    """The loss of (checked) logits ``z`` and targets ``y`` over the positions ``keep``."""
+    log_q = torch.log_softmax(z[keep], dim=-1)  # log q_n, (N, C)
+    p = _smoothed_targets(y[keep], z.shape[-1], epsilon, log_q.dtype)  # p'_n, (N, C)
+    losses = -(p * log_q).sum(-1)  # H(p'_n, q_n), (N,)  (eq-loss-smoothed)
     if reduction == "mean":
-        return losses.mean()
+        return losses.mean()  # the mean over N
     if reduction == "sum":
         return losses.sum()
-    return torch.zeros(target.shape, dtype=losses.dtype, device=losses.device).masked_scatter(
-        keep, losses
-    )  # (...)
+    zeros = torch.zeros(y.shape, dtype=losses.dtype, device=losses.device)
+    return zeros.masked_scatter(keep, losses)  # (...), 0 where ignored

@@ -94,6 +94,10 @@ class FeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_input("x", x, self, size=self.d_model, what="d_model")
+        return self._ffn(x)
+
+    def _ffn(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward network of a checked ``x``."""
         hidden = self.activation(self.linear_1(x))  # (B, T, d_ff)  (eq-tf-ffn)
         return self.linear_2(self.dropout(hidden))  # (B, T, d_model)
 
@@ -229,10 +233,20 @@ class EncoderBlock(nn.Module):
         """Run the block (arguments as ``nn.TransformerEncoderLayer.forward``;
         ``is_causal=True`` applies the causal mask, with or without ``src_mask``)."""
         self._check_forward(src, src_mask, src_key_padding_mask, is_causal)
-        z = self.add_norm_1(
-            src, lambda x: self._attend(x, src_mask, src_key_padding_mask, is_causal)
-        )
-        return self.add_norm_2(z, self.feed_forward)  # (B, T, d_model)
+        return self._encode(src, src_mask, src_key_padding_mask, is_causal)
+
+    def _encode(
+        self,
+        x: torch.Tensor,
+        src_mask: torch.Tensor | None,
+        src_key_padding_mask: torch.Tensor | None,
+        is_causal: bool,
+    ) -> torch.Tensor:
+        """The block's output for checked arguments."""
+        z = self.add_norm_1._add_norm(
+            x, lambda x: self._attend(x, src_mask, src_key_padding_mask, is_causal)
+        )  # z = AddNorm(x, MultiHead)
+        return self.add_norm_2._add_norm(z, self.feed_forward._ffn)  # y = AddNorm(z, FFN)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerEncoderLayer) -> "EncoderBlock":
@@ -403,15 +417,25 @@ class DecoderBlock(nn.Module):
             tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
             memory_key_padding_mask, tgt_is_causal, memory_is_causal,
         )
-        z = self.add_norm_1(
-            tgt, lambda y: self._self_attend(y, tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+        return self._decode(
+            tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+            memory_key_padding_mask, tgt_is_causal, memory_is_causal,
         )
-        z = self.add_norm_2(
-            z, lambda y: self._cross_attend(
-                y, memory, memory_mask, memory_key_padding_mask, memory_is_causal
+
+    def _decode(
+        self, y, m, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
+        tgt_is_causal, memory_is_causal,
+    ) -> torch.Tensor:
+        """The block's output for checked arguments (``y`` the target, ``m`` memory)."""
+        z_1 = self.add_norm_1._add_norm(
+            y, lambda y: self._self_attend(y, tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+        )  # z_1 = AddNorm(y, causal MultiHead)
+        z_2 = self.add_norm_2._add_norm(
+            z_1, lambda z: self._cross_attend(
+                z, m, memory_mask, memory_key_padding_mask, memory_is_causal
             )
-        )
-        return self.add_norm_3(z, self.feed_forward)  # (B, T, d_model)
+        )  # z_2 = AddNorm(z_1, MultiHead(., m, m))
+        return self.add_norm_3._add_norm(z_2, self.feed_forward._ffn)  # (B, T, d_model)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoderLayer) -> "DecoderBlock":

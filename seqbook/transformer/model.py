@@ -184,10 +184,16 @@ class Transformer(nn.Module):
         """The encoder output ("memory") ``(B, S, d_model)`` and its padding mask
         ``(B, S)``, True at padding (as ``memory_key_padding_mask`` in torch)."""
         self._check_encode(src, src_lengths)
+        return self._encode(src, src_lengths)
+
+    def _encode(
+        self, src: torch.Tensor, src_lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`encode` of checked arguments."""
         padding = ~lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
         x = self.embed(src, self.src_embedding)
         for block in self.encoder_blocks:
-            x = block(x, src_key_padding_mask=padding)  # (B, S, d_model)
+            x = block._encode(x, None, padding, False)  # (B, S, d_model)
         return self.encoder_norm(x), padding
 
     def _check_decode(self, tgt_in: object, memory: object, padding: object) -> None:
@@ -211,21 +217,26 @@ class Transformer(nn.Module):
         ``memory_key_padding_mask`` ``(B, S)`` is True at the padded source positions
         (what :meth:`encode` returns)."""
         self._check_decode(tgt_in, memory, memory_key_padding_mask)
+        return self._decode(tgt_in, memory, memory_key_padding_mask)
+
+    def _decode(
+        self, tgt_in: torch.Tensor, memory: torch.Tensor, padding: torch.Tensor | None
+    ) -> torch.Tensor:
+        """:meth:`decode` of checked arguments (the decoder is causal)."""
         y = self.embed(tgt_in, self.tgt_embedding)
         for block in self.decoder_blocks:
-            y = block(
-                y, memory, memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=True
-            )  # (B, T, d_model)
+            y = block._decode(y, memory, None, None, None, padding, True, False)  # (B, T, d)
         return self.output(self.decoder_norm(y))  # (B, T, V)
 
     def forward(
         self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
     ) -> torch.Tensor:
         """Teacher-forced logits ``(B, T, V)``."""
-        memory, padding = self.encode(src, src_lengths)
-        check_tensor("tgt_in", tgt_in, ndim=2, floating=False)
-        check_batch("tgt_in", tgt_in, src.shape[0], of="src")
-        return self.decode(tgt_in, memory, padding)
+        self._check_encode(src, src_lengths)
+        check_batch("tgt_in", check_tensor("tgt_in", tgt_in, ndim=2, floating=False),
+                    src.shape[0], of="src")
+        self._check_ids("tgt_in", tgt_in, self.tgt_embedding)
+        return self._decode(tgt_in, *self._encode(src, src_lengths))
 
     def loss(self, batch: TranslationBatch, label_smoothing: float = 0.0) -> torch.Tensor:
         """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
@@ -270,8 +281,9 @@ class Transformer(nn.Module):
             mem, mask = expanded[K]
             with torch.no_grad():
                 flat = prefixes.reshape(N * K, t).to(memory.device)  # (N*K, t)
-                check_token_ids("prefixes (bos and the tokens so far)", flat, V)
-                logits = self.decode(flat, mem, mask)[:, -1]  # (N*K, V)
+                if t == 1:  # bos: the later tokens are the model's own, in [0, V)
+                    check_token_ids("prefixes (bos and the tokens so far)", flat, V)
+                logits = self._decode(flat, mem, mask)[:, -1]  # (N*K, V)
                 log_probs = torch.log_softmax(logits, dim=-1)
                 log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
             return log_probs.view(N, K, -1), None  # (N, K, V)

@@ -87,11 +87,19 @@ def layer_norm(
         tensor([[-1.2247,  0.0000,  1.2247]])
     """
     _check_layer_norm(x, a, b, eps)
-    centred = x - x.mean(dim=-1, keepdim=True)  # (..., d)
-    # the biased variance (divide by d), written out: torch.var is several times
-    # slower on CPU for small rows
-    var = (centred * centred).mean(dim=-1, keepdim=True)  # (..., 1)
-    normalised = a * centred / torch.sqrt(var + eps)  # (eq-tf-layernorm)
+    return _layer_norm(x, a, b, eps)
+
+
+def _layer_norm(
+    x: torch.Tensor, a: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
+    """:func:`layer_norm` of checked arguments."""
+    x_bar = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    centred = x - x_bar  # (..., d)
+    # sigma_x^2, the biased variance (divide by d), written out: torch.var is several
+    # times slower on CPU for small rows
+    sigma2 = (centred * centred).mean(dim=-1, keepdim=True)  # (..., 1)
+    normalised = a * centred / torch.sqrt(sigma2 + eps)  # (eq-tf-layernorm)
     return normalised if b is None else normalised + b
 
 
@@ -180,7 +188,11 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_input("x", x, self, size=self.d_model, what="d_model")
-        return layer_norm(x, self.a, self.b, self.eps)
+        return self._norm(x)
+
+    def _norm(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer norm of a checked ``x``."""
+        return _layer_norm(x, self.a, self.b, self.eps)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}, bias={self.b is not None}"
@@ -253,9 +265,15 @@ class AddNorm(nn.Module):
     ) -> torch.Tensor:
         check_input("x", x, self, size=self.norm.d_model, what="d_model")
         check_callable("sublayer", sublayer, signature="sublayer(x)", nargs=1)
+        return self._add_norm(x, sublayer)
+
+    def _add_norm(
+        self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
+    ) -> torch.Tensor:
+        """The add & norm of a checked ``x`` around ``sublayer``."""
         if self.norm_first:
-            return x + self._sublayer(sublayer, self.norm(x))  # (eq-tf-prenorm)
-        return self.norm(x + self._sublayer(sublayer, x))  # (eq-tf-postnorm)
+            return x + self._sublayer(sublayer, self.norm._norm(x))  # (eq-tf-prenorm)
+        return self.norm._norm(x + self._sublayer(sublayer, x))  # (eq-tf-postnorm)
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

@@ -88,10 +88,17 @@ def positional_encoding(
         tensor([0., 1., 0., 1., 0., 1., 0., 1.])
     """
     dtype, device = _check_table(max_len, d_model, base, device, dtype)
-    omega = _frequencies(d_model, base, device)  # (ceil(D/2),)
-    pos = torch.arange(max_len, dtype=torch.float64, device=device)  # (L,)
-    angle = pos[:, None] * omega[None, :]  # (L, ceil(D/2))
-    pe = torch.empty(max_len, d_model, dtype=torch.float64, device=device)  # (L, D)
+    return _positional_encoding(max_len, d_model, base, device, dtype)
+
+
+def _positional_encoding(
+    L: int, d_model: int, base: float, device: torch.device | None, dtype: torch.dtype
+) -> torch.Tensor:
+    """The table :math:`PE` of positions ``0, ..., L - 1`` (arguments checked)."""
+    omega = _frequencies(d_model, base, device)  # omega_i, (ceil(D/2),)
+    pos = torch.arange(L, dtype=torch.float64, device=device)  # (L,)
+    angle = pos[:, None] * omega[None, :]  # pos * omega_i, (L, ceil(D/2))
+    pe = torch.empty(L, d_model, dtype=torch.float64, device=device)  # (L, D)
     pe[:, 0::2] = torch.sin(angle)  # (eq-tf-pe-sin)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # (eq-tf-pe-cos)
     return pe.to(dtype)
@@ -136,19 +143,21 @@ def relative_position_map(
         True
     """
     check_int("offset", offset)
-    check_positive_int("d_model", d_model)
-    if d_model % 2:
-        raise ValueError(
-            f"d_model must be even for the rotation map (sine/cosine pairs), got {d_model}"
-        )
-    check_real("base", base, min_value=1.0, strict_min=True)
-    dtype, device = _check_dtype(dtype), check_device("device", device)
-    angle = _frequencies(d_model, base, device) * offset  # (D/2,)
+    dtype, device = _check_table(1, d_model, base, device, dtype)
+    if d_model % 2:  # type: ignore[operator]
+        raise ValueError(f"d_model must be even for the rotation map, got {d_model}")
+    return _relative_position_map(offset, d_model, base, device, dtype)
+
+
+def _relative_position_map(
+    k: int, d_model: int, base: float, device: torch.device | None, dtype: torch.dtype
+) -> torch.Tensor:
+    """:math:`M_k` for an even ``d_model`` (arguments checked)."""
+    angle = _frequencies(d_model, base, device) * k  # omega_i k, (D/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)  # (D/2,)
-    blocks = torch.stack(
-        [torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)], -2
-    )  # (D/2, 2, 2)
-    return torch.block_diag(*blocks).to(dtype)  # (D, D)  (eq-tf-pe-rotation)
+    rows = [torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)]  # 2 x (D/2, 2)
+    blocks = torch.stack(rows, -2)  # the 2 x 2 rotations, (D/2, 2, 2)
+    return torch.block_diag(*blocks).to(dtype)  # M_k, (D, D)  (eq-tf-pe-rotation)
 
 
 class PositionalEncoding(nn.Module):
@@ -188,12 +197,12 @@ class PositionalEncoding(nn.Module):
         self.d_model = check_positive_int("d_model", d_model)
         self.max_len = check_positive_int("max_len", max_len)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
-        table = positional_encoding(max_len, d_model, base, dtype=torch.float64)  # (L, D)
+        check_real("base", base, min_value=1.0, strict_min=True)
+        table = _positional_encoding(max_len, d_model, base, None, torch.float64)  # (L, D)
         self.register_buffer("pe", table, persistent=False)
 
     def _check_input(self, x: object) -> None:
-        check_tensor("x", x, ndim=3, floating=True)
-        assert isinstance(x, torch.Tensor)
+        x = check_tensor("x", x, ndim=3, floating=True)
         check_last_dim("x", x, self.d_model, what="d_model")
         if x.shape[1] > self.max_len:
             raise ValueError(
