@@ -192,9 +192,8 @@ def tens_unit_alignment(
             f"got shape {tuple(weights.shape)}"
         )
     if len(hypotheses) != len(pairs):
-        raise ValueError(
-            f"hypotheses must have one entry per pair ({len(pairs)}), got {len(hypotheses)}"
-        )
+        raise ValueError(f"hypotheses must have one entry per pair ({len(pairs)}), got "
+                         f"{len(hypotheses)}")
     unit_ok = tens_ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if not (pair.number % 100 > 20 and pair.number % 10):
@@ -373,19 +372,34 @@ def teacher_forcing_gap(
     if isinstance(hypotheses, (str, bytes)) or not isinstance(hypotheses, Sequence):
         raise TypeError("hypotheses must be a sequence of token lists")
     if len(hypotheses) != len(pairs):
-        raise ValueError(
-            f"hypotheses must have one entry per pair ({len(pairs)}), got {len(hypotheses)}"
-        )
+        raise ValueError(f"hypotheses must have one entry per pair ({len(pairs)}), got "
+                         f"{len(hypotheses)}")
     for h in hypotheses:
         if isinstance(h, str) or not all(isinstance(t, str) for t in h):
             raise TypeError(f"hypotheses must be lists of token strings, got {h!r}")
+    teacher = _teacher_forced_right(model, task, pairs)
+    free, after = _free_running_right(task, pairs, hypotheses)
+    return TeacherForcingGap(teacher, free, after)
+
+
+def _teacher_forced_right(
+    model: torch.nn.Module, task: TranslationTask, pairs: Sequence[NumberPair]
+) -> torch.Tensor:
+    """Whether the argmax given the reference prefix is the reference token, ``(N,)``."""
     batch = to_device(task.batch(pairs), _device_of(model))
     with torch.no_grad():
         logits = model(batch.src, batch.src_lengths, batch.tgt_in)
     if isinstance(logits, tuple):  # a recurrent translator: (logits, weights)
         logits = logits[0]
     mask = batch.tgt_mask.cpu()
-    teacher = (logits.argmax(-1).cpu() == batch.tgt_out.cpu())[mask]  # (eq-s2s-tf-accuracy)
+    return (logits.argmax(-1).cpu() == batch.tgt_out.cpu())[mask]  # (eq-s2s-tf-accuracy)
+
+
+def _free_running_right(
+    task: TranslationTask, pairs: Sequence[NumberPair], hypotheses: Sequence[Sequence[str]]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Whether the model's own token is the reference token, ``(N,)``, and whether the
+    position comes after the translation's first wrong token, ``(N,)``."""
     eos = task.tgt_vocab.tokens[task.tgt_vocab.eos_id]
     free: list[bool] = []
     after: list[bool] = []
@@ -397,4 +411,4 @@ def teacher_forcing_gap(
         first = right.index(False) if False in right else len(right)
         free += right
         after += [i > first for i in range(len(right))]
-    return TeacherForcingGap(teacher, torch.tensor(free), torch.tensor(after))
+    return torch.tensor(free), torch.tensor(after)

@@ -26,9 +26,8 @@ __all__ = ["Seq2SeqDecoder", "check_decoder_inputs", "check_decoder_state", "che
 def check_encoded(encoded: object, module: nn.Module, context_size: int) -> Encoded:
     """Validate the encoder output a decoder reads (shared by both decoders)."""
     if not isinstance(encoded, Encoded):
-        raise TypeError(
-            f"encoded must be the encoder's Encoded output, got {type(encoded).__name__}"
-        )
+        raise TypeError("encoded must be the encoder's Encoded output, got "
+                        f"{type(encoded).__name__}")
     check_input("encoded.outputs", encoded.outputs, module, ndim=3, size=context_size,
                 what="context_size")
     check_input("encoded.state", encoded.state, module, ndim=2, size=context_size,
@@ -37,10 +36,8 @@ def check_encoded(encoded: object, module: nn.Module, context_size: int) -> Enco
     check_batch("encoded.state", encoded.state, B, of="encoded.outputs")
     check_tensor("encoded.mask", encoded.mask, ndim=2)
     if encoded.mask.dtype != torch.bool or encoded.mask.shape != (B, T_x):
-        raise ValueError(
-            f"encoded.mask must be a boolean (B, T_x) = {(B, T_x)} mask, got "
-            f"{tuple(encoded.mask.shape)} {encoded.mask.dtype}"
-        )
+        raise ValueError(f"encoded.mask must be a boolean (B, T_x) = {(B, T_x)} mask, got "
+                         f"{tuple(encoded.mask.shape)} {encoded.mask.dtype}")
     return encoded
 
 
@@ -128,10 +125,14 @@ class Seq2SeqDecoder(nn.Module):
 
     def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, None]:
         check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self, self.vocab_size, self.context_size)
+        return self._decode(tgt_in, encoded)
+
+    def _decode(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, None]:
+        """:meth:`forward` of checked arguments: the whole target at once (teacher forcing)."""
         c, T_y = encoded.state, tgt_in.shape[1]  # (B, D)
         y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
         c_rep = c.unsqueeze(1).expand(-1, T_y, -1)  # (B, T_y, D)
-        s0 = self.init_state(encoded).unsqueeze(0)  # (1, B, H)
+        s0 = torch.tanh(self.W_s(c)).unsqueeze(0)  # (1, B, H)  (eq-s2s-plain-state)
         s, _ = self.rnn(torch.cat([y, c_rep], dim=-1), s0)  # (B, T_y, H)  (eq-s2s-plain-state)
         return self.W_o(torch.cat([s, c_rep], dim=-1)), None  # (B, T_y, V)  (eq-s2s-output)
 

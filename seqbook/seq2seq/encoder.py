@@ -100,18 +100,18 @@ class Seq2SeqEncoder(nn.Module):
         assert isinstance(src, torch.Tensor) and isinstance(src_lengths, torch.Tensor)
         B, T = src.shape
         if src_lengths.shape[0] != B:
-            raise ValueError(
-                f"src_lengths must have one entry per sentence of src ({B}), got shape "
-                f"{tuple(src_lengths.shape)}"
-            )
+            raise ValueError(f"src_lengths must have one entry per sentence of src ({B}), got "
+                             f"shape {tuple(src_lengths.shape)}")
         if B and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > T):
-            raise ValueError(
-                f"src_lengths must lie in [1, {T}] (src has {T} positions), got "
-                f"{src_lengths.tolist()}"
-            )
+            raise ValueError(f"src_lengths must lie in [1, {T}] (src has {T} positions), got "
+                             f"{src_lengths.tolist()}")
 
     def forward(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:
         self._check_forward(src, src_lengths)
+        return self._encode(src, src_lengths)
+
+    def _encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:
+        """:meth:`forward` of checked arguments."""
         T = src.shape[1]
         x = self.dropout(self.embedding(src))  # (B, T, E)
         packed = pack_padded_sequence(

@@ -32,10 +32,8 @@ def _check_loss_arguments(logits: object, targets: object, mask: object) -> None
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a boolean keep mask (True = real token), got {mask.dtype}")
     if logits.shape[:2] != targets.shape or mask.shape != targets.shape:
-        raise ValueError(
-            f"logits (B, T_y, V), targets and mask (B, T_y) must agree, got shapes "
-            f"{tuple(logits.shape)}, {tuple(targets.shape)} and {tuple(mask.shape)}"
-        )
+        raise ValueError(f"logits (B, T_y, V), targets and mask (B, T_y) must agree, got shapes "
+                         f"{tuple(logits.shape)}, {tuple(targets.shape)} and {tuple(mask.shape)}")
     if not bool(mask.any()):
         raise ValueError("mask must mark at least one real target token, got none")
 
@@ -62,6 +60,13 @@ def masked_cross_entropy(
         1.3863
     """
     _check_loss_arguments(logits, targets, mask)
+    return _masked_cross_entropy(logits, targets, mask)
+
+
+def _masked_cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """:func:`masked_cross_entropy` of checked arguments."""
     per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T_y)
     mask = mask.to(per_token.dtype)
     return (per_token * mask).sum() / mask.sum()  # (eq-s2s-loss)
@@ -145,7 +150,7 @@ class EncoderDecoder(nn.Module):
     def loss(self, batch: TranslationBatch) -> torch.Tensor:
         """The masked cross-entropy of one batch (a ``loss_fn`` for ``fit``)."""
         logits, _ = self(batch.src, batch.src_lengths, batch.tgt_in)
-        return masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)
+        return _masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)
 
     def step_function(self, src: torch.Tensor, src_lengths: torch.Tensor) -> StepFn:
         """A step function for :mod:`seqbook.decoding` that translates ``src``.
