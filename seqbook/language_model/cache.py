@@ -206,24 +206,47 @@ def cached_self_attention(
         True
     """
     _check_step(attention, x, cache, layer)
-    B, T, _ = x.shape
-    P = cache.lengths[layer]
+    return _cached_self_attention(attention, x, cache, layer)
 
-    def project(W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
-        out = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
-        return out if b is None else out + b.unsqueeze(1)
 
-    Q = project(attention.W_Q, attention.b_Q)  # (B, h, T, d_k): new queries only
-    # write the new keys and values after the P cached ones  (eq-lm-cache-append)
-    cache.key_buffers[layer][:, :, P : P + T] = project(attention.W_K, attention.b_K)
-    cache.value_buffers[layer][:, :, P : P + T] = project(attention.W_V, attention.b_V)
+def _cached_self_attention(
+    attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
+) -> torch.Tensor:
+    """:func:`cached_self_attention` of checked arguments."""
+    K, V = _append(attention, x, cache, layer)  # (B, h, P + T, d_k), (B, h, P + T, d_v)
+    return _cached_attention(attention, x, K, V)
+
+
+def _project(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """Every head's projection ``x W (+ b)`` of the new positions, ``(B, h, T, d_k)``."""
+    out = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
+    return out if b is None else out + b.unsqueeze(1)
+
+
+def _append(
+    attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Write the keys and values of the ``T`` new positions after the ``P`` cached ones;
+    return all ``P + T`` (views of the buffers)."""
+    P, T = cache.lengths[layer], x.shape[1]
+    K_buffer, V_buffer = cache.key_buffers[layer], cache.value_buffers[layer]
+    K_buffer[:, :, P : P + T] = _project(x, attention.W_K, attention.b_K)  # (eq-lm-cache-append)
+    V_buffer[:, :, P : P + T] = _project(x, attention.W_V, attention.b_V)  # (eq-lm-cache-append)
     cache.lengths[layer] = P + T
-    K = cache.key_buffers[layer][:, :, : P + T]  # (B, h, P + T, d_k)
-    V = cache.value_buffers[layer][:, :, : P + T]
+    return K_buffer[:, :, : P + T], V_buffer[:, :, : P + T]  # K_{<=t}, V_{<=t}
+
+
+def _cached_attention(
+    attention: MultiHeadAttention, x: torch.Tensor, K: torch.Tensor, V: torch.Tensor
+) -> torch.Tensor:
+    """The output of the ``T`` new queries attending over the ``P + T`` cached keys."""
+    B, T, _ = x.shape
+    P = K.shape[2] - T
+    Q = _project(x, attention.W_Q, attention.b_Q)  # (B, h, T, d_k): new queries only
     # query i is position P + i: it may see keys j <= P + i  (eq-lm-cached-mask)
-    mask = None if T == 1 else torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
+    m = None if T == 1 else torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
     dropout = attention.dropout if attention.training else 0.0
-    heads, _ = scaled_dot_product_attention(Q, K, V, mask, dropout)  # (eq-lm-cached-attention)
+    heads, _ = scaled_dot_product_attention(Q, K, V, m, dropout)  # (eq-lm-cached-attention)
     concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
-    output = concat @ attention.W_O  # (B, T, d_model)  (eq-lm-cached-attention)
-    return output if attention.b_O is None else output + attention.b_O
+    o = concat @ attention.W_O  # (B, T, d_model)  (eq-lm-cached-attention)
+    return o if attention.b_O is None else o + attention.b_O

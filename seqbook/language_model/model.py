@@ -21,7 +21,7 @@ from torch import nn
 
 from seqbook._checks import check_bool, check_positive_int, check_probability, check_token_ids
 from seqbook.attention import causal_mask
-from seqbook.language_model.cache import KVCache, cached_self_attention
+from seqbook.language_model.cache import KVCache, _cached_self_attention
 from seqbook.transformer import EncoderBlock, LayerNorm, PositionalEncoding
 
 __all__ = ["TransformerLMConfig", "TransformerLM"]
@@ -139,21 +139,24 @@ class TransformerLM(nn.Module):
         if cache is not None:
             return self._forward_cached(ids, cache)
         self._check_ids(ids, 0)
+        return self._forward(ids), None
+
+    def _forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """The logits ``(B, T, V)`` of checked ``ids``, without a cache."""
         T = ids.shape[1]
         x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)  (eq-lm-input)
-        x = self.positional(x)  # + PE_t
+        x = self.positional.dropout(x + self.positional.pe[:T].to(x.dtype))  # + PE_t
         mask = causal_mask(T, device=ids.device)  # (T, T), True = may attend  (eq-lm-causal)
         for block in self.blocks:
             # src_mask means what torch's does: True where attention is forbidden
-            x = block(x, src_mask=~mask)  # (B, T, d_model)  (eq-lm-block)
-        return self.readout(self.norm(x)), None  # (B, T, V)  (eq-lm-output)
+            x = block._encode(x, ~mask, None, False)  # (B, T, d_model)  (eq-lm-block)
+        return self.readout(self.norm(x))  # (B, T, V)  (eq-lm-output)
 
     def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
-        check_token_ids("ids", ids, self.vocab_size, ndim=2)
-        cache.check(self, ids.shape[0])
         self._check_ids(ids, cache.length)
+        cache.check(self, ids.shape[0])
         with torch.no_grad():  # a cache serves generation: it is written in place
             return self._read_with_cache(ids, cache), cache
 
@@ -164,7 +167,7 @@ class TransformerLM(nn.Module):
         pe = self.positional.pe[P : P + T].to(x.dtype)  # positions P..P+T-1
         x = self.positional.dropout(x + pe)
         for layer, block in enumerate(self.blocks):
-            attend = partial(cached_self_attention, block.self_attention, cache=cache, layer=layer)
-            x = block.add_norm_1(x, attend)  # (B, T, d_model)
-            x = block.add_norm_2(x, block.feed_forward)
+            attend = partial(_cached_self_attention, block.self_attention, cache=cache, layer=layer)
+            x = block.add_norm_1._add_norm(x, attend)  # (B, T, d_model)
+            x = block.add_norm_2._add_norm(x, block.feed_forward._ffn)
         return self.readout(self.norm(x))  # (B, T, V)
