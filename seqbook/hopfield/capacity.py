@@ -32,9 +32,9 @@ from seqbook._checks import (
     check_real,
     check_tensor,
 )
-from seqbook.hopfield.classical import _order, async_relax, hebbian_weights
-from seqbook.hopfield.dense import dense_async_sweep
-from seqbook.hopfield.modern import modern_update
+from seqbook.hopfield.classical import _async_relax, _hebbian_weights, _order
+from seqbook.hopfield.dense import _dense_async_sweep
+from seqbook.hopfield.modern import _modern_update
 
 __all__ = [
     "MEMORIES",
@@ -129,21 +129,22 @@ def _run(memory: str, queries: torch.Tensor, X: torch.Tensor, *, max_sweeps: int
     if memory == "modern":
         xi = queries
         for _ in range(max_sweeps):
-            new = modern_update(xi, X, beta)  # (T, Q, d)
+            new = _modern_update(xi, X, beta)  # (T, Q, d)
             if torch.allclose(new, xi, atol=1e-6, rtol=0.0):
                 return new
             xi = new
         return xi
     if memory == "classical":  # max_sweeps * d single-spin updates at most
-        W = hebbian_weights(X)  # (T, d, d)
+        W = _hebbian_weights(X)  # (T, d, d)
         U = torch.zeros(X.shape[0], d, dtype=X.dtype, device=X.device)  # (T, d)
-        return async_relax(queries, W, U, generator, max_flips=max_sweeps * d)[0]
+        return _async_relax(queries, W, U, generator, max_sweeps * d)[0]
     final = queries.clone()
     for t in range(X.shape[0]):  # one memory at a time: settled states leave the batch
         moving = torch.arange(queries.shape[1], device=X.device)
         for _ in range(max_sweeps):
             old = final[t, moving]  # (A, d)
-            new = dense_async_sweep(old, X[t], memory, degree, _order(d, generator, X.device))
+            order = _order(d, generator, X.device)
+            new = _dense_async_sweep(old, X[t].double(), memory, degree, order).to(old.dtype)
             final[t, moving] = new
             moving = moving[(new != old).any(-1)]
             if moving.numel() == 0:

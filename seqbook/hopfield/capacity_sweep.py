@@ -40,7 +40,7 @@ import torch
 
 from seqbook._checks import check_positive_int, check_real
 from seqbook.hopfield.capacity import bit_errors, random_patterns
-from seqbook.hopfield.classical import async_relax
+from seqbook.hopfield.classical import _async_relax
 from seqbook.utils import seeded_generator, shifted_seed
 
 __all__ = [
@@ -120,7 +120,8 @@ def nested_retrieval_errors(
             stored = N
             W_N = W.clone()
             W_N.diagonal(dim1=1, dim2=2).zero_()  # (eq-hopfield-hebb): no self-coupling
-            final, _ = async_relax(X[:, :Q], W_N, torch.zeros(b, d), generator)  # (b, Q, d)
+            U = torch.zeros(b, d)  # (b, d)
+            final, _ = _async_relax(X[:, :Q], W_N, U, generator, 10 * d)  # (b, Q, d)
             out[first : first + b, k] = bit_errors(final, X[:, :Q])
     return out
 

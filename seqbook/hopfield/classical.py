@@ -192,22 +192,21 @@ def async_relax(
         (True, [[1]])
     """
     check_spin_network(xi, W, U)
+    if (xi.dim(), W.dim(), U.dim()) != (3, 3, 2) or not xi.shape[0] == W.shape[0] == U.shape[0]:
+        raise ValueError(f"xi, W and U must have shapes (T, B, d), (T, d, d) and (T, d), got "
+                         f"{tuple(xi.shape)}, {tuple(W.shape)} and {tuple(U.shape)}")
     if not torch.equal(W, W.transpose(-1, -2)):
-        raise ValueError(
-            "W must be symmetric (as Hebbian weights are): the energy descent needs it"
-        )
-    if (
-        xi.dim() != 3
-        or W.dim() != 3
-        or U.dim() != 2
-        or not (xi.shape[0] == W.shape[0] == U.shape[0])
-    ):
-        raise ValueError(
-            f"xi, W and U must have shapes (T, B, d), (T, d, d) and (T, d) for T networks, got "
-            f"{tuple(xi.shape)}, {tuple(W.shape)} and {tuple(U.shape)}"
-        )
-    T, B, d = xi.shape
+        raise ValueError("W must be symmetric (as Hebbian weights are): energy descent needs it")
+    d = xi.shape[-1]
     max_flips = 10 * d if max_flips is None else check_positive_int("max_flips", max_flips)
+    return _async_relax(xi, W, U, generator, max_flips)
+
+
+def _async_relax(
+    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, generator: torch.Generator | None,
+    max_flips: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    T, B, d = xi.shape
     out = xi.clone().reshape(T * B, d)  # (T * B, d)
     flips = torch.zeros(T * B, dtype=torch.long, device=xi.device)
     trial = torch.arange(T, device=xi.device).repeat_interleave(B)  # (T * B,) network of each state
@@ -277,15 +276,9 @@ class ClassicalHopfield(PatternMemory):
         self.W = _hebbian_weights(self.patterns)  # (d, d)
         d = self.dim
         if isinstance(threshold, torch.Tensor):
-            check_tensor("threshold", threshold, ndim=1, floating=True)
-            if threshold.shape[0] != d:
-                raise ValueError(
-                    f"threshold must have shape ({d},) to match the patterns' dimension, "
-                    f"got {tuple(threshold.shape)}"
-                )
-            U = check_same_dtype(
-                "threshold", threshold, self.patterns.dtype, of="the stored patterns"
-            )
+            if check_tensor("threshold", threshold, ndim=1, floating=True).shape[0] != d:
+                raise ValueError(f"threshold must have shape ({d},), got {tuple(threshold.shape)}")
+            U = check_same_dtype("threshold", threshold, self.patterns.dtype, of="the patterns")
         else:
             U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
         self.U = U.to(self.patterns.device)  # (d,)

@@ -83,12 +83,19 @@ class HopfieldConfig:
         if self.update_steps_max is not None:
             check_int("update_steps_max", self.update_steps_max, min_value=0)
         check_real("update_steps_eps", self.update_steps_eps, min_value=0.0, strict_min=True)
-        for f in fields(self):
-            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
-                raise TypeError(f"{f.name} must be a bool, got {getattr(self, f.name)!r}")
+        for f in (f for f in fields(self) if f.type == "bool"):
+            check_bool(f.name, getattr(self, f.name))
         check_probability("dropout", self.dropout)
         if self.output_size is not None:
             check_positive_int("output_size", self.output_size)
+
+
+def _check_mask(mask: object, full: tuple[int, int, int, int]) -> None:
+    if check_tensor("mask", mask).dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got {mask.dtype}")
+    if mask.dim() > 4 or any(m not in (1, n) for m, n in zip(mask.shape[::-1], full[::-1])):
+        raise ValueError(f"mask must be broadcastable to (B, h, S, N) = {full}, got shape "
+                         f"{tuple(mask.shape)}")
 
 
 def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -141,39 +148,19 @@ def hopfield_association(
     check_tensor("Q", Q, ndim=4, floating=True)
     check_tensor("K", K, ndim=4, floating=True)
     check_same_dtype("K", K, Q.dtype, of="the state patterns Q")
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            "Q and K must have the same last dimension d_k, "
-            f"got {tuple(Q.shape)} and {tuple(K.shape)}"
-        )
-    if Q.shape[0] != K.shape[0]:
-        raise ValueError(
-            "Q and K must have the same batch size B in their first dimension, "
-            f"got {tuple(Q.shape)} and {tuple(K.shape)}"
-        )
-    if Q.shape[1] != K.shape[1] and 1 not in (Q.shape[1], K.shape[1]):
-        raise ValueError(
-            "Q and K must have the same number of heads h in their second dimension "
-            f"(or one of them 1), got {tuple(Q.shape)} and {tuple(K.shape)}"
-        )
+    (B, h, S, d_k), (B_K, h_K, N, d_K) = Q.shape, K.shape
+    if d_k != d_K:
+        raise ValueError(f"Q and K must have the same last dimension d_k, got {d_k} and {d_K}")
+    if B != B_K:
+        raise ValueError(f"Q and K must have the same batch size B, got {B} and {B_K}")
+    if h != h_K and 1 not in (h, h_K):
+        raise ValueError(f"Q and K must have the same number of heads h (or 1), got {h}, {h_K}")
     beta = check_beta("beta", beta)
     steps_max = update_steps_max if update_steps_max is None else check_int(
         "update_steps_max", update_steps_max, min_value=0)
     eps = check_real("update_steps_eps", update_steps_eps, min_value=0.0, strict_min=True)
     if mask is not None:
-        check_tensor("mask", mask)
-        if mask.dtype != torch.bool:
-            raise TypeError(f"mask must be a bool tensor (True = may attend), got {mask.dtype}")
-        full = (Q.shape[0], max(Q.shape[1], K.shape[1]), Q.shape[2], K.shape[2])
-        try:
-            fits = mask.dim() <= 4 and torch.broadcast_shapes(mask.shape, full) == full
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"mask must be broadcastable to (B, h, S, N) = {full}, got shape "
-                f"{tuple(mask.shape)}"
-            )
+        _check_mask(mask, (B, max(h, h_K), S, N))
     return _hopfield_association(Q, K, beta, steps_max, eps, mask)
 
 
@@ -284,16 +271,11 @@ class HopfieldLayer(nn.Module):
         d_p = stored_size if pattern_projection_size is None else check_positive_int(
             "pattern_projection_size", pattern_projection_size)
         if c.pattern_projection_as_connected and d_p != stored_size:
-            raise ValueError(
-                f"pattern_projection_size must equal stored_size = {stored_size} "
-                "when the values are tied to the keys (pattern_projection_as_connected=True), "
-                f"got {d_p}"
-            )
+            raise ValueError(f"pattern_projection_size must equal stored_size = {stored_size} "
+                             f"with pattern_projection_as_connected=True, got {d_p}")
         if c.state_pattern_as_static and state_size != d_k:
-            raise ValueError(
-                f"state_size must equal hidden_size = {d_k} for static state patterns "
-                f"(state_pattern_as_static=True: Q = R), got {state_size}"
-            )
+            raise ValueError(f"state_size must equal hidden_size = {d_k} for static state patterns "
+                             f"(state_pattern_as_static=True: Q = R), got {state_size}")
         self.pattern_projection_size = d_p
         self.beta = 1.0 / math.sqrt(d_k) if c.beta is None else c.beta
         h = c.num_heads
@@ -348,9 +330,7 @@ class HopfieldLayer(nn.Module):
             True
         """
         if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(
-                f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}"
-            )
+            raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module)}")
         if not module._qkv_same_embed_dim:
             raise ValueError("module must have kdim == vdim == embed_dim")
         if module.bias_k is not None or module.add_zero_attn:
@@ -377,51 +357,31 @@ class HopfieldLayer(nn.Module):
     def _check_inputs(
         self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor | None, mask: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        dtype = self.W_K.dtype
-        for name, x, size, what in (("R", R, self.state_size, "state_size"),
-                                    ("Y", Y, self.stored_size, "stored_size"),
-                                    ("P", Y if P is None else P, self.pattern_projection_size,
-                                     "pattern_projection_size")):
-            check_tensor(name, x, ndim=3, floating=True)
-            if x.shape[-1] != size:
-                raise ValueError(
-                    f"{name} must have last dimension {what} = {size}, got shape {tuple(x.shape)}"
-                )
-            check_same_dtype(name, x, dtype, of="the layer's parameters")
         P = Y if P is None else P
-        B, S, N = R.shape[0], R.shape[1], Y.shape[1]
-        if Y.shape[0] != B or P.shape[0] != B:
-            raise ValueError(
-                "R, Y and P must have the same batch size, "
-                f"got {B}, {Y.shape[0]} and {P.shape[0]}"
-            )
+        for name, x, what in (("R", R, "state_size"), ("Y", Y, "stored_size"),
+                              ("P", P, "pattern_projection_size")):
+            if check_tensor(name, x, ndim=3, floating=True).shape[-1] != getattr(self, what):
+                raise ValueError(f"{name} must have last dimension {what} = "
+                                 f"{getattr(self, what)}, got shape {tuple(x.shape)}")
+            check_same_dtype(name, x, self.W_K.dtype, of="the layer's parameters")
+        (B, S, _), (B_Y, N, _), (B_P, N_P, _) = R.shape, Y.shape, P.shape
+        if not B == B_Y == B_P:
+            raise ValueError(f"R, Y and P must have the same batch size, got {B}, {B_Y} and {B_P}")
         if N == 0:
             raise ValueError("Y must hold at least one stored pattern, got N = 0")
-        if P.shape[1] != N:
-            raise ValueError(
-                f"P must have one row per stored pattern (N = {N}), got shape {tuple(P.shape)}"
-            )
-        if mask is not None:
-            check_tensor("mask", mask)
-            if mask.dtype != torch.bool:
-                raise TypeError(
-                    "mask must be a bool tensor (True = stored pattern present), "
-                    f"got {mask.dtype}"
-                )
-            if mask.shape == (B, N):
-                mask = mask[:, None, None, :]  # (B, 1, 1, N)
-            elif mask.shape == (B, S, N):
-                mask = mask[:, None]  # (B, 1, S, N)
-            else:
-                raise ValueError(
-                    f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
-                    f"got {tuple(mask.shape)}"
-                )
-            if not mask.any(-1).all():
-                raise ValueError(
-                    "mask leaves some state pattern with no stored pattern to attend to"
-                )
-        return R, Y, P, mask
+        if N_P != N:
+            raise ValueError(f"P must have one row per stored pattern (N = {N}), got {N_P}")
+        if mask is None:
+            return R, Y, P, None
+        if check_tensor("mask", mask).dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = stored pattern present), "
+                            f"got {mask.dtype}")
+        if mask.shape not in ((B, N), (B, S, N)):
+            raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
+                             f"got {tuple(mask.shape)}")
+        if not mask.any(-1).all():
+            raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
+        return R, Y, P, mask.reshape(B, 1, -1, N)  # (B, 1, 1 or S, N)
 
     def forward(
         self,
@@ -533,12 +493,9 @@ class HopfieldPooling(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
         check_bool("return_weights", return_weights)
-        check_tensor("Y", Y, ndim=3, floating=True)
-        if Y.shape[-1] != self.input_size:
-            raise ValueError(
-                f"Y must have last dimension input_size = {self.input_size}, "
-                f"got shape {tuple(Y.shape)}"
-            )
+        if check_tensor("Y", Y, ndim=3, floating=True).shape[-1] != self.input_size:
+            raise ValueError(f"Y must have last dimension input_size = {self.input_size}, "
+                             f"got shape {tuple(Y.shape)}")
         if Y.shape[1] == 0:
             raise ValueError("Y must hold at least one instance, got N = 0")
         B = Y.shape[0]

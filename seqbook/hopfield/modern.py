@@ -127,16 +127,11 @@ def _modern_update(
 
 
 def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
-    check_tensor("values", values, ndim=2, floating=True)
     if patterns.dim() != 2:
-        raise ValueError(
-            f"values need the patterns of one memory, shape (N, d), got {tuple(patterns.shape)}"
-        )
-    if values.shape[0] != patterns.shape[0]:
-        raise ValueError(
-            f"values must have one row per stored pattern ({patterns.shape[0]}), "
-            f"got shape {tuple(values.shape)}"
-        )
+        raise ValueError(f"values need the patterns of one memory (N, d), got {patterns.shape}")
+    if check_tensor("values", values, ndim=2, floating=True).shape[0] != patterns.shape[0]:
+        raise ValueError(f"values must have one row per stored pattern ({patterns.shape[0]}), "
+                         f"got shape {tuple(values.shape)}")
     return check_same_dtype("values", values, patterns.dtype, of="the stored patterns")
 
 
@@ -159,10 +154,7 @@ def separation(patterns: torch.Tensor) -> torch.Tensor:
     """
     patterns = check_patterns("patterns", patterns, binary=False)
     if patterns.shape[0] < 2:
-        raise ValueError(
-            "patterns must hold at least two patterns to be separated, "
-            f"got shape {tuple(patterns.shape)}"
-        )
+        raise ValueError(f"patterns must hold at least two patterns, got {tuple(patterns.shape)}")
     G = patterns @ patterns.T  # (N, N) all overlaps
     others = G.masked_fill(
         torch.eye(len(G), dtype=torch.bool, device=G.device), -math.inf

@@ -33,6 +33,7 @@ from seqbook._checks import (
     check_int,
     check_positive_int,
     check_real,
+    check_same_dtype,
     check_tensor,
 )
 
@@ -47,12 +48,7 @@ __all__ = [
 
 
 def _check_pixels(name: str, pixels: object, num_visible: int | None = None) -> torch.Tensor:
-    pixels = check_tensor(name, pixels, ndim=2, floating=True)
-    if num_visible is not None and pixels.shape[1] != num_visible:
-        raise ValueError(
-            f"{name} must have {num_visible} pixels per row (the memories' visible part), "
-            f"got shape {tuple(pixels.shape)}"
-        )
+    pixels = check_tensor(name, pixels, shape=(None, num_visible), floating=True)
     if pixels.numel() and (pixels.min() < -1 or pixels.max() > 1):
         raise ValueError(f"{name} must lie in [-1, 1] (pixels p mapped to 2p - 1)")
     return pixels
@@ -78,10 +74,7 @@ def digits_pm1(train_per_class: int = 400) -> tuple[torch.Tensor, ...]:
 
     train_per_class = check_int("train_per_class", train_per_class, min_value=1)
     if train_per_class > 499:
-        raise ValueError(
-            f"train_per_class must be at most 499 (500 digits per class, at least one "
-            f"left for testing), got {train_per_class}"
-        )
+        raise ValueError(f"train_per_class must be <= 499 (500 per class), got {train_per_class}")
     images, labels = mnist5k(flatten=True)
     order = torch.argsort(labels, stable=True)  # class by class, in the file's order
     images, labels = 2 * images[order] - 1, labels[order]
@@ -100,19 +93,13 @@ def class_means(pixels: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
                 [0., 1.]])
     """
     pixels = check_tensor("pixels", pixels, ndim=2, floating=True)
-    labels = check_tensor("labels", labels, ndim=1, floating=False)
-    if labels.shape[0] != pixels.shape[0]:
-        raise ValueError(
-            f"labels must have one class per row of pixels ({pixels.shape[0]}), "
-            f"got {labels.shape[0]}"
-        )
+    labels = check_tensor("labels", labels, shape=(len(pixels),), floating=False)
     if labels.numel() == 0 or labels.min() < 0:
         raise ValueError("labels must be non-empty classes 0 .. C-1")
     C = int(labels.max()) + 1
     counts = torch.bincount(labels, minlength=C)
     if (counts == 0).any():
-        raise ValueError(f"every class 0 .. {C - 1} needs at least one image, got counts "
-                         f"{counts.tolist()}")
+        raise ValueError(f"every class 0 .. {C - 1} needs an image, got {counts.tolist()}")
     sums = torch.zeros(C, pixels.shape[1], dtype=pixels.dtype).index_add_(0, labels, pixels)
     return sums / counts.unsqueeze(1).to(pixels.dtype)
 
@@ -139,17 +126,11 @@ def dam_class_scores(
     memories = check_tensor("memories", memories, ndim=2, floating=True)
     degree = check_positive_int("degree", degree)
     temperature = check_real("temperature", temperature, min_value=0.0, strict_min=True)
-    pixels = _check_pixels("pixels", pixels)
-    num_classes = memories.shape[1] - pixels.shape[1]
-    if num_classes < 1:
-        raise ValueError(
-            f"memories must have more columns than pixels has (N_v + N_c with N_c >= 1), "
-            f"got {memories.shape[1]} and {pixels.shape[1]}"
-        )
-    if pixels.dtype != memories.dtype:
-        raise TypeError(
-            f"pixels must have the memories' dtype {memories.dtype}, got {pixels.dtype}"
-        )
+    pixels = check_same_dtype("pixels", _check_pixels("pixels", pixels), memories.dtype,
+                              of="the memories")
+    if memories.shape[1] <= pixels.shape[1]:
+        raise ValueError(f"memories must have more columns than pixels (N_v + N_c, N_c >= 1), "
+                         f"got {memories.shape[1]} and {pixels.shape[1]}")
     return _dam_class_scores(memories, pixels, degree, temperature)
 
 
@@ -196,10 +177,7 @@ def prototype_score(memories: torch.Tensor, class_means: torch.Tensor) -> torch.
     class_means = check_tensor("class_means", class_means, ndim=2, floating=True)
     P = class_means.shape[1]
     if memories.shape[1] < P:
-        raise ValueError(
-            f"memories must have at least class_means' {P} columns, got shape "
-            f"{tuple(memories.shape)}"
-        )
+        raise ValueError(f"memories must have class_means' {P} columns, got {memories.shape[1]}")
     m = memories[:, :P] - memories[:, :P].mean(1, keepdim=True)
     c = class_means.to(m.dtype) - class_means.to(m.dtype).mean(1, keepdim=True)
     m = m / m.norm(dim=1, keepdim=True).clamp(min=1e-12)
@@ -264,9 +242,7 @@ def train_dam_classifier(
     pixels = _check_pixels("pixels", pixels)
     labels = check_tensor("labels", labels, ndim=1, floating=False)
     if labels.shape[0] != pixels.shape[0]:
-        raise ValueError(
-            f"labels must have one class per image ({pixels.shape[0]}), got {labels.shape[0]}"
-        )
+        raise ValueError(f"labels must have one class per image ({len(pixels)}), got {len(labels)}")
     if labels.numel() and labels.min() < 0:
         raise ValueError("labels must be classes 0 .. C-1, got a negative one")
     degree = check_positive_int("degree", degree)
