@@ -104,38 +104,31 @@ def call_step(
     """
     result = step_fn(prefixes, state)
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise TypeError(
-            "step_fn must return a pair (log_probs, state); a stateless step function "
-            f"returns (log_probs, None); got {type(result).__name__}"
-        )
+        raise TypeError("step_fn must return a pair (log_probs, state); a stateless step "
+                        f"function returns (log_probs, None); got {type(result).__name__}")
     log_probs, state = result
     N, K, t = prefixes.shape
     if not isinstance(log_probs, torch.Tensor) or not log_probs.is_floating_point():
-        raise TypeError(
-            f"step_fn must return floating-point log-probabilities, got {log_probs!r:.80}"
-        )
+        raise TypeError(f"step_fn must return floating-point log-probabilities, got "
+                        f"{log_probs!r:.80}")
     if log_probs.dim() != 3 or log_probs.shape[:2] != (N, K):
-        raise ValueError(
-            f"step_fn must return log-probabilities of shape (N, K, V) = ({N}, {K}, V) for "
-            f"prefixes of shape {tuple(prefixes.shape)}, got {tuple(log_probs.shape)}"
-        )
+        raise ValueError(f"step_fn must return log-probabilities of shape (N, K, V) = ({N}, "
+                         f"{K}, V) for prefixes of shape {tuple(prefixes.shape)}, got "
+                         f"{tuple(log_probs.shape)}")
     V = log_probs.shape[2]
     if vocab_size is not None and V != vocab_size:
         raise ValueError(f"step_fn changed the vocabulary size from {vocab_size} to {V}")
     if vocab_size is None and eos >= V:
-        raise ValueError(
-            f"eos must be one of the step function's token ids [0, {V}) (the vocabulary "
-            f"size V of its log-probabilities), got eos={eos}"
-        )
+        raise ValueError(f"eos must be one of the step function's token ids [0, {V}) (the "
+                         f"vocabulary size V of its log-probabilities), got eos={eos}")
     tolerance = 8 * torch.finfo(log_probs.dtype).eps  # rounding in a log-softmax
     if bool((~(log_probs <= tolerance)).any()):  # one pass: NaN and values above 0
         if bool(torch.isnan(log_probs).any()):
             raise ValueError(f"step_fn returned NaN log-probabilities at step {t}")
-        raise ValueError(
-            f"step_fn must return log-probabilities (<= 0), got values up to "
-            f"{log_probs.max().item():.4g} at step {t}; did it return probabilities or "
-            "logits? Pass them through torch.log_softmax (or .log())"
-        )
+        raise ValueError(f"step_fn must return log-probabilities (<= 0), got values up to "
+                         f"{log_probs.max().item():.4g} at step {t}; did it return "
+                         "probabilities or logits? Pass them through torch.log_softmax (or "
+                         ".log())")
     return log_probs, state
 
 
@@ -175,16 +168,12 @@ def _reorder_state(state: Any, parent: torch.Tensor, check: bool = False) -> Any
 
 def _check_parent(state: torch.Tensor, parent: torch.Tensor) -> None:
     if state.dim() < 2 or state.shape[0] != parent.shape[0]:
-        raise ValueError(
-            f"a state tensor must have shape (N, K, ...) with N = {parent.shape[0]} (the "
-            f"rows of parent), got shape {tuple(state.shape)}"
-        )
+        raise ValueError(f"a state tensor must have shape (N, K, ...) with N = "
+                         f"{parent.shape[0]} (the rows of parent), got shape {tuple(state.shape)}")
     K = state.shape[1]
     if parent.numel() and (int(parent.min()) < 0 or int(parent.max()) >= K):
-        raise ValueError(
-            f"parent must hold row indices in [0, {K}) (K, the rows of the state), got "
-            f"indices from {int(parent.min())} to {int(parent.max())}"
-        )
+        raise ValueError(f"parent must hold row indices in [0, {K}) (K, the rows of the state), "
+                         f"got indices from {int(parent.min())} to {int(parent.max())}")
 
 
 def length_normalized(

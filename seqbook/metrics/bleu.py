@@ -44,10 +44,8 @@ def _check_hashable(name: str, tokens: list | tuple) -> None:
         set(tokens)
     except TypeError:
         bad = next(t for t in tokens if not isinstance(t, Hashable) or _unhashable(t))
-        raise TypeError(
-            f"{name} must hold hashable tokens (str, int, tuple, ...), got {bad!r} "
-            f"({type(bad).__name__})"
-        ) from None
+        raise TypeError(f"{name} must hold hashable tokens (str, int, tuple, ...), got {bad!r} "
+                        f"({type(bad).__name__})") from None
 
 
 def _unhashable(token: object) -> bool:
@@ -233,25 +231,21 @@ def _check_smoothing(smooth: object, smooth_value: object, effective_order: obje
     return None
 
 
+def _check_list(name: str, value: object, what: str) -> None:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+
+
 def _check_corpus(
     hypotheses: object, references: object, max_order: object
 ) -> tuple[list, list, int]:
     """Validate a corpus; return its hypotheses and references as lists, and max_order."""
-    if isinstance(hypotheses, (str, bytes)) or not isinstance(hypotheses, Sequence):
-        raise TypeError(
-            f"hypotheses must be a list of token lists, got {type(hypotheses).__name__}"
-        )
-    if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-        raise TypeError(
-            "references must be a list with one list of references per hypothesis, "
-            f"got {type(references).__name__}"
-        )
+    _check_list("hypotheses", hypotheses, "a list of token lists")
+    _check_list("references", references, "a list with one list of references per hypothesis")
     if len(hypotheses) != len(references):
-        raise ValueError(
-            "hypotheses and references must have the same length (one list of references "
-            f"per hypothesis), got {len(hypotheses)} hypotheses and {len(references)} "
-            "reference lists"
-        )
+        raise ValueError("hypotheses and references must have the same length (one list of "
+                         f"references per hypothesis), got {len(hypotheses)} hypotheses and "
+                         f"{len(references)} reference lists")
     if len(hypotheses) == 0:
         raise ValueError("hypotheses must contain at least one sentence, got an empty corpus")
     max_order = check_positive_int("max_order", max_order)
@@ -264,18 +258,13 @@ def _check_references(i: int, refs: object) -> list:
     if (type(refs) is list or type(refs) is tuple) and refs:
         if all(type(ref) is list or type(ref) is tuple for ref in refs):
             return refs  # the fast, common case: a list of token lists
-    if isinstance(refs, (str, bytes)) or not isinstance(refs, Sequence):
-        raise TypeError(f"references[{i}] must be a list of references, got {type(refs).__name__}")
+    _check_list(f"references[{i}]", refs, "a list of references")
     if len(refs) == 0:
-        raise ValueError(
-            f"references[{i}] is empty: every hypothesis needs at least one reference"
-        )
+        raise ValueError(f"references[{i}] is empty: every hypothesis needs at least one reference")
     if isinstance(refs[0], str) and len(refs[0]) != 0:
-        raise TypeError(
-            f"references[{i}] must be a list of references, each a list of tokens; got a "
-            f"list of str ({list(refs[:3])!r}...). With one reference per sentence, wrap "
-            "each one: [[ref] for ref in refs]"
-        )
+        raise TypeError(f"references[{i}] must be a list of references, each a list of tokens; "
+                        f"got a list of str ({list(refs[:3])!r}...). With one reference per "
+                        "sentence, wrap each one: [[ref] for ref in refs]")
     return [_check_tokens(f"references[{i}][{j}]", ref) for j, ref in enumerate(refs)]
 
 
@@ -375,8 +364,5 @@ def sentence_bleu(
     """
     hypothesis = _check_tokens("hypothesis", hypothesis)
     _check_hashable("hypothesis", hypothesis)
-    if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-        raise TypeError(
-            f"references must be a list of token lists, got {type(references).__name__}"
-        )
+    _check_list("references", references, "a list of token lists")
     return corpus_bleu([hypothesis], [references], max_order, smooth, smooth_value, effective_order)
