@@ -124,7 +124,13 @@ def truncate_scores(
         [[True, True, True, False]]
     """
     check_tensor("scores", scores, ndim=2, floating=True)
-    top_k, top_p = _check_truncation(top_k, top_p)
+    return _truncate_scores(scores, *_check_truncation(top_k, top_p))
+
+
+def _truncate_scores(
+    scores: torch.Tensor, top_k: int | None, top_p: float | None
+) -> torch.Tensor:
+    """:func:`truncate_scores` of checked arguments."""
     if top_k is not None and top_k < scores.shape[-1]:  # (eq-lm-top-k)
         kth_best = scores.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
         scores = scores.masked_fill(scores < kth_best, -math.inf)
@@ -144,7 +150,7 @@ def _next_token(
     """:func:`next_token` on checked arguments (``generate`` checks them once)."""
     if greedy:
         return logits.argmax(dim=-1)  # (B,)
-    scores = truncate_scores(logits / temperature, top_k, top_p)  # (B, V)
+    scores = _truncate_scores(logits / temperature, top_k, top_p)  # (B, V)
     probs = F.softmax(scores, dim=-1)  # (B, V)  (eq-lm-temperature)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
 
