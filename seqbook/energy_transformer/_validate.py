@@ -17,10 +17,8 @@ def check_tokens(name: str, value: object, dim: int, dtype: torch.dtype) -> torc
     """
     value = check_tensor(name, value, ndim=3, floating=True)
     if value.shape[-1] != dim or value.shape[1] < 2:
-        raise ValueError(
-            f"{name} must have shape (B, N, D) with N >= 2 tokens of D = {dim} features, "
-            f"got {tuple(value.shape)}"
-        )
+        raise ValueError(f"{name} must have shape (B, N, D) with N >= 2 tokens of D = {dim} "
+                         f"features, got {tuple(value.shape)}")
     if not torch.isfinite(value).all():
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return check_same_dtype(name, value, dtype, of="the module's parameters")

@@ -74,12 +74,9 @@ class EnergyLayerNorm(nn.Module):
 
     def check(self, name: str, x: object) -> torch.Tensor:
         """``x`` if it is a floating tensor ``(..., D)`` of the parameters' dtype."""
-        x = check_tensor(name, x, floating=True)
-        if x.dim() == 0 or x.shape[-1] != self.dim:
-            raise ValueError(
-                f"{name} must have D = {self.dim} features in its last dimension, "
-                f"got shape {tuple(x.shape)}"
-            )
+        if check_tensor(name, x, floating=True).dim() == 0 or x.shape[-1] != self.dim:
+            raise ValueError(f"{name} must have D = {self.dim} features in its last dimension, "
+                             f"got shape {tuple(x.shape)}")
         return check_same_dtype(name, x, self.delta.dtype, of="the module's parameters")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -242,18 +242,13 @@ def paste_visible(
     images = check_tensor("images", images, ndim=3, floating=True)
     predictions = check_tensor("predictions", predictions, floating=True)
     if predictions.dim() < 3 or predictions.shape[-3:] != images.shape:
-        raise ValueError(
-            f"predictions must have shape (..., {', '.join(map(str, images.shape))}), "
-            f"got {tuple(predictions.shape)}"
-        )
+        raise ValueError(f"predictions must have shape (..., {', '.join(map(str, images.shape))}),"
+                         f" got {tuple(predictions.shape)}")
     B, H, W = images.shape
-    visible = check_tensor("visible", visible, ndim=2)
     N = (H // patch_size) * (W // patch_size)
-    if visible.dtype != torch.bool or visible.shape != (B, N):
-        raise ValueError(
-            f"visible must be a boolean tensor of shape {(B, N)}, "
-            f"got {visible.dtype} of shape {tuple(visible.shape)}"
-        )
+    if check_tensor("visible", visible, ndim=2).dtype != torch.bool or visible.shape != (B, N):
+        raise ValueError(f"visible must be a boolean tensor of shape {(B, N)}, "
+                         f"got {visible.dtype} of shape {tuple(visible.shape)}")
     lead = predictions.shape[:-3]
     flat = predictions.reshape(-1, H, W)  # (S B, H, W)
     pred = image_to_patches(flat, patch_size).view(*lead, B, N, -1)  # (..., B, N, a)
@@ -293,8 +288,8 @@ def masked_loss(
 def _check_images(model: object, images: object) -> torch.Tensor:
     if not isinstance(model, MaskedEnergyTransformer):
         raise TypeError(f"model must be a MaskedEnergyTransformer, got {type(model).__name__}")
-    S = model.image_size
-    images = check_tensor("images", images, shape=("B", S, S), floating=True)
+    images = check_tensor("images", images, shape=("B", model.image_size, model.image_size),
+                          floating=True)
     return check_same_dtype("images", images, model.position.dtype, of="the model's parameters")
 
 
