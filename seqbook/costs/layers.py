@@ -16,7 +16,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, check_last_dim, check_positive_int, check_tensor
+from seqbook._checks import (
+    check_bool,
+    check_int,
+    check_last_dim,
+    check_positive_int,
+    check_tensor,
+)
 from seqbook.attention import MultiHeadAttention, causal_mask
 
 __all__ = ["CausalConvolution", "SelfAttentionLayer", "convolution_stack", "attention_stack"]
@@ -62,8 +68,11 @@ class CausalConvolution(nn.Module):
         self.b = nn.Parameter(torch.empty(d).uniform_(-bound, bound))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, ndim=3, floating=True)
-        check_last_dim("x", x, self.d, what="d")
+        check_last_dim("x", check_tensor("x", x, ndim=3, floating=True), self.d, what="d")
+        return self._convolve(x)
+
+    def _convolve(self, x: torch.Tensor) -> torch.Tensor:
+        """The convolution of a checked ``x``."""
         n, k, delta = x.shape[1], self.kernel_size, self.dilation
         padded = F.pad(x, (0, 0, (k - 1) * delta, 0))  # (B, (k-1) delta + n, d)
         y = self.b
@@ -133,9 +142,7 @@ class SelfAttentionLayer(nn.Module):
         if d % num_heads:
             raise ValueError(f"num_heads must divide d, got d={d} and num_heads={num_heads}")
         self.attention = MultiHeadAttention(d, num_heads)
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {causal!r}")
-        self.causal = causal
+        self.causal = check_bool("causal", causal)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("x", x, ndim=3, floating=True)
@@ -170,8 +177,7 @@ def convolution_stack(d: int, num_layers: int, kernel_size: int = 3,
     """
     check_positive_int("num_layers", num_layers)
     check_int("kernel_size", kernel_size, min_value=2)
-    if not isinstance(dilated, bool):
-        raise TypeError(f"dilated must be a bool, got {dilated!r}")
+    check_bool("dilated", dilated)
     return nn.Sequential(*(
         CausalConvolution(d, kernel_size, kernel_size**layer if dilated else 1)
         for layer in range(num_layers)
