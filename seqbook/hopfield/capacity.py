@@ -115,10 +115,8 @@ def bit_errors(states: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
     check_tensor("states", states)
     check_tensor("patterns", patterns)
     if states.shape[-1] != patterns.shape[-1]:
-        raise ValueError(
-            f"states and patterns must have the same last dimension, got {tuple(states.shape)} "
-            f"and {tuple(patterns.shape)}"
-        )
+        raise ValueError(f"states and patterns must have the same last dimension, got "
+                         f"{tuple(states.shape)} and {tuple(patterns.shape)}")
     return (torch.sign(states) != torch.sign(patterns)).float().mean(-1)
 
 
@@ -271,9 +269,8 @@ class CapacityCurve:
         if method == "logistic":
             inside = (mean > 0.02) & (mean < 0.98)
             if inside.sum() < 2:
-                raise ValueError(
-                    "a logistic fit needs at least two points with 0.02 < fraction < 0.98"
-                )
+                raise ValueError("a logistic fit needs at least two points with "
+                                 "0.02 < fraction < 0.98")
             f, x = mean[inside], n[inside]
             y = torch.log(f / (1 - f))
             A = torch.stack([torch.ones_like(x), x], dim=1)  # (L', 2)
@@ -325,9 +322,8 @@ def capacity_curve(
     Q = kwargs.pop("num_queries", None)
     Q = min(sizes) if Q is None else check_positive_int("num_queries", Q)
     if Q > min(sizes):
-        raise ValueError(
-            f"num_queries must be at most the smallest number of patterns ({min(sizes)}), got {Q}"
-        )
+        raise ValueError(f"num_queries must be at most the smallest number of patterns "
+                         f"({min(sizes)}), got {Q}")
     errors = []
     for N in sizes:
         X = random_patterns(N, d, num_trials=num_trials, generator=generator, device=device)

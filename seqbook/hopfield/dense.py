@@ -183,10 +183,7 @@ class DenseAssociativeMemory(PatternMemory):
             (-inf, 1000.693)
         """
         if self.F != "exp":
-            raise ValueError(
-                "log_neg_energy needs F='exp' (-E can be <= 0 for a polynomial), "
-                f"got F={self.F!r}"
-            )
+            raise ValueError(f"log_neg_energy needs F='exp' (-E can be <= 0), got F={self.F!r}")
         xi = self._state(xi)
         return torch.logsumexp(xi.double() @ self.patterns.double().T, dim=-1)  # (...)
 

@@ -355,9 +355,8 @@ class HopfieldLayer(nn.Module):
         return layer.train(module.training)
 
     def _check_inputs(
-        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor | None, mask: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        P = Y if P is None else P
+        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor, mask: torch.Tensor | None
+    ) -> None:
         for name, x, what in (("R", R, "state_size"), ("Y", Y, "stored_size"),
                               ("P", P, "pattern_projection_size")):
             if check_tensor(name, x, ndim=3, floating=True).shape[-1] != getattr(self, what):
@@ -371,17 +370,14 @@ class HopfieldLayer(nn.Module):
             raise ValueError("Y must hold at least one stored pattern, got N = 0")
         if N_P != N:
             raise ValueError(f"P must have one row per stored pattern (N = {N}), got {N_P}")
-        if mask is None:
-            return R, Y, P, None
-        if check_tensor("mask", mask).dtype != torch.bool:
+        if mask is not None and check_tensor("mask", mask).dtype != torch.bool:
             raise TypeError(f"mask must be a bool tensor (True = stored pattern present), "
                             f"got {mask.dtype}")
-        if mask.shape not in ((B, N), (B, S, N)):
+        if mask is not None and mask.shape not in ((B, N), (B, S, N)):
             raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
                              f"got {tuple(mask.shape)}")
-        if not mask.any(-1).all():
+        if mask is not None and not mask.any(-1).all():
             raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
-        return R, Y, P, mask.reshape(B, 1, -1, N)  # (B, 1, 1 or S, N)
 
     def forward(
         self,
@@ -393,7 +389,11 @@ class HopfieldLayer(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
         check_bool("return_weights", return_weights)
-        Z, A = self._associate(*self._check_inputs(R, Y, P, mask))
+        P = Y if P is None else P
+        self._check_inputs(R, Y, P, mask)
+        B, N = Y.shape[:2]
+        mask = None if mask is None else mask.reshape(B, 1, -1, N)  # (B, 1, 1 or S, N)
+        Z, A = self._associate(R, Y, P, mask)
         return (Z, A) if return_weights else Z
 
     def _associate(

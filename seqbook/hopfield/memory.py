@@ -34,14 +34,11 @@ class Retrieval:
     def __post_init__(self) -> None:
         expected = tuple(self.states.shape[:-1])
         if tuple(self.energies.shape) != expected:
-            raise ValueError(
-                f"energies must have shape {expected} (one per state of the trajectory), "
-                f"got {tuple(self.energies.shape)}"
-            )
+            raise ValueError(f"energies must have shape {expected} (one per state of the "
+                             f"trajectory), got {tuple(self.energies.shape)}")
         if tuple(self.converged.shape) != expected[1:]:
-            raise ValueError(
-                f"converged must have shape {expected[1:]}, got {tuple(self.converged.shape)}"
-            )
+            raise ValueError(f"converged must have shape {expected[1:]}, "
+                             f"got {tuple(self.converged.shape)}")
 
     @property
     def final(self) -> torch.Tensor:
