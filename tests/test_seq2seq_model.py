@@ -230,3 +230,24 @@ def test_float64_equals_torch_gru_and_the_decoder_equations():
     reference = F.cross_entropy(forced.reshape(-1, 9), targets.reshape(-1), ignore_index=0)
     assert loss.dtype == torch.float64
     assert torch.allclose(loss, reference, atol=1e-15, rtol=1e-13)
+
+
+def test_bahdanau_decoder_checks_its_attention_once_not_per_step(monkeypatch):
+    """The decoder's attention reads the encoder's own output: no per-step re-check."""
+    from seqbook.attention import AdditiveAttention
+    from seqbook.seq2seq import BahdanauDecoder, Seq2SeqEncoder
+
+    torch.manual_seed(0)
+    encoder = Seq2SeqEncoder(10, 4, 6, bidirectional=True)
+    decoder = BahdanauDecoder(12, 4, 8, context_size=12, attention_size=5)
+    encoded = encoder(torch.tensor([[3, 4, 2], [5, 2, 0]]), torch.tensor([3, 2]))
+    tgt_in = torch.tensor([[1, 5, 6, 7], [1, 8, 0, 0]])
+    expected, weights = decoder(tgt_in, encoded)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("AdditiveAttention re-checked its arguments")
+
+    monkeypatch.setattr(AdditiveAttention, "_check_forward", refuse)
+    logits, again = decoder(tgt_in, encoded)
+    assert torch.equal(logits, expected) and torch.equal(again, weights)
+    assert torch.equal(weights[1, :, 2], torch.zeros(4))  # the padded source position

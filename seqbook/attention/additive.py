@@ -115,7 +115,13 @@ class AdditiveAttention(nn.Module):
         mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(context, weights)`` for each query (shapes in the class docstring)."""
-        mask = self._check_forward(queries, keys, values, mask)
+        return self._attend(queries, keys, values, self._check_forward(queries, keys, values, mask))
+
+    def _attend(
+        self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+        mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` of checked arguments, ``mask`` broadcastable to the scores."""
         single = queries.dim() == 2  # one query per sequence: a decoder step
         q = queries.unsqueeze(1) if single else queries  # (B, T_q, Q)
         weights = _masked_softmax(self.scores(q, keys), mask)  # (B, T_q, T_k)

@@ -91,6 +91,9 @@ class BahdanauDecoder(nn.Module):
     def init_state(self, encoded: Encoded) -> torch.Tensor:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
         check_encoded(encoded, self, self.context_size)
+        return self._init_state(encoded)
+
+    def _init_state(self, encoded: Encoded) -> torch.Tensor:
         return torch.tanh(self.W_s(encoded.state))  # (B, H)
 
     def _step(
@@ -99,7 +102,7 @@ class BahdanauDecoder(nn.Module):
         h = encoded.outputs  # (B, T_x, D): keys and values
         # the query is the previous state s_{i-1}
         # (B, D), (B, T_x)  (eq-s2s-attn-context)
-        c, alpha = self.attention(s_prev, h, h, encoded.mask)
+        c, alpha = self.attention._attend(s_prev, h, h, encoded.mask.unsqueeze(1))
         s = self.cell(torch.cat([y_emb, c], dim=-1), s_prev)  # (B, H)  (eq-s2s-state)
         logits = self.W_o(torch.cat([s, c], dim=-1))  # (B, V)  (eq-s2s-output)
         return logits, s, alpha
@@ -107,7 +110,7 @@ class BahdanauDecoder(nn.Module):
     def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
         check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self, self.vocab_size, self.context_size)
         y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
-        s = self.init_state(encoded)  # (B, H)
+        s = self._init_state(encoded)  # (B, H)
         all_logits, all_weights = [], []
         for i in range(tgt_in.shape[1]):
             logits, s, alpha = self._step(y[:, i], s, encoded)

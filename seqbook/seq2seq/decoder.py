@@ -121,6 +121,9 @@ class Seq2SeqDecoder(nn.Module):
     def init_state(self, encoded: Encoded) -> torch.Tensor:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
         check_encoded(encoded, self, self.context_size)
+        return self._init_state(encoded)
+
+    def _init_state(self, encoded: Encoded) -> torch.Tensor:
         return torch.tanh(self.W_s(encoded.state))  # (B, H)
 
     def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, None]:

@@ -176,7 +176,7 @@ class EncoderDecoder(nn.Module):
             with torch.no_grad():
                 y_prev = prefixes[:, :, -1].reshape(N * K).to(src.device)  # (N * K,)
                 check_token_ids("prefixes (bos and the tokens so far)", y_prev, V)
-                s = decoder.init_state(enc) if state is None else state.reshape(N * K, -1)
+                s = decoder._init_state(enc) if state is None else state.reshape(N * K, -1)
                 logits, s, _ = decoder._step(decoder.embedding(y_prev), s, enc)  # (N * K, V)
                 log_probs = torch.log_softmax(logits, dim=-1)
                 log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
