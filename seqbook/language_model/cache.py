@@ -120,53 +120,38 @@ class KVCache:
     def check(self, model: nn.Module, batch_size: int) -> "KVCache":
         """Return the cache if ``model`` made it for batches of ``batch_size``."""
         if self.owner() is not model:
-            raise ValueError(
-                "cache was made by another model; start a cache for this one with "
-                "model.init_state(batch_size)"
-            )
+            raise ValueError("cache was made by another model; start a cache for this one "
+                             "with model.init_state(batch_size)")
         if batch_size != self.batch_size:
-            raise ValueError(
-                f"cache holds a batch of {self.batch_size} sequences, but ids has "
-                f"{batch_size}; a cache belongs to the batch it was made for"
-            )
+            raise ValueError(f"cache holds a batch of {self.batch_size} sequences, but ids has "
+                             f"{batch_size}; a cache belongs to the batch it was made for")
         if len(set(self.lengths)) != 1:
-            raise ValueError(
-                f"cache layers hold different numbers of positions {self.lengths} (a call "
-                "failed half-way); start a new cache with model.init_state(batch_size)"
-            )
+            raise ValueError(f"cache layers hold different numbers of positions {self.lengths} "
+                             "(a call failed half-way); start a new cache with "
+                             "model.init_state(batch_size)")
         return self
 
 
 def _check_step(attention: object, x: object, cache: object, layer: object) -> None:
     if not isinstance(attention, MultiHeadAttention):
-        raise TypeError(
-            f"attention must be a seqbook.attention.MultiHeadAttention, got "
-            f"{type(attention).__name__}"
-        )
-    check_tensor("x", x, ndim=3, floating=True)
+        raise TypeError("attention must be a seqbook.attention.MultiHeadAttention, got "
+                        f"{type(attention).__name__}")
+    x = check_tensor("x", x, ndim=3, floating=True)
     check_last_dim("x", x, attention.d_model, what="d_model")
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
-    check_int("layer", layer, min_value=0)
-    if layer >= len(cache.key_buffers):
-        raise ValueError(
-            f"layer must be < the cache's {len(cache.key_buffers)} layers, got {layer}"
-        )
-    if x.shape[0] != cache.batch_size:
-        raise ValueError(
-            f"cache holds a batch of {cache.batch_size} sequences, but x has {x.shape[0]}"
-        )
+    L, B = len(cache.key_buffers), cache.batch_size
+    if check_int("layer", layer, min_value=0) >= L:
+        raise ValueError(f"layer must be < the cache's {L} layers, got {layer}")
+    if x.shape[0] != B:
+        raise ValueError(f"cache holds a batch of {B} sequences, but x has {x.shape[0]}")
     check_same_dtype("x", x, cache.key_buffers[layer].dtype, of="the cache's keys")
-    if cache.lengths[layer] + x.shape[1] > cache.capacity:
-        raise ValueError(
-            f"x has {x.shape[1]} positions after {cache.lengths[layer]} cached ones, more "
-            f"than the cache's capacity of {cache.capacity}"
-        )
+    if (P := cache.lengths[layer]) + x.shape[1] > cache.capacity:
+        raise ValueError(f"x has {x.shape[1]} positions after {P} cached ones, more than the "
+                         f"cache's capacity of {cache.capacity}")
     if torch.is_grad_enabled() and any(p.requires_grad for p in attention.parameters()):
-        raise RuntimeError(
-            "cached attention is for generation: call it under torch.no_grad() (the cache "
-            "is written in place, which gradients cannot flow through)"
-        )
+        raise RuntimeError("cached attention is for generation: call it under torch.no_grad() "
+                           "(the cache is written in place, which gradients cannot flow through)")
 
 
 def cached_self_attention(
