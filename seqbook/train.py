@@ -52,20 +52,16 @@ def _check_fit_arguments(
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     check_callable("loss_fn", loss_fn, signature="loss_fn(model, batch)", nargs=2)
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(
-            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
-        )
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got "
+                        f"{type(optimizer).__name__}")
     epochs = check_positive_int("epochs", epochs)
-    if clip is not None:
-        clip = check_real("clip", clip, min_value=0.0, strict_min=True)
-    if not callable(batches):
-        if isinstance(batches, (str, bytes)) or not isinstance(batches, Iterable):
-            raise TypeError(f"batches must be iterable, got {type(batches).__name__}")
-        if iter(batches) is batches:  # a generator would be empty from epoch 2 on
-            raise TypeError(
-                "batches must be re-iterable (a list, a DataLoader) or a function returning "
-                "an iterable; got a one-shot iterator"
-            )
+    clip = None if clip is None else check_real("clip", clip, min_value=0.0, strict_min=True)
+    if not callable(batches) and (isinstance(batches, (str, bytes))
+                                  or not isinstance(batches, Iterable)):
+        raise TypeError(f"batches must be iterable, got {type(batches).__name__}")
+    if not callable(batches) and iter(batches) is batches:  # a generator: empty from epoch 2
+        raise TypeError("batches must be re-iterable (a list, a DataLoader) or a function "
+                        "returning an iterable; got a one-shot iterator")
     if eval_fn is not None:
         check_callable("eval_fn", eval_fn, signature="eval_fn(model) -> dict", nargs=1)
     check_bool("progress", progress)
@@ -76,6 +72,16 @@ def _check_fit_arguments(
         first = next(model.parameters(), None)
         device = first.device if first is not None else torch.device("cpu")
     return epochs, clip, device
+
+
+def _check_loss(loss: object, epoch: int, step: int) -> None:
+    """The loss of one step: a scalar tensor with a finite value."""
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        shape = f" of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else ""
+        raise TypeError(f"loss_fn must return a scalar tensor, got {type(loss).__name__}{shape}")
+    if not math.isfinite(loss.item()):
+        raise FloatingPointError(f"the loss became {loss.item()} at epoch {epoch}, step {step}; "
+                                 "try a smaller learning rate or gradient clipping (clip=...)")
 
 
 def fit(
@@ -142,20 +148,7 @@ def fit(
             losses = []
             for step, batch in enumerate(batches() if callable(batches) else batches):
                 loss = loss_fn(model, to_device(batch, device))
-                if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-                    raise TypeError(
-                        f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
-                        + (
-                            f" of shape {tuple(loss.shape)}"
-                            if isinstance(loss, torch.Tensor)
-                            else ""
-                        )
-                    )
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(
-                        f"the loss became {loss.item()} at epoch {epoch}, step {step}; "
-                        "try a smaller learning rate or gradient clipping (clip=...)"
-                    )
+                _check_loss(loss, epoch, step)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 # clip_grad_norm_ returns the norm before clipping; with max_norm=inf
@@ -174,10 +167,8 @@ def fit(
                 with torch.no_grad():
                     metrics = eval_fn(model)
                 if not isinstance(metrics, dict):
-                    raise TypeError(
-                        f"eval_fn must return a dict of metric names to numbers, got "
-                        f"{type(metrics).__name__}"
-                    )
+                    raise TypeError("eval_fn must return a dict of metric names to numbers, "
+                                    f"got {type(metrics).__name__}")
                 for name, value in metrics.items():
                     history.metrics.setdefault(name, []).append(float(value))
                     postfix[name] = f"{float(value):.4f}"
