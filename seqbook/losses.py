@@ -27,9 +27,7 @@ __all__ = [
 def _check_distribution(name: str, p: object) -> torch.Tensor:
     """A floating tensor with a class dimension (its values are the caller's contract:
     non-negative, summing to 1 over the last dimension; the tests check the results)."""
-    check_tensor(name, p, floating=True)
-    assert isinstance(p, torch.Tensor)
-    if p.dim() == 0:
+    if check_tensor(name, p, floating=True).dim() == 0:
         raise ValueError(f"{name} must have a class dimension, got a scalar")
     return p
 
@@ -38,9 +36,8 @@ def _check_pair(p: object, q: object) -> None:
     p, q = _check_distribution("p", p), _check_distribution("q", q)
     check_same_dtype("q", q, p.dtype, of="p")
     if p.shape != q.shape:
-        raise ValueError(
-            f"p and q must have the same shape, got {tuple(p.shape)} and {tuple(q.shape)}"
-        )
+        raise ValueError(f"p and q must have the same shape, got {tuple(p.shape)} and "
+                         f"{tuple(q.shape)}")
 
 
 def cross_entropy(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -119,15 +116,11 @@ def _kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def _check_targets(target: object, num_classes: int, *, where: str = "") -> None:
-    check_tensor("target", target, floating=False)
-    assert isinstance(target, torch.Tensor)
-    if target.dtype == torch.bool:
+    if check_tensor("target", target, floating=False).dtype == torch.bool:
         raise TypeError("target must hold integer class indices, got dtype torch.bool")
     if target.numel() and (int(target.min()) < 0 or int(target.max()) >= num_classes):
-        raise ValueError(
-            f"target must hold class indices in [0, {num_classes}){where}, got values from "
-            f"{int(target.min())} to {int(target.max())}"
-        )
+        raise ValueError(f"target must hold class indices in [0, {num_classes}){where}, got "
+                         f"values from {int(target.min())} to {int(target.max())}")
 
 
 def smoothed_targets(
@@ -184,27 +177,22 @@ def _check_loss_arguments(
     logits: object, target: object, epsilon: object, ignore_index: object, reduction: object
 ) -> torch.Tensor:
     """Validate the arguments of :func:`label_smoothing_loss`; return the positions kept."""
-    check_tensor("logits", logits, floating=True)
-    check_tensor("target", target, floating=False)
-    assert isinstance(logits, torch.Tensor) and isinstance(target, torch.Tensor)
+    logits = check_tensor("logits", logits, floating=True)
+    target = check_tensor("target", target, floating=False)
     check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
     check_int("ignore_index", ignore_index)
     check_choice("reduction", reduction, REDUCTIONS)
     if logits.dim() == 0 or logits.shape[:-1] != target.shape:
-        raise ValueError(
-            "target must have the shape of logits without the class dimension, got "
-            f"logits {tuple(logits.shape)} and target {tuple(target.shape)}"
-        )
+        raise ValueError("target must have the shape of logits without the class dimension, "
+                         f"got logits {tuple(logits.shape)} and target {tuple(target.shape)}")
     if logits.shape[-1] < 2:
         raise ValueError(f"logits must score at least 2 classes, got shape {tuple(logits.shape)}")
     keep = target != ignore_index  # (...)
     if reduction == "mean" and not bool(keep.any()):
-        raise ValueError(
-            "target must have at least one entry that is not ignore_index (the mean of "
-            "no losses is undefined; reduction='sum' gives 0)"
-        )
-    where = f" (the classes of logits) or ignore_index={ignore_index}"
-    _check_targets(target[keep], logits.shape[-1], where=where)
+        raise ValueError("target must have at least one entry that is not ignore_index (the "
+                         "mean of no losses is undefined; reduction='sum' gives 0)")
+    _check_targets(target[keep], logits.shape[-1], where=f" (the classes of logits) or "
+                   f"ignore_index={ignore_index}")
     return keep
 
 
