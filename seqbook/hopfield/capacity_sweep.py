@@ -99,15 +99,12 @@ def nested_retrieval_errors(
     d = check_positive_int("dim", dim)
     sizes = [check_positive_int("num_patterns", n) for n in num_patterns]
     if not sizes or sizes != sorted(set(sizes)):
-        raise ValueError(
-            f"num_patterns must be a non-empty increasing list, got {list(num_patterns)}"
-        )
+        raise ValueError(f"num_patterns must be a non-empty increasing list, got {sizes}")
     T = check_positive_int("num_networks", num_networks)
     Q = check_positive_int("num_queries", num_queries)
     if Q > sizes[0]:
-        raise ValueError(
-            f"num_queries must be at most the smallest number of patterns ({sizes[0]}), got {Q}"
-        )
+        raise ValueError(f"num_queries must be at most the smallest number of patterns "
+                         f"({sizes[0]}), got {Q}")
     batch = check_positive_int("batch", batch)
     out = torch.empty(T, len(sizes), Q)
     for first in range(0, T, batch):
@@ -220,12 +217,15 @@ def logistic_crossing(
     k = np.asarray(retrieved, dtype=float)
     n = np.broadcast_to(np.asarray(queries, dtype=float), x.shape)
     if x.ndim != 1 or k.shape != x.shape or len(x) < 2:
-        raise ValueError(
-            "loads and retrieved must be 1-D of the same length >= 2, "
-            f"got {x.shape} and {k.shape}"
-        )
+        raise ValueError(f"loads and retrieved must be 1-D of the same length >= 2, "
+                         f"got {x.shape} and {k.shape}")
     if np.any(k < 0) or np.any(k > n):
         raise ValueError("retrieved must lie between 0 and queries at every load")
+    return _logistic_crossing(x, k, n, level)
+
+
+def _logistic_crossing(x: np.ndarray, k: np.ndarray, n: np.ndarray, level: float) -> float:
+    """:func:`logistic_crossing` of float arrays ``(L,)`` it has checked."""
     center = x.mean()
     A = np.stack([np.ones_like(x), x - center], 1)  # (L, 2)
     theta = np.zeros(2)
@@ -268,7 +268,9 @@ def sweep_crossing(
     else:
         totals = sweep.retrieved[dim][networks].sum(0)
         n = len(networks) * sweep.queries[dim]
-    return logistic_crossing(sweep.loads[dim][window], totals[window], n)
+    x = np.asarray(sweep.loads[dim][window], dtype=float)  # (L,)
+    k = np.asarray(totals[window], dtype=float)  # (L,)
+    return _logistic_crossing(x, k, np.broadcast_to(np.asarray(n, dtype=float), x.shape), 0.5)
 
 
 def bootstrap_crossings(
@@ -312,10 +314,8 @@ def fit_finite_size(
     y = np.asarray(crossings, dtype=float)
     w = np.ones_like(y) if sigma is None else 1.0 / np.asarray(sigma, dtype=float) ** 2
     if d.ndim != 1 or y.shape != d.shape or len(d) < 3:
-        raise ValueError(
-            "dims and crossings must be 1-D of the same length >= 3, "
-            f"got {d.shape} and {y.shape}"
-        )
+        raise ValueError(f"dims and crossings must be 1-D of the same length >= 3, "
+                         f"got {d.shape} and {y.shape}")
 
     def linear(nu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Weighted least squares for alpha, c at every exponent of ``nu`` at once."""

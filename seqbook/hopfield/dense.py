@@ -72,7 +72,11 @@ def dense_energy(
         tensor([-27.], dtype=torch.float64)
     """
     _check_memory(xi, patterns, F, degree)
-    overlaps = xi.double() @ patterns.double().transpose(-1, -2)  # (..., B, N)
+    return _dense_energy(xi, patterns, F, degree)
+
+
+def _dense_energy(xi: torch.Tensor, X: torch.Tensor, F: str, degree: int) -> torch.Tensor:
+    overlaps = xi.double() @ X.double().transpose(-1, -2)  # (..., B, N)
     return -_F(overlaps, F, degree).sum(-1)  # (eq-hopfield-dam-energy)
 
 
@@ -164,7 +168,7 @@ class DenseAssociativeMemory(PatternMemory):
             returns: ``(...)``.
         """
         xi = self._state(xi)
-        return dense_energy(xi.unsqueeze(-2), self.patterns, self.F, self.degree).squeeze(-1)
+        return _dense_energy(xi.unsqueeze(-2), self.patterns, self.F, self.degree).squeeze(-1)
 
     def log_neg_energy(self, xi: torch.Tensor) -> torch.Tensor:
         r""":math:`\log(-E) = \log\sum_\mu e^{\mathbf x_\mu^\top\boldsymbol\xi}`, finite where
