@@ -40,9 +40,7 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.
         max_len = longest
     check_int("max_len", max_len)
     if max_len < longest:
-        raise ValueError(
-            f"max_len must be >= the longest of lengths ({longest}), got {max_len}"
-        )
+        raise ValueError(f"max_len must be >= the longest of lengths ({longest}), got {max_len}")
     positions = torch.arange(max_len, device=lengths.device)  # (T,)
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
 
@@ -72,20 +70,16 @@ def pad_batch(
         ([3, 1], 4)
     """
     if isinstance(sequences, (str, torch.Tensor)) or not isinstance(sequences, Sequence):
-        raise TypeError(
-            "sequences must be a list of sequences (lists of ids or tensors), "
-            f"got {type(sequences).__name__}"
-        )
+        raise TypeError("sequences must be a list of sequences (lists of ids or tensors), "
+                        f"got {type(sequences).__name__}")
     if len(sequences) == 0:
         raise ValueError("sequences must contain at least one sequence, got an empty list")
     check_real("pad_value", pad_value)
     tensors = []
     for b, seq in enumerate(sequences):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (Iterable, torch.Tensor)):
-            raise TypeError(
-                f"sequences[{b}] must be a list of token ids or a tensor, got "
-                f"{type(seq).__name__}"
-            )
+            raise TypeError(f"sequences[{b}] must be a list of token ids or a tensor, got "
+                            f"{type(seq).__name__}")
         try:
             tensor = seq if isinstance(seq, torch.Tensor) else torch.as_tensor(list(seq))
         except (TypeError, ValueError, RuntimeError):

@@ -81,10 +81,8 @@ def number_translation(
     seed = check_int("seed", seed, min_value=0)
     available = max_number + 1 - num_valid - num_test
     if available < 1:
-        raise ValueError(
-            f"num_valid + num_test must leave at least one of the max_number + 1 = "
-            f"{max_number + 1} numbers for training, got {num_valid} + {num_test}"
-        )
+        raise ValueError(f"num_valid + num_test must leave at least one of the max_number + 1 = "
+                         f"{max_number + 1} numbers for training, got {num_valid} + {num_test}")
     num_train = available if num_train is None else check_int("num_train", num_train, min_value=1)
     if num_train > available:
         raise ValueError(

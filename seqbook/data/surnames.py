@@ -109,10 +109,8 @@ def surnames(
         others = set().union(*(pool for other, pool in pools.items() if other != lang))
         unambiguous = sorted(pools[lang] - others)
         if len(unambiguous) < per_language:
-            raise ValueError(
-                f"per_language={per_language} is more than the {len(unambiguous)} "
-                f"unambiguous {lang} surnames available"
-            )
+            raise ValueError(f"per_language={per_language} is more than the {len(unambiguous)} "
+                             f"unambiguous {lang} surnames available")
         examples += [Surname(name, lang) for name in rng.sample(unambiguous, per_language)]
     return split_dataset(
         examples, valid_fraction, test_fraction, seed=seed, stratify=lambda s: s.language

@@ -46,10 +46,8 @@ def _check_tokens(name: str, tokens: object) -> None:
         raise TypeError(f"{name} must be a sequence of tokens, got {type(tokens).__name__}")
     for token in tokens:
         if not isinstance(token, Hashable):
-            raise TypeError(
-                f"{name} must hold hashable tokens (str), got {token!r:.40} "
-                f"({type(token).__name__})"
-            )
+            raise TypeError(f"{name} must hold hashable tokens (str), got {token!r:.40} "
+                            f"({type(token).__name__})")
 
 
 class Vocab:
@@ -78,10 +76,8 @@ class Vocab:
     def __init__(self, corpus: Iterable[Sequence[str]], min_freq: int = 1) -> None:
         self.min_freq = check_int("min_freq", min_freq, min_value=1)
         if isinstance(corpus, str):
-            raise TypeError(
-                "corpus must be an iterable of token sequences, got a single str; "
-                "wrap it, e.g. Vocab([tokenize(text)])"
-            )
+            raise TypeError("corpus must be an iterable of token sequences, got a single str; "
+                            "wrap it, e.g. Vocab([tokenize(text)])")
         if not isinstance(corpus, Iterable):
             raise TypeError(
                 f"corpus must be an iterable of token sequences, got {type(corpus).__name__}"
@@ -136,10 +132,8 @@ class Vocab:
     ) -> list[int]:
         """Map tokens to ids, optionally framed by ``<bos>`` and ``<eos>``."""
         if isinstance(tokens, str) and len(tokens) != 1:
-            raise TypeError(
-                f"tokens must be a sequence of tokens, got the str {tokens!r}; "
-                "tokenize it first"
-            )
+            raise TypeError(f"tokens must be a sequence of tokens, got the str {tokens!r}; "
+                            "tokenize it first")
         check_bool("add_bos", add_bos)
         check_bool("add_eos", add_eos)
         try:

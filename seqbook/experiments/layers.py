@@ -79,10 +79,8 @@ class LayerSpec:
             "forget_gate_bias": self.forget_gate_bias,
         }
         if self.kind != "lstm" and (not self.forget_gate or any(lstm_only.values())):
-            raise ValueError(
-                f"forget_gate, input_gate_bias and forget_gate_bias are LSTM options; "
-                f"got kind={self.kind!r} with {self}"
-            )
+            raise ValueError(f"forget_gate, input_gate_bias and forget_gate_bias are LSTM options; "
+                             f"got kind={self.kind!r} with {self}")
         if self.kind == "lstm" and not self.forget_gate and self.forget_gate_bias:
             raise ValueError("forget_gate_bias needs forget_gate=True (the 1997 LSTM has none)")
         if self.kind != "gru" and self.update_gate_bias:
@@ -94,16 +92,12 @@ class LayerSpec:
                     f"chrono_t_max must be 0 (off) or a finite number >= 2, got {chrono}"
                 )
             if self.kind != "lstm" or not self.forget_gate:
-                raise ValueError(
-                    "chrono_t_max is an option of the LSTM with forget gate; got "
-                    f"kind={self.kind!r}, forget_gate={self.forget_gate}"
-                )
+                raise ValueError("chrono_t_max is an option of the LSTM with forget gate; got "
+                                 f"kind={self.kind!r}, forget_gate={self.forget_gate}")
             if self.input_gate_bias or self.forget_gate_bias:
-                raise ValueError(
-                    "chrono_t_max replaces b_i and b_f: input_gate_bias and "
-                    f"forget_gate_bias must be 0, got {self.input_gate_bias} and "
-                    f"{self.forget_gate_bias}"
-                )
+                raise ValueError("chrono_t_max replaces b_i and b_f: input_gate_bias and "
+                                 f"forget_gate_bias must be 0, got {self.input_gate_bias} and "
+                                 f"{self.forget_gate_bias}")
 
     @property
     def label(self) -> str:

@@ -171,9 +171,7 @@ class LSTM(RecurrentStack):
         if not math.isfinite(self.input_gate_bias):
             raise ValueError(f"input_gate_bias must be finite, got {input_gate_bias}")
         if self.input_gate_bias and not self.bias:
-            raise ValueError(
-                f"input_gate_bias={input_gate_bias} needs a bias: bias must be True"
-            )
+            raise ValueError(f"input_gate_bias={input_gate_bias} needs a bias: bias must be True")
         self._build()
 
     @property
@@ -413,10 +411,8 @@ class LSTM(RecurrentStack):
             True
         """
         if not self.forget_gate and not self.bias:
-            raise ValueError(
-                "an LSTM with forget_gate=False and bias=False has no nn.LSTM twin: "
-                "pinning torch's forget gate at 1 needs a bias"
-            )
+            raise ValueError("an LSTM with forget_gate=False and bias=False has no nn.LSTM twin: "
+                             "pinning torch's forget gate at 1 needs a bias")
         fused = self._torch_twin()
         if not self.forget_gate:
             H = self.hidden_size

@@ -340,10 +340,8 @@ class RecurrentStack(nn.Module):
     @classmethod
     def _check_torch(cls, module: Any, name: str) -> None:
         if not isinstance(module, cls._torch_class):
-            raise TypeError(
-                f"{name} must be a torch.nn.{cls._torch_class.__name__}, got "
-                f"{type(module).__name__}"
-            )
+            raise TypeError(f"{name} must be a torch.nn.{cls._torch_class.__name__}, got "
+                            f"{type(module).__name__}")
 
     def _copy_all_from_torch(self, module: nn.RNNBase) -> "RecurrentStack":
         """Copy every layer and direction of ``module``; same device, dtype, mode."""
@@ -378,10 +376,8 @@ class RecurrentStack(nn.Module):
 def check_no_projection(proj_size: Any, name: str) -> None:
     """``proj_size`` is torch's LSTM-only argument; anything but 0 is an error."""
     if isinstance(proj_size, bool) or proj_size != 0:
-        raise ValueError(
-            f"proj_size is only supported by LSTM (as in torch), not {name}; got "
-            f"proj_size={proj_size!r}"
-        )
+        raise ValueError(f"proj_size is only supported by LSTM (as in torch), not {name}; got "
+                         f"proj_size={proj_size!r}")
 
 
 def _check_layer(layer: Any, num_layers: int) -> int:
