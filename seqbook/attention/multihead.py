@@ -163,10 +163,8 @@ class MultiHeadAttention(nn.Module):
         self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
         self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
         if (d_k is None or d_v is None) and d_model % num_heads:
-            raise ValueError(
-                f"num_heads must divide d_model when d_k or d_v is not given, got "
-                f"d_model={d_model} and num_heads={num_heads}"
-            )
+            raise ValueError(f"num_heads must divide d_model when d_k or d_v is not given, got "
+                             f"d_model={d_model} and num_heads={num_heads}")
         self.d_k = d_model // num_heads if d_k is None else check_positive_int("d_k", d_k)
         self.d_v = d_model // num_heads if d_v is None else check_positive_int("d_v", d_v)
         h, d_k, d_v = self.num_heads, self.d_k, self.d_v

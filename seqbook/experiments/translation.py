@@ -145,9 +145,7 @@ def accuracy_by_length(
         [1.0]
     """
     if len(pairs) != len(correct):
-        raise ValueError(
-            f"correct must have one entry per pair ({len(pairs)}), got {len(correct)}"
-        )
+        raise ValueError(f"correct must have one entry per pair ({len(pairs)}), got {len(correct)}")
     lengths = [len(task.source_tokens(p.source)) for p in pairs]
     shares = []
     for lo, hi in bins:
@@ -187,10 +185,8 @@ def tens_unit_alignment(
         ``(unit share, tens share, number of pairs checked)``.
     """
     if weights.dim() not in (3, 4) or weights.shape[0] != len(pairs):
-        raise ValueError(
-            f"weights must be (B, T_y, T_x) or (B, h, T_y, T_x) with B={len(pairs)}, "
-            f"got shape {tuple(weights.shape)}"
-        )
+        raise ValueError(f"weights must be (B, T_y, T_x) or (B, h, T_y, T_x) with B={len(pairs)}, "
+                         f"got shape {tuple(weights.shape)}")
     if len(hypotheses) != len(pairs):
         raise ValueError(f"hypotheses must have one entry per pair ({len(pairs)}), got "
                          f"{len(hypotheses)}")

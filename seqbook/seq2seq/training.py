@@ -133,10 +133,8 @@ def evaluate_translator(
         batch_size: sentences decoded at once.
     """
     if not (isinstance(model, nn.Module) and callable(getattr(model, "generate", None))):
-        raise TypeError(
-            f"model must be a translator with a generate method (EncoderDecoder, "
-            f"Transformer), got {type(model).__name__}"
-        )
+        raise TypeError(f"model must be a translator with a generate method (EncoderDecoder, "
+                        f"Transformer), got {type(model).__name__}")
     check_task(task)
     check_pairs(pairs)
     check_positive_int("batch_size", batch_size)
