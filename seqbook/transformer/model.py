@@ -153,30 +153,21 @@ class Transformer(nn.Module):
         return self.positional(x)  # (B, T, d_model)
 
     def _check_ids(self, name: str, ids: object, embedding: nn.Embedding) -> torch.Tensor:
-        check_token_ids(name, ids, embedding.num_embeddings, ndim=2)
-        assert isinstance(ids, torch.Tensor)
-        if ids.shape[1] > self.max_len:
-            raise ValueError(
-                f"{name} has {ids.shape[1]} positions but the model was built for "
-                f"max_len={self.max_len}; build it with a larger max_len"
-            )
+        if check_token_ids(name, ids, embedding.num_embeddings, ndim=2).shape[1] > self.max_len:
+            raise ValueError(f"{name} has {ids.shape[1]} positions but the model was built for "
+                             f"max_len={self.max_len}; build it with a larger max_len")
         return ids
 
     def _check_encode(self, src: object, src_lengths: object) -> None:
         src = self._check_ids("src", src, self.src_embedding)
-        check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
-        assert isinstance(src_lengths, torch.Tensor)
-        B, S = src.shape
+        src_lengths = check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
+        (B, S), lengths = src.shape, src_lengths.tolist()
         if src_lengths.shape[0] != B:
-            raise ValueError(
-                f"src_lengths must have one entry per sentence of src ({B}), got "
-                f"shape {tuple(src_lengths.shape)}"
-            )
-        if B and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > S):
-            raise ValueError(
-                f"src_lengths must lie in [1, {S}] (src has {S} positions), got "
-                f"{src_lengths.tolist()}"
-            )
+            raise ValueError(f"src_lengths must have one entry per sentence of src ({B}), got "
+                             f"shape {tuple(src_lengths.shape)}")
+        if B and (min(lengths) < 1 or max(lengths) > S):
+            raise ValueError(f"src_lengths must lie in [1, {S}] (src has {S} positions), got "
+                             f"{lengths}")
 
     def encode(
         self, src: torch.Tensor, src_lengths: torch.Tensor
@@ -198,13 +189,11 @@ class Transformer(nn.Module):
 
     def _check_decode(self, tgt_in: object, memory: object, padding: object) -> None:
         tgt_in = self._check_ids("tgt_in", tgt_in, self.tgt_embedding)
-        check_input("memory", memory, self, ndim=3, size=self.d_model, what="d_model")
-        assert isinstance(memory, torch.Tensor)
+        memory = check_input("memory", memory, self, ndim=3, size=self.d_model, what="d_model")
         check_batch("memory", memory, tgt_in.shape[0], of="tgt_in")
         if padding is not None:
-            check_tensor("memory_key_padding_mask", padding, ndim=2)
-            check_mask("memory_key_padding_mask", padding, memory.shape[:2], polarity="ignore",
-                       of="memory (B, S)")
+            check_mask("memory_key_padding_mask", check_tensor("memory_key_padding_mask",
+                       padding, ndim=2), memory.shape[:2], polarity="ignore", of="memory (B, S)")
 
     def decode(
         self,
