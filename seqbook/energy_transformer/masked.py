@@ -150,8 +150,8 @@ class MaskedEnergyTransformer(nn.Module):
         )
 
     def _check(self, patches: object, visible: object) -> tuple[torch.Tensor, torch.Tensor]:
-        patches = check_tensor("patches", patches, shape=("B", self.num_tokens, self.a),
-                               floating=True)
+        shape = ("B", self.num_tokens, self.a)
+        patches = check_tensor("patches", patches, shape=shape, floating=True)
         check_same_dtype("patches", patches, self.position.dtype, of="the model's parameters")
         visible = check_token_mask("visible", visible, patches.shape[:2], meaning="True = visible")
         return patches, visible.to(patches.device)

@@ -354,9 +354,7 @@ class HopfieldLayer(nn.Module):
                 layer.b_O.copy_(module.out_proj.bias)
         return layer.train(module.training)
 
-    def _check_inputs(
-        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor, mask: torch.Tensor | None
-    ) -> None:
+    def _check_inputs(self, R: object, Y: object, P: object, mask: object) -> None:
         for name, x, what in (("R", R, "state_size"), ("Y", Y, "stored_size"),
                               ("P", P, "pattern_projection_size")):
             if check_tensor(name, x, ndim=3, floating=True).shape[-1] != getattr(self, what):

@@ -39,9 +39,7 @@ from seqbook.hopfield.memory import PatternMemory, Retrieval
 __all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update", "separation"]
 
 
-def _check_query(
-    xi: torch.Tensor, patterns: torch.Tensor, beta: float, ndim: int | tuple[int, ...] = 2
-) -> tuple[torch.Tensor, torch.Tensor, float]:
+def _check_query(xi: object, patterns: object, beta: object, ndim: int | tuple = 2) -> tuple:
     patterns = check_patterns("patterns", patterns, binary=False, ndim=ndim)
     xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
     return xi, patterns, check_beta("beta", beta)
