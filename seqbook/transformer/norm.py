@@ -19,6 +19,7 @@ Two departures from Aryaman's notes' eq. 5.6, :math:`a (x - \bar{x}) / (s_x +
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import nn
@@ -38,21 +39,13 @@ __all__ = ["layer_norm", "LayerNorm", "AddNorm"]
 
 
 def _check_layer_norm(x: object, a: object, b: object, eps: object) -> None:
-    check_tensor("x", x, floating=True)
-    assert isinstance(x, torch.Tensor)
-    if x.dim() == 0:
+    if check_tensor("x", x, floating=True).dim() == 0:
         raise ValueError("x must have at least one dimension, got a scalar")
     d = x.shape[-1]
-    for name, p in (("a", a), ("b", b)):
-        if p is None and name == "b":
-            continue
-        check_tensor(name, p, ndim=1, floating=True)
-        assert isinstance(p, torch.Tensor)
-        if p.shape[0] != d:
-            raise ValueError(
-                f"{name} must have one entry per feature of x, shape ({d},), got "
-                f"{tuple(p.shape)}"
-            )
+    for name, p in (("a", a), ("b", b)) if b is not None else (("a", a),):
+        if check_tensor(name, p, ndim=1, floating=True).shape[0] != d:
+            raise ValueError(f"{name} must have one entry per feature of x, shape ({d},), got "
+                             f"{tuple(p.shape)}")
         check_same_dtype("x", x, p.dtype, of=name)
     check_real("eps", eps, min_value=0.0)
 
@@ -154,11 +147,9 @@ class LayerNorm(nn.Module):
         if not isinstance(module, nn.LayerNorm):
             raise TypeError(f"module must be a torch.nn.LayerNorm, got {type(module).__name__}")
         if len(module.normalized_shape) != 1 or not module.elementwise_affine:
-            raise ValueError(
-                "module must normalise one dimension with elementwise_affine=True, got "
-                f"normalized_shape={module.normalized_shape}, "
-                f"elementwise_affine={module.elementwise_affine}"
-            )
+            raise ValueError("module must normalise one dimension with elementwise_affine=True, "
+                             f"got normalized_shape={module.normalized_shape}, "
+                             f"elementwise_affine={module.elementwise_affine}")
         ours = cls(module.normalized_shape[0], eps=module.eps, bias=module.bias is not None)
         ours.to(device=module.weight.device, dtype=module.weight.dtype)
         with torch.no_grad():
@@ -196,6 +187,18 @@ class LayerNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}, bias={self.b is not None}"
+
+
+def _check_sublayer(
+    sublayer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
+) -> torch.Tensor:
+    """``sublayer(x)``, which must keep the shape of ``x`` (the residual adds them)."""
+    out = sublayer(x)
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(f"sublayer must return a tensor of its input's shape {tuple(x.shape)} "
+                         f"(the residual connection adds them), got {got}")
+    return out
 
 
 class AddNorm(nn.Module):
@@ -247,33 +250,20 @@ class AddNorm(nn.Module):
         self.norm = LayerNorm(d_model, eps=eps, bias=bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
-    def _sublayer(
-        self, sublayer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
-    ) -> torch.Tensor:
-        """``sublayer(x)``, which must keep the shape of ``x`` (the residual adds them)."""
-        out = sublayer(x)
-        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
-            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-            raise ValueError(
-                f"sublayer must return a tensor of its input's shape {tuple(x.shape)} "
-                f"(the residual connection adds them), got {got}"
-            )
-        return self.dropout(out)
-
     def forward(
         self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
     ) -> torch.Tensor:
         check_input("x", x, self, size=self.norm.d_model, what="d_model")
         check_callable("sublayer", sublayer, signature="sublayer(x)", nargs=1)
-        return self._add_norm(x, sublayer)
+        return self._add_norm(x, partial(_check_sublayer, sublayer))
 
     def _add_norm(
         self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
     ) -> torch.Tensor:
         """The add & norm of a checked ``x`` around ``sublayer``."""
         if self.norm_first:
-            return x + self._sublayer(sublayer, self.norm._norm(x))  # (eq-tf-prenorm)
-        return self.norm._norm(x + self._sublayer(sublayer, x))  # (eq-tf-postnorm)
+            return x + self.dropout(sublayer(self.norm._norm(x)))  # (eq-tf-prenorm)
+        return self.norm._norm(x + self.dropout(sublayer(x)))  # (eq-tf-postnorm)
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"
