@@ -85,11 +85,10 @@ class AdditiveAttention(nn.Module):
     ) -> torch.Tensor | None:
         """Validate the arguments of :meth:`forward`; return the mask as
         ``(B, T_q, T_k)``-broadcastable (a 2-D key padding mask gets a query axis)."""
-        check_input("queries", queries, self, ndim=(2, 3), size=self.query_size, what="query_size")
-        check_input("keys", keys, self, ndim=3, size=self.key_size, what="key_size")
-        check_tensor("values", values, ndim=3, floating=True)
-        assert isinstance(queries, torch.Tensor) and isinstance(keys, torch.Tensor)
-        assert isinstance(values, torch.Tensor)
+        queries = check_input("queries", queries, self, ndim=(2, 3), size=self.query_size,
+                              what="query_size")
+        keys = check_input("keys", keys, self, ndim=3, size=self.key_size, what="key_size")
+        values = check_tensor("values", values, ndim=3, floating=True)
         check_same_dtype("values", values, keys.dtype, of="keys")
         B, T_k = queries.shape[0], keys.shape[1]
         T_q = 1 if queries.dim() == 2 else queries.shape[1]
@@ -100,8 +99,7 @@ class AdditiveAttention(nn.Module):
                              f"{tuple(values.shape)}")
         if mask is None:
             return None
-        check_tensor("mask", mask, ndim=(2, 3))
-        assert isinstance(mask, torch.Tensor)
+        mask = check_tensor("mask", mask, ndim=(2, 3))
         if mask.dim() == 2:  # a key padding mask (B, T_k)
             check_mask("mask", mask, (B, T_k), of="keys (B, T_k)")
             mask = mask.unsqueeze(1)  # (B, 1, T_k)

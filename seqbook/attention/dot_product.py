@@ -18,18 +18,19 @@ from seqbook.attention.masking import _masked_softmax, causal_mask, check_mask
 __all__ = ["scaled_dot_product_attention"]
 
 
+def _check_qkv(name: str, x: object) -> torch.Tensor:
+    if check_tensor(name, x, floating=True).dim() < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions (..., T, d), got shape "
+                         f"{tuple(x.shape)}")  # type: ignore[attr-defined]
+    return x  # type: ignore[return-value]
+
+
 def _check_arguments(
     Q: object, K: object, V: object, attn_mask: object, dropout_p: object, is_causal: object,
     scale: object,
 ) -> tuple[torch.Tensor | None, float]:
     """Validate the arguments; return the mask to apply (causal included) and the scale."""
-    for name, tensor in (("Q", Q), ("K", K), ("V", V)):
-        check_tensor(name, tensor, floating=True)
-        if tensor.dim() < 2:  # type: ignore[union-attr]
-            raise ValueError(f"{name} must have at least 2 dimensions (..., T, d), got shape "
-                             f"{tuple(tensor.shape)}")  # type: ignore[union-attr]
-    assert isinstance(Q, torch.Tensor) and isinstance(K, torch.Tensor)
-    assert isinstance(V, torch.Tensor)
+    Q, K, V = (_check_qkv(name, x) for name, x in (("Q", Q), ("K", K), ("V", V)))
     if K.dtype != Q.dtype or V.dtype != Q.dtype:
         raise TypeError(f"Q, K and V must have the same dtype, got Q {Q.dtype}, K {K.dtype} and "
                         f"V {V.dtype}; convert them, e.g. K.to(Q.dtype)")

@@ -62,10 +62,8 @@ def _check_arguments(
     queries: object, keys: object, values: object, kernel: object, bandwidth: object
 ) -> float:
     """Validate the arguments of :func:`nadaraya_watson`; return the bandwidth."""
-    for name, x in (("queries", queries), ("keys", keys), ("values", values)):
-        check_tensor(name, x, ndim=(1, 2), floating=True)
-    assert isinstance(queries, torch.Tensor) and isinstance(keys, torch.Tensor)
-    assert isinstance(values, torch.Tensor)
+    named = (("queries", queries), ("keys", keys), ("values", values))
+    queries, keys, values = (check_tensor(name, x, ndim=(1, 2), floating=True) for name, x in named)
     check_same_dtype("keys", keys, queries.dtype, of="queries")
     check_same_dtype("values", values, queries.dtype, of="queries")
     if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):

@@ -48,8 +48,7 @@ def check_mask(
     ``(3, 4, 5)`` does not. ``polarity`` (``"keep"`` or ``"ignore"``) and ``of`` (whose
     shape ``shape`` is) only word the message.
     """
-    check_tensor(name, mask)
-    assert isinstance(mask, torch.Tensor)
+    mask = check_tensor(name, mask)
     meaning = "True = attend" if polarity == "keep" else "True = ignore this key"
     kinds = "boolean or floating-point (added to the scores)" if floating else "boolean"
     if mask.dtype != torch.bool and not (floating and mask.is_floating_point()):
@@ -101,8 +100,7 @@ def _keep_to_bias(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _check_softmax_arguments(scores: object, mask: object, dim: object) -> None:
-    check_tensor("scores", scores, floating=True)
-    assert isinstance(scores, torch.Tensor)
+    scores = check_tensor("scores", scores, floating=True)
     check_int("dim", dim)
     if not -scores.dim() <= dim < max(scores.dim(), 1):  # type: ignore[operator]
         raise ValueError(f"dim must index one of the {scores.dim()} dimensions of scores, "

@@ -61,13 +61,11 @@ def check_attention_masks(
     scores = f"the scores (B, num_heads, T_q, T_k) of {of[0]} and {of[1]}"
     if key_padding_mask is not None:
         check_tensor(padding_name, key_padding_mask, ndim=2)
-        check_mask(padding_name, key_padding_mask, (B, T_k), polarity="ignore", floating=True,
-                   of=f"{of[1]} (B, T_k)")
-        assert isinstance(key_padding_mask, torch.Tensor)
+        key_padding_mask = check_mask(padding_name, key_padding_mask, (B, T_k), polarity="ignore",
+                                      floating=True, of=f"{of[1]} (B, T_k)")
         key_padding_mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
     if attn_mask is not None:
-        check_tensor(attn_name, attn_mask, ndim=(2, 3, 4))
-        assert isinstance(attn_mask, torch.Tensor)
+        attn_mask = check_tensor(attn_name, attn_mask, ndim=(2, 3, 4))
         if attn_mask.dim() == 3:  # torch's (B * h, T_q, T_k): one mask per head
             if attn_mask.shape != (B * h, T_q, T_k):
                 raise ValueError(f"a 3-D {attn_name} must have shape (B * num_heads, T_q, T_k) = "
@@ -295,11 +293,9 @@ class MultiHeadAttention(nn.Module):
     ) -> torch.Tensor | None:
         """Validate the arguments of :meth:`forward`; return the one mask to apply,
         as a keep mask or an additive float mask broadcastable to ``(B, h, T_q, T_k)``."""
-        check_input("query", query, self, ndim=3, size=self.d_model, what="d_model")
-        check_input("key", key, self, ndim=3, size=self.kdim, what="kdim")
-        check_input("value", value, self, ndim=3, size=self.vdim, what="vdim")
-        assert isinstance(query, torch.Tensor) and isinstance(key, torch.Tensor)
-        assert isinstance(value, torch.Tensor)
+        query = check_input("query", query, self, ndim=3, size=self.d_model, what="d_model")
+        key = check_input("key", key, self, ndim=3, size=self.kdim, what="kdim")
+        value = check_input("value", value, self, ndim=3, size=self.vdim, what="vdim")
         check_bool("need_weights", need_weights)
         check_bool("average_attn_weights", average_attn_weights)
         check_bool("is_causal", is_causal)

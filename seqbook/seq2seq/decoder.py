@@ -47,8 +47,7 @@ def check_decoder_inputs(
 ) -> None:
     """Validate target ids against the encoder output (shared by both decoders)."""
     encoded = check_encoded(encoded, module, context_size)
-    check_token_ids(name, ids, vocab_size, ndim=ndim)
-    assert isinstance(ids, torch.Tensor)
+    ids = check_token_ids(name, ids, vocab_size, ndim=ndim)
     check_batch(name, ids, encoded.outputs.shape[0], of="encoded.outputs")
 
 
@@ -56,8 +55,7 @@ def check_decoder_state(
     state: object, module: nn.Module, batch_size: int, hidden_size: int
 ) -> None:
     """Validate the state a decoder step continues from."""
-    check_input("state", state, module, ndim=2, size=hidden_size, what="hidden_size")
-    assert isinstance(state, torch.Tensor)
+    state = check_input("state", state, module, ndim=2, size=hidden_size, what="hidden_size")
     check_batch("state", state, batch_size, of="y_prev")
 
 

@@ -95,9 +95,8 @@ class Seq2SeqEncoder(nn.Module):
         return self.hidden_size * (2 if self.bidirectional else 1)
 
     def _check_forward(self, src: object, src_lengths: object) -> None:
-        check_token_ids("src", src, self.embedding.num_embeddings, ndim=2)
-        check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
-        assert isinstance(src, torch.Tensor) and isinstance(src_lengths, torch.Tensor)
+        src = check_token_ids("src", src, self.embedding.num_embeddings, ndim=2)
+        src_lengths = check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
         B, T = src.shape
         if src_lengths.shape[0] != B:
             raise ValueError(f"src_lengths must have one entry per sentence of src ({B}), got "

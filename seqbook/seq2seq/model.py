@@ -23,12 +23,10 @@ __all__ = ["EncoderDecoder", "masked_cross_entropy"]
 
 
 def _check_loss_arguments(logits: object, targets: object, mask: object) -> None:
-    check_tensor("logits", logits, ndim=3, floating=True)
-    assert isinstance(logits, torch.Tensor)
-    check_token_ids("targets", targets, logits.shape[-1], ndim=2,
-                    of="the vocabulary size of logits")
-    check_tensor("mask", mask, ndim=2)
-    assert isinstance(targets, torch.Tensor) and isinstance(mask, torch.Tensor)
+    logits = check_tensor("logits", logits, ndim=3, floating=True)
+    targets = check_token_ids("targets", targets, logits.shape[-1], ndim=2,
+                              of="the vocabulary size of logits")
+    mask = check_tensor("mask", mask, ndim=2)
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a boolean keep mask (True = real token), got {mask.dtype}")
     if logits.shape[:2] != targets.shape or mask.shape != targets.shape:
