@@ -47,7 +47,8 @@ def _check_fit_arguments(
     model: object, loss_fn: object, batches: object, optimizer: object, epochs: object,
     clip: object, eval_fn: object, device: object, progress: object, desc: object,
 ) -> tuple[int, float | None, torch.device]:
-    """Validate the arguments of :func:`fit`; return epochs, clip and the device."""
+    """Validate the arguments of :func:`fit`; return epochs, clip and the device (None:
+    the model's)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     check_callable("loss_fn", loss_fn, signature="loss_fn(model, batch)", nargs=2)
@@ -67,11 +68,7 @@ def _check_fit_arguments(
     check_bool("progress", progress)
     if not isinstance(desc, str):
         raise TypeError(f"desc must be a str, got {type(desc).__name__}")
-    device = check_device("device", device)
-    if device is None:
-        first = next(model.parameters(), None)
-        device = first.device if first is not None else torch.device("cpu")
-    return epochs, clip, device
+    return epochs, clip, check_device("device", device)
 
 
 def _check_loss(loss: object, epoch: int, step: int) -> None:
@@ -137,6 +134,19 @@ def fit(
     epochs, clip, device = _check_fit_arguments(
         model, loss_fn, batches, optimizer, epochs, clip, eval_fn, device, progress, desc
     )
+    return _fit(model, loss_fn, batches, optimizer, epochs, clip, eval_fn, device, progress,
+                desc)
+
+
+def _fit(
+    model: nn.Module, loss_fn: Callable, batches: Iterable[Any] | Callable[[], Iterable[Any]],
+    optimizer: torch.optim.Optimizer, epochs: int, clip: float | None,
+    eval_fn: Callable | None, device: torch.device | None, progress: bool, desc: str,
+) -> History:
+    """:func:`fit` for checked arguments (``device`` None: the model's device)."""
+    if device is None:
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
     history = History()
     parameters = [p for p in model.parameters() if p.requires_grad]
     with Timer() as timer:

@@ -281,3 +281,11 @@ def test_runs_use_one_thread_and_restore_the_count():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("clip, error", [(0.0, ValueError), ("1", TypeError)])
+def test_train_until_solved_checks_clip_once_up_front(clip, error):
+    # the training rounds call fit's unchecked kernel, so clip is checked at the boundary
+    model = LastOutputClassifier(nn.RNN(8, 4, batch_first=True), 4, 4)
+    with pytest.raises(error, match="clip must be"):
+        train_until_solved(model, FirstSymbolTask(3), seed=0, max_steps=25, clip=clip)

@@ -41,6 +41,11 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.
     check_int("max_len", max_len)
     if max_len < longest:
         raise ValueError(f"max_len must be >= the longest of lengths ({longest}), got {max_len}")
+    return _lengths_to_mask(lengths, max_len)
+
+
+def _lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    """:func:`lengths_to_mask` for checked lengths ``(B,)`` and ``max_len``."""
     positions = torch.arange(max_len, device=lengths.device)  # (T,)
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
 
@@ -83,13 +88,11 @@ def pad_batch(
         try:
             tensor = seq if isinstance(seq, torch.Tensor) else torch.as_tensor(list(seq))
         except (TypeError, ValueError, RuntimeError):
-            raise TypeError(
-                f"sequences[{b}] must hold numbers (token ids or features), got {seq!r:.60}"
-            ) from None
+            raise TypeError(f"sequences[{b}] must hold numbers (token ids or features), got "
+                            f"{seq!r:.60}") from None
         if tensor.dim() not in (1, 2):
-            raise ValueError(
-                f"sequences[{b}] must have shape (T,) or (T, D), got {tuple(tensor.shape)}"
-            )
+            raise ValueError(f"sequences[{b}] must have shape (T,) or (T, D), got "
+                             f"{tuple(tensor.shape)}")
         tensors.append(tensor)
     if len({t.shape[1:] for t in tensors}) > 1:
         shapes = sorted({tuple(t.shape[1:]) for t in tensors})
@@ -102,4 +105,4 @@ def pad_batch(
         tensors = [t.to(dtype) for t in tensors]
     lengths = torch.tensor([t.shape[0] for t in tensors], dtype=torch.long)
     padded = pad_sequence(tensors, batch_first=True, padding_value=pad_value)  # (B, T[, D])
-    return padded, lengths, lengths_to_mask(lengths, padded.shape[1])
+    return padded, lengths, _lengths_to_mask(lengths, padded.shape[1])

@@ -18,7 +18,7 @@ from torch import nn
 
 from seqbook._checks import check_int, check_positive_int, check_real
 from seqbook.experiments.classifier import accuracy, classify_loss
-from seqbook.train import fit
+from seqbook.train import _fit
 from seqbook.utils import seeded_generator
 
 __all__ = ["SolveResult", "train_until_solved"]
@@ -108,6 +108,7 @@ def train_until_solved(
         ("batch_size", batch_size), ("valid_size", valid_size), ("test_size", test_size)
     ):
         check_positive_int(name, value)
+    clip = None if clip is None else check_real("clip", clip, min_value=0.0, strict_min=True)
 
     generator = seeded_generator(seed)
     x_valid, y_valid = task(valid_size, seeded_generator(VALID_SEED))
@@ -117,7 +118,7 @@ def train_until_solved(
     while steps < max_steps and not solved:
         rounds = min(check_every, max_steps - steps)
         batches = [task(batch_size, generator) for _ in range(rounds)]
-        fit(model, classify_loss, batches, optimizer, epochs=1, clip=clip, progress=False)
+        _fit(model, classify_loss, batches, optimizer, 1, clip, None, None, False, "training")
         steps += rounds
         solved = accuracy(model, x_valid, y_valid) >= target
     x_test, y_test = task(test_size, seeded_generator(TEST_SEED))

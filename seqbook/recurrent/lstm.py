@@ -383,8 +383,7 @@ class LSTM(RecurrentStack):
             >>> torch.allclose(ours(x)[0], reference(x)[0], atol=1e-6)
             True
         """
-        cls._check_torch(lstm, "lstm")
-        check_flag("forget_gate", forget_gate)
+        cls._check_torch(lstm, "lstm")  # forget_gate is checked by the constructor
         ours = cls(lstm.input_size, lstm.hidden_size, lstm.num_layers, lstm.bias,
                    lstm.batch_first, float(lstm.dropout), lstm.bidirectional, lstm.proj_size,
                    forget_gate=forget_gate)
