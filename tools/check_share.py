@@ -5,13 +5,14 @@ Two measures, printed as a small table (``--by-module`` adds one row per module)
 **Check share.** The lines of every statement of ``seqbook/`` that is not a docstring
 (a compound statement, such as ``def`` or ``if``, counts its header lines; its body
 counts statement by statement), and among them the *check lines*: every line of a
-function named ``check_*``, ``_check_*`` (or ``_check``) or ``_validate*``, of an ``if ...: raise``
-statement (an ``if`` whose body only raises), and of a bare call to such a function
-(an expression statement, or an assignment of its result). The share is the second
-over the first.
+function named ``check_*``, ``_check_*`` (or ``_check``) or ``_validate*``, of an
+``if ...: raise`` statement (an ``if`` whose body only raises), and of every other
+simple statement that calls such a function anywhere (``check_x(...)``,
+``x = check_x(...)``, ``return kernel(check_x(...))``). The share is the second over
+the first.
 
-**Snippets.** Every ``show_source(...)`` call in ``book/*.md``: how many, how many cut
-with ``start=``/``stop=``, and the longest body shown (measured by ``tests/test_book.py``).
+**Snippets.** Every ``show_source(...)`` call in ``book/*.md``: how many, and how many
+are cut with ``start=``/``stop=`` (``tests/test_book.py`` measures the bodies shown).
 
 Run from the repository root::
 
@@ -39,10 +40,9 @@ def _name(func: ast.expr) -> str:
 
 
 def _is_check_call(node: ast.stmt) -> bool:
-    value = None
-    if isinstance(node, ast.Expr | ast.Assign | ast.AnnAssign | ast.AugAssign):
-        value = node.value
-    return isinstance(value, ast.Call) and bool(CHECK_NAME.match(_name(value.func)))
+    """A simple statement that calls a check anywhere (``return f(check_x(...))`` too)."""
+    return any(isinstance(n, ast.Call) and CHECK_NAME.match(_name(n.func))
+               for n in ast.walk(node))
 
 
 def _is_if_raise(node: ast.stmt) -> bool:
@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     n = sum(v[0] for v in table.values())
     c = sum(v[1] for v in table.values())
     print(f"check lines: {c} of {n} statement lines ({100 * c / n:.1f}%)")
+    calls, cuts = snippet_counts()
+    print(f"snippets: {calls} show_source calls, {cuts} of them cut with start=/stop=")
     return 0
 
 
