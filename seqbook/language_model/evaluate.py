@@ -74,10 +74,8 @@ def lm_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch
     check_tensor("targets", targets, ndim=2, floating=False)
     logits = _logits(model(inputs))  # (B, T, V)
     if logits.shape[:2] != targets.shape:
-        raise ValueError(
-            f"targets must have the shape {tuple(logits.shape[:2])} of the inputs (B, T), "
-            f"got {tuple(targets.shape)}"
-        )
+        raise ValueError(f"targets must have the shape {tuple(logits.shape[:2])} of the inputs "
+                         f"(B, T), got {tuple(targets.shape)}")
     V = logits.shape[-1]
     return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 

@@ -98,10 +98,8 @@ class TransformerLM(nn.Module):
         self.d_model = d = check_positive_int("d_model", config.d_model)
         self.num_heads = check_positive_int("num_heads", config.num_heads)
         if d % config.num_heads:
-            raise ValueError(
-                f"num_heads must divide d_model, got d_model={d} and "
-                f"num_heads={config.num_heads}"
-            )
+            raise ValueError(f"num_heads must divide d_model, got d_model={d} and "
+                             f"num_heads={config.num_heads}")
         self.num_layers = check_positive_int("num_layers", config.num_layers)
         self.max_len = check_positive_int("max_len", config.max_len)
         dropout = check_probability("dropout", config.dropout)
@@ -124,14 +122,11 @@ class TransformerLM(nn.Module):
                             capacity=self.max_len)
 
     def _check_ids(self, ids: torch.Tensor, past: int) -> None:
-        check_token_ids("ids", ids, self.vocab_size, ndim=2)
-        if ids.shape[1] == 0:
+        if (T := check_token_ids("ids", ids, self.vocab_size, ndim=2).shape[1]) == 0:
             raise ValueError(f"ids must hold at least one position, got shape {tuple(ids.shape)}")
-        if past + ids.shape[1] > self.max_len:
-            raise ValueError(
-                f"ids has {ids.shape[1]} positions" + (f" after {past} cached ones" if past else "")
-                + f", more than the model's max_len={self.max_len}"
-            )
+        if past + T > self.max_len:
+            raise ValueError(f"ids has {T} positions{f' after {past} cached ones' if past else ''}"
+                             f", more than the model's max_len={self.max_len}")
 
     def forward(
         self, ids: torch.Tensor, cache: KVCache | None = None

@@ -203,12 +203,9 @@ class PositionalEncoding(nn.Module):
 
     def _check_input(self, x: object) -> None:
         x = check_tensor("x", x, ndim=3, floating=True)
-        check_last_dim("x", x, self.d_model, what="d_model")
-        if x.shape[1] > self.max_len:
-            raise ValueError(
-                f"x has {x.shape[1]} positions but the positional encoding was built for "
-                f"max_len={self.max_len}; build it with a larger max_len"
-            )
+        if check_last_dim("x", x, self.d_model, what="d_model").shape[1] > self.max_len:
+            raise ValueError(f"x has {x.shape[1]} positions but the positional encoding was "
+                             f"built for max_len={self.max_len}; build it with a larger max_len")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check_input(x)
