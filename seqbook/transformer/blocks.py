@@ -37,13 +37,10 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
 def _check_activation(activation: object) -> str | Callable[[torch.Tensor], torch.Tensor]:
-    if isinstance(activation, str) and activation in _ACTIVATIONS:
-        return activation
-    if callable(activation) and not isinstance(activation, str):
+    if activation in _ACTIVATIONS if isinstance(activation, str) else callable(activation):
         return activation  # type: ignore[return-value]
-    raise ValueError(
-        f"activation must be 'relu', 'gelu' or a callable (as in torch), got {activation!r}"
-    )
+    raise ValueError(f"activation must be 'relu', 'gelu' or a callable (as in torch), got "
+                     f"{activation!r}")
 
 
 class FeedForward(nn.Module):
@@ -207,12 +204,9 @@ class EncoderBlock(nn.Module):
     def _check_forward(
         self, src: object, src_mask: object, padding: object, is_causal: object
     ) -> None:
-        check_input("src", src, self, ndim=3, size=self.d_model, what="d_model")
-        assert isinstance(src, torch.Tensor)
-        B, T, _ = src.shape
-        h = self.self_attention.num_heads
-        names = ("src_key_padding_mask", "src_mask")
-        check_attention_masks(padding, src_mask, B, h, T, T, names=names, of=("src", "src"))
+        B, T, _ = check_input("src", src, self, ndim=3, size=self.d_model, what="d_model").shape
+        check_attention_masks(padding, src_mask, B, self.self_attention.num_heads, T, T,
+                              names=("src_key_padding_mask", "src_mask"), of=("src", "src"))
         check_bool("is_causal", is_causal)
 
     def _attend(self, x, src_mask, src_key_padding_mask, is_causal) -> torch.Tensor:
@@ -375,12 +369,11 @@ class DecoderBlock(nn.Module):
         check_input("memory", memory, self, ndim=3, size=self.d_model, what="d_model")
         (B, T, _), S, h = tgt.shape, memory.shape[1], self.self_attention.num_heads
         check_batch("memory", memory, B, of="tgt")
-        names = ("tgt_key_padding_mask", "tgt_mask")
-        check_attention_masks(tgt_padding, tgt_mask, B, h, T, T, names=names, of=("tgt", "tgt"))
+        check_attention_masks(tgt_padding, tgt_mask, B, h, T, T,
+                              names=("tgt_key_padding_mask", "tgt_mask"), of=("tgt", "tgt"))
         names = ("memory_key_padding_mask", "memory_mask")
-        check_attention_masks(
-            memory_padding, memory_mask, B, h, T, S, names=names, of=("tgt", "memory")
-        )
+        check_attention_masks(memory_padding, memory_mask, B, h, T, S, names=names,
+                              of=("tgt", "memory"))
         check_bool("tgt_is_causal", tgt_is_causal)
         check_bool("memory_is_causal", memory_is_causal)
 
