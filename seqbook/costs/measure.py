@@ -23,7 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._checks import check_int, check_positive_int, check_tensor
+from seqbook._checks import check_callable, check_int, check_positive_int, check_tensor
 
 __all__ = ["count_flops", "count_operations", "cpu_seconds", "path_length", "power_law_exponent"]
 
@@ -39,8 +39,7 @@ def count_flops(fn: Callable[[], object]) -> int:
         >>> count_flops(lambda: a @ b)          # 2 * 8 * 16 * 4
         1024
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {fn!r}")
+    check_callable("fn", fn)
     with FlopCounterMode(display=False) as counter:
         fn()
     return counter.get_total_flops()
@@ -72,8 +71,7 @@ def count_operations(fn: Callable[[], object]) -> int:
         >>> count_operations(lambda: torch.tanh(x @ x.T))   # t, mm, tanh
         3
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {fn!r}")
+    check_callable("fn", fn)
     with _OperationCounter() as counter:
         fn()
     return counter.operations
@@ -157,10 +155,8 @@ def power_law_exponent(sizes: Sequence[float], costs: Sequence[float], last: int
     """
     last = check_int("last", last, min_value=2)
     if len(sizes) != len(costs) or len(sizes) < last:
-        raise ValueError(
-            f"sizes and costs must have the same length, at least last={last}; got "
-            f"{len(sizes)} and {len(costs)}"
-        )
+        raise ValueError(f"sizes and costs must have the same length, at least last={last}; "
+                         f"got {len(sizes)} and {len(costs)}")
     if min(sizes) <= 0 or min(costs) <= 0:
         raise ValueError("sizes and costs must be positive (their logarithms are fitted)")
     order = np.argsort(sizes)[-last:]

@@ -123,10 +123,8 @@ def random_windows(
     batch_size = check_positive_int("batch_size", batch_size)
     length = check_int("length", length, min_value=1)
     if len(ids) < length + 2:
-        raise ValueError(
-            f"ids must hold at least length + 2 = {length + 2} ids (a window, its next "
-            f"character and one more start), got {len(ids)}"
-        )
+        raise ValueError(f"ids must hold at least length + 2 = {length + 2} ids (a window, its "
+                         f"next character and one more start), got {len(ids)}")
     starts = torch.randint(0, len(ids) - length - 1, (batch_size,), generator=generator)
     windows = ids[starts[:, None] + torch.arange(length + 1)]  # (B, L + 1)
     return windows[:, :-1], windows[:, 1:]  # (B, L) each
