@@ -65,8 +65,7 @@ def next_token(
         >>> next_token(scores, temperature=0.01, generator=g)   # almost greedy
         tensor([0])
     """
-    check_tensor("logits", logits, ndim=2, floating=True)
-    if logits.shape[-1] == 0:
+    if check_tensor("logits", logits, ndim=2, floating=True).shape[-1] == 0:
         raise ValueError("logits must hold at least one score per row (V >= 1), got shape "
                          f"{tuple(logits.shape)}")
     greedy = check_bool("greedy", greedy)
@@ -216,8 +215,7 @@ def generate(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    check_token_ids("prompt", prompt, model.vocab_size, ndim=2)
-    B, T_0 = prompt.shape
+    B, T_0 = check_token_ids("prompt", prompt, model.vocab_size, ndim=2).shape
     if T_0 == 0:
         raise ValueError("prompt must hold at least one token per sequence, got shape "
                          f"{tuple(prompt.shape)}")
@@ -236,10 +234,9 @@ def generate(
         raise ValueError(f"context must be <= the model's max_len={max_len}, got {context}")
     # the last token is never read back, so the model reads T_0 + num_tokens - 1
     if max_len is not None and context is None and T_0 + num_tokens - 1 > max_len:
-        raise ValueError(
-            f"prompt length {T_0} + num_tokens {num_tokens} - 1 = {T_0 + num_tokens - 1} "
-            f"positions to read, more than the model's max_len={max_len}"
-        )
+        raise ValueError(f"prompt length {T_0} + num_tokens {num_tokens} - 1 = "
+                         f"{T_0 + num_tokens - 1} positions to read, more than the model's "
+                         f"max_len={max_len}")
     was_training = model.training
     model.eval()
     try:
