@@ -188,3 +188,21 @@ def test_generate_searches_in_eval_mode_and_restores_the_mode(training):
     second = model.generate(src, lengths, max_len=6, beam_size=2)
     assert first.tokens == second.tokens  # no dropout noise: eval mode during search
     assert model.training == training
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+def test_training_loss_kernel_equals_the_public_loss_bit_for_bit(task, epsilon):
+    # train_transformer calls _loss on the task's own batches (no per-step checks);
+    # it must compute exactly what the public, checking loss computes
+    model = build_transformer(task, TransformerConfig(d_model=16, d_ff=32)).eval()
+    batch = task.batch(task.splits.train[:8])
+    assert torch.equal(model._loss(batch, epsilon), model.loss(batch, label_smoothing=epsilon))
+
+
+def test_train_transformer_checks_the_learning_rate_schedule_once(task):
+    with pytest.raises(ValueError, match="lr must be > 0.0"):
+        train_transformer(task, TransformerConfig(d_model=16, d_ff=32, lr=-1.0), device="cpu",
+                          progress=False)
+    with pytest.raises(ValueError, match="warmup must be >= 0"):
+        train_transformer(task, TransformerConfig(d_model=16, d_ff=32, warmup=-1), device="cpu",
+                          progress=False)

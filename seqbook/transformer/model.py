@@ -31,7 +31,7 @@ from seqbook.data import lengths_to_mask
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
-from seqbook.losses import label_smoothing_loss
+from seqbook.losses import _label_smoothing_loss, label_smoothing_loss
 from seqbook.seq2seq.data import TranslationBatch
 from seqbook.transformer.blocks import DecoderBlock, EncoderBlock
 from seqbook.transformer.norm import LayerNorm
@@ -233,6 +233,13 @@ class Transformer(nn.Module):
         logits = self(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
         target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
         return label_smoothing_loss(logits, target, label_smoothing, ignore_index=-100)
+
+    def _loss(self, batch: TranslationBatch, epsilon: float) -> torch.Tensor:
+        """:meth:`loss` of a batch the package built (a task's, trusted) and a checked
+        ``epsilon``: what :func:`~seqbook.transformer.train_transformer` runs each step."""
+        logits = self._decode(batch.tgt_in, *self._encode(batch.src, batch.src_lengths))
+        target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
+        return _label_smoothing_loss(logits, target, epsilon, target != -100, "mean")
 
     def attention_maps(self) -> dict[str, list[torch.Tensor]]:
         """The last call's attention weights of every block, for plotting.

@@ -58,6 +58,11 @@ def warmup_lr(step: int, lr: float, warmup: int, total: int) -> float:
     check_real("lr", lr, min_value=0.0, strict_min=True)
     check_int("warmup", warmup, min_value=0)
     check_positive_int("total", total)
+    return _warmup_lr(step, lr, warmup, total)
+
+
+def _warmup_lr(step: int, lr: float, warmup: int, total: int) -> float:
+    """:func:`warmup_lr` of checked arguments."""
     if step <= warmup:
         return lr * step / warmup
     return lr * max(0.0, (total - step) / max(total - warmup, 1))
@@ -118,6 +123,8 @@ def train_transformer(
     model.to(device)
     epochs = check_positive_int("epochs", config.epochs)
     epsilon = check_real("label_smoothing", config.label_smoothing, min_value=0.0, max_value=1.0)
+    check_real("lr", config.lr, min_value=0.0, strict_min=True)
+    check_int("warmup", config.warmup, min_value=0)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98))
     batches = task.epochs(task.splits.train, config.batch_size, seed=config.seed)
     per_epoch = -(-len(task.splits.train) // config.batch_size)
@@ -125,10 +132,10 @@ def train_transformer(
     steps = iter(range(1, total + 1))
 
     def loss_fn(m: Transformer, batch) -> torch.Tensor:
-        lr = warmup_lr(next(steps), config.lr, config.warmup, total)
+        lr = _warmup_lr(next(steps), config.lr, config.warmup, total)
         for group in optimizer.param_groups:  # the step that follows uses this lr
             group["lr"] = lr
-        return m.loss(batch, label_smoothing=epsilon)
+        return m._loss(batch, epsilon)  # the task's batches: checked once, by the task
 
     history = fit(
         model, loss_fn, batches, optimizer, epochs, config.clip,
