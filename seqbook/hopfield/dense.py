@@ -13,7 +13,7 @@ Everything is computed in float64: the overlaps are integers and the polynomial
 energies reach :math:`N d^n`, beyond the integers float32 represents exactly. For
 :math:`F = \exp` the update compares log-sum-exps, so it never overflows; the energy
 itself overflows (to ``-inf``) once an overlap exceeds about 709, and
-:meth:`DenseAssociativeMemory.log_neg_energy` gives :math:`\log(-E)` instead.
+:meth:`~seqbook.hopfield.DenseAssociativeMemory.log_neg_energy` gives :math:`\log(-E)` instead.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 r"""BLEU: n-gram precision of a candidate translation against references.
 
-Two definitions live here. :func:`bleu_d2l` is the variant of the source slides (and of
-*Dive into Deep Learning*): one prediction, one label, precisions weighted by
-:math:`1/2^n`. :func:`corpus_bleu` and :func:`sentence_bleu` are the standard BLEU of
-Papineni et al. (2002) as computed by sacrebleu: clipped n-gram counts summed over the
-whole corpus, a brevity penalty against the closest reference length, and the geometric
-mean of the precisions of orders 1 to ``max_order``. With ``tokenize="none"`` and the
-same smoothing, ``100 * corpus_bleu(...)`` equals ``sacrebleu.corpus_bleu(...).score``.
+Two definitions live here. :func:`~seqbook.metrics.bleu_d2l` is the variant of the
+source slides (and of *Dive into Deep Learning*): one prediction, one label, precisions
+weighted by :math:`1/2^n`. :func:`~seqbook.metrics.corpus_bleu` and
+:func:`~seqbook.metrics.sentence_bleu` are the standard BLEU of Papineni et al. (2002)
+as computed by sacrebleu: clipped n-gram counts summed over the whole corpus, a brevity
+penalty against the closest reference length, and the geometric mean of the precisions
+of orders 1 to ``max_order``. With ``tokenize="none"`` and the same smoothing,
+``100 * corpus_bleu(...)`` equals ``sacrebleu.corpus_bleu(...).score``.
 
 All functions take **pre-tokenized** input: a sentence is a list of tokens (strings,
 or any hashable tokens such as ids). Nothing is lower-cased or re-tokenized.

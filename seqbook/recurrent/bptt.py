@@ -4,7 +4,7 @@ Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units
 
 Full BPTT is what autograd does with an unrolled network: keep every step's
 activations, then run back-propagation backwards through all ``T`` steps. Its
-memory grows with ``T`` (see :func:`activation_bytes`).
+memory grows with ``T`` (see :func:`~seqbook.recurrent.activation_bytes`).
 
 Truncated BPTT follows Williams & Peng (1990) in the ``(k1, k2)`` form of Sutskever
 (2013): **every** ``k1`` **steps, back-propagate the losses of those** ``k1`` **steps

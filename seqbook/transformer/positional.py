@@ -8,7 +8,8 @@ Column ``2i`` of the encoding is a sine and column ``2i + 1`` a cosine of the sa
 angular frequency :math:`\omega_i = 10000^{-2i/d_{model}}`. Each (sine, cosine) pair
 is a point on a circle that turns by the angle :math:`\omega_i k` when the position
 moves by :math:`k`, so :math:`PE_{pos+k} = M_k \, PE_{pos}` with one fixed
-block-diagonal rotation :math:`M_k` for every position (:func:`relative_position_map`).
+block-diagonal rotation :math:`M_k` for every position
+(:func:`~seqbook.transformer.relative_position_map`).
 """
 
 from __future__ import annotations
