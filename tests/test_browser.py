@@ -66,7 +66,7 @@ PAGE_IDS = [p.relative_to(HTML).as_posix() for p in PAGES]
 CHAPTER_PAGES = [HTML / "book" / f"{c.stem}.html" for c in chapters()]
 # Screenshots of the package's code under the equations it implements, for people to
 # look at: the first chapters, in the book's order, whose pages show such code.
-SOURCE_SCREENSHOTS = 2
+SOURCE_SCREENSHOTS = 3
 
 
 def pages_showing_code_under_equations() -> list[Path]:
