@@ -263,3 +263,13 @@ def test_few_snippets_are_cut_out_of_a_function():
             # a cut says why a whole function could not serve
             assert re.search(r"^\s*#", source, re.M), f"{chapter.stem}: no reason for {call}"
     assert len(cuts) <= MAX_CUT_SNIPPETS, f"{len(cuts)} cut snippets:\n" + "\n".join(cuts)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_shown_code_fits_the_page(chapter):
+    # The text column shows about 80 characters of code (test_code_fits_the_page);
+    # longer lines of a snippet hide their end, often the equation's tag, behind a
+    # scroll bar.
+    long = [f"{snippet.qualname}: {line.strip()}" for _, snippet, _ in _shown_snippets(chapter)
+            for line in snippet.code.splitlines() if len(line) > 80]
+    assert not long, "shown lines over 80 characters:\n" + "\n".join(long)
