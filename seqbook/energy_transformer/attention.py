@@ -92,7 +92,9 @@ class EnergyAttention(nn.Module):
         self.W_Q = nn.Parameter(W.clone())
         self.W_K = nn.Parameter(W.clone())
 
-    def _scores(self, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _scores(
+        self, g: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Keys, queries and the scores beta k_B . q_C, -inf on the diagonal."""
         K = torch.einsum("bnd,hyd->bhny", g, self.W_K)  # (eq-et-keys)  (B, H, N, Y)
         Q = torch.einsum("bnd,hyd->bhny", g, self.W_Q)  # (eq-et-keys)  (B, H, N, Y)
@@ -123,7 +125,7 @@ class EnergyAttention(nn.Module):
         K, Q, S = self._scores(g)
         omega = torch.softmax(S, dim=-1)  # (B, H, N, N)
         from_keys = omega @ K  # (B, H, N, Y): sum_B omega_AB k_B
-        from_queries = omega.transpose(-1, -2) @ Q  # (B, H, N, Y): sum_C omega_CA q_C
+        from_queries = omega.transpose(-1, -2) @ Q  # sum_C omega_CA q_C
         return (  # (eq-et-attention-update)
             torch.einsum("bhny,hyd->bnd", from_keys, self.W_Q)
             + torch.einsum("bhny,hyd->bnd", from_queries, self.W_K)

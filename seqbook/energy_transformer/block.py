@@ -99,7 +99,8 @@ class EnergyTransformer(nn.Module):
         return self._energy(self.norm._g(self._check("x", x)))
 
     def _energy(self, g: torch.Tensor) -> torch.Tensor:
-        return self.attention._energy(g) + self.hopfield._energy(g)  # (eq-et-energy)
+        # (eq-et-energy)
+        return self.attention._energy(g) + self.hopfield._energy(g)
 
     def gradient(self, g: torch.Tensor, method: str = "closed") -> torch.Tensor:
         r""":math:`\partial E/\partial\mathbf g`, in closed form or by autograd.

@@ -85,7 +85,7 @@ class EnergyLayerNorm(nn.Module):
 
     def _g(self, x: torch.Tensor) -> torch.Tensor:
         centred = x - x.mean(-1, keepdim=True)  # (..., D)
-        scale = (centred.pow(2).mean(-1, keepdim=True) + self.eps).sqrt()  # (..., 1)
+        scale = (centred.pow(2).mean(-1, keepdim=True) + self.eps).sqrt()
         return self.gamma * centred / scale + self.delta  # (eq-et-layernorm)
 
     def lagrangian(self, x: torch.Tensor) -> torch.Tensor:

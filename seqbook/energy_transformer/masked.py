@@ -194,11 +194,14 @@ class MaskedEnergyTransformer(nn.Module):
         return self.block.run(x0, steps, self.config.alpha)  # (S + 1, B, N, D)
 
     def _loss(
-        self, images: torch.Tensor, fraction: float, generator: torch.Generator | None
+        self,
+        images: torch.Tensor,
+        fraction: float,
+        generator: torch.Generator | None,
     ) -> torch.Tensor:
         p = _image_to_patches(images, self.patch_size)  # (B, N, a) the patches p_A
-        _, visible = _mask_tokens(p, fraction, generator)  # (B, N) True in V, False in M
-        p_hat = self._forward(p, visible, self.config.steps)  # (eq-et-decode)  (B, N, a)
+        _, visible = _mask_tokens(p, fraction, generator)  # True in V, False in M
+        p_hat = self._forward(p, visible, self.config.steps)  # (eq-et-decode)
         error = (p_hat - p).pow(2)  # (B, N, a)
         return error[~visible].mean() + error[visible].mean()  # (eq-et-loss)
 

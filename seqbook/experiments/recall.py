@@ -79,11 +79,17 @@ class AssociativeRecallTask:
     def _draw(self, batch: int,
               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         N = self.num_pairs
-        keys = torch.rand(batch, self.num_keys, generator=generator).argsort(1)[:, :N]
-        values = self.num_keys + torch.randint(self.num_values, (batch, N), generator=generator)
-        order = torch.rand(batch, N, generator=generator).argsort(1)  # the queries' order
-        pairs = torch.stack([keys, values], dim=2).reshape(batch, 2 * N)  # k1 v1 k2 v2 ...
-        ids = torch.cat([pairs, keys.gather(1, order)], dim=1)  # (batch, 3N) (eq-mqar)
+        keys = torch.rand(
+            batch, self.num_keys, generator=generator
+        ).argsort(1)[:, :N]
+        values = self.num_keys + torch.randint(
+            self.num_values, (batch, N), generator=generator
+        )
+        # the queries' order
+        order = torch.rand(batch, N, generator=generator).argsort(1)
+        # k1 v1 k2 v2 ...
+        pairs = torch.stack([keys, values], dim=2).reshape(batch, 2 * N)
+        ids = torch.cat([pairs, keys.gather(1, order)], dim=1)  # (eq-mqar)
         targets = torch.full_like(ids, IGNORE)
         targets[:, 2 * N:] = values.gather(1, order)
         return ids, targets

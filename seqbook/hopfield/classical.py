@@ -60,8 +60,9 @@ def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
 
 
 def _hebbian_weights(x: torch.Tensor) -> torch.Tensor:
-    W = x.transpose(-1, -2) @ x  # (eq-hopfield-hebb)  sum_s x^s x^sT  (..., d, d)
-    return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))  # (eq-hopfield-hebb) W_ii = 0
+    W = x.transpose(-1, -2) @ x  # (eq-hopfield-hebb)  sum_s x^s x^sT
+    # (eq-hopfield-hebb) W_ii = 0
+    return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))
 
 
 def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
@@ -83,9 +84,12 @@ def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torc
     return _classical_energy(xi, W, U)
 
 
-def _classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+def _classical_energy(
+    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor
+) -> torch.Tensor:
     W_xi = xi @ W  # (..., B, d)  W xi, one row per state
-    return -0.5 * (W_xi * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)  # (eq-hopfield-energy)
+    # (eq-hopfield-energy)
+    return -0.5 * (W_xi * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)
 
 
 def _sign_keep_ties(h: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
@@ -122,7 +126,8 @@ def _async_sweep(
 ) -> torch.Tensor:
     xi = xi.clone()
     for i in order.tolist():
-        h = (xi @ W[..., i, :].unsqueeze(-1)).squeeze(-1) - U[..., i : i + 1]  # (..., B) row i of W
+        # (..., B) row i of W
+        h = (xi @ W[..., i, :].unsqueeze(-1)).squeeze(-1) - U[..., i : i + 1]
         xi[..., i] = _sign_keep_ties(h, xi[..., i])  # (eq-hopfield-rule)
     return xi
 
@@ -146,9 +151,11 @@ def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tenso
     return _sync_step(xi, W, U)
 
 
-def _sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
-    h = xi @ W.transpose(-1, -2) - U.unsqueeze(-2)  # (eq-hopfield-sync)  (..., B, d)
-    return _sign_keep_ties(h, xi)  # (eq-hopfield-sync) sgn, a tie keeps the spin
+def _sync_step(
+    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor
+) -> torch.Tensor:
+    h = xi @ W.transpose(-1, -2) - U.unsqueeze(-2)  # (eq-hopfield-sync)
+    return _sign_keep_ties(h, xi)  # (eq-hopfield-sync) a tie keeps the spin
 
 
 def async_relax(

@@ -120,10 +120,10 @@ def _dense_async_sweep(
     for l in order.tolist():
         x_l = X[..., :, l].unsqueeze(-2)  # (..., 1, N)
         old = xi[..., l]  # (..., B)
-        a = overlaps - x_l * old.unsqueeze(-1)  # (..., B, N) a_mu: overlap without spin l
-        if F == "exp":  # log sum exp(a + x) - log sum exp(a - x): same sign, no overflow
+        a = overlaps - x_l * old.unsqueeze(-1)  # a_mu: overlap without spin l
+        if F == "exp":  # lse(a + x) - lse(a - x): same sign, no overflow
             gain = torch.logsumexp(a + x_l, -1) - torch.logsumexp(a - x_l, -1)
-        else:  # sum_mu F(a + x) - F(a - x) = sum_mu x g(a): binomial expansion, x = +-1
+        else:  # sum_mu F(a + x) - F(a - x) = sum_mu x g(a), x = +-1
             gain = (_odd_part(a, degree) * x_l).sum(-1)
         new = _sign_keep_ties(gain, old)  # (eq-hopfield-dam-rule)  (..., B)
         overlaps = overlaps + x_l * (new - old).unsqueeze(-1)

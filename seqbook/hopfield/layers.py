@@ -173,12 +173,14 @@ def _hopfield_association(
     mask: torch.Tensor | None,
 ) -> torch.Tensor:
     A = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
-    active = torch.ones(A.shape[:-2], dtype=torch.bool, device=A.device)  # (B, h)
+    # (B, h)
+    active = torch.ones(A.shape[:-2], dtype=torch.bool, device=A.device)
     for _ in range(1000 if steps_max is None else steps_max):
         Q = A @ K  # (eq-hopfield-mhn-update)  (B, h, S, d_k)
-        A_new = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
+        A_new = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)
         change = (A_new - A).square().sum((-2, -1)).sqrt()  # (B, h)
-        A = torch.where(active[..., None, None], A_new, A)  # converged heads keep theirs
+        # converged heads keep theirs
+        A = torch.where(active[..., None, None], A_new, A)
         active = active & (change > eps)
         if not active.any():
             break
@@ -395,22 +397,26 @@ class HopfieldLayer(nn.Module):
         return (Z, A) if return_weights else Z
 
     def _associate(
-        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor, mask: torch.Tensor | None
+        self,
+        R: torch.Tensor,
+        Y: torch.Tensor,
+        P: torch.Tensor,
+        mask: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         c, B, S = self.config, R.shape[0], R.shape[1]
         R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
-        R, Y, P = R[:, None], Y[:, None], P[:, None]  # (B, 1, ., .): shared by the heads
+        R, Y, P = R[:, None], Y[:, None], P[:, None]  # shared by the heads
         Q = R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)  # (eq-hopfield-q)
         K = _project(Y, self.W_K, self.b_K)  # (eq-hopfield-k)  (B, h, N, d_k)
         if c.pattern_projection_as_connected:
             P = _project(P, self.W_K, self.b_K)  # (B, h, N, d_k)
         V = _project(P, self.W_V, self.b_V)  # (eq-hopfield-v)  (B, h, N, d_v)
-        Q, K = self.norm_hopfield(Q), self.norm_hopfield(K)  # (B, h, S, d_k), (B, h, N, d_k)
+        Q, K = self.norm_hopfield(Q), self.norm_hopfield(K)
         A = _hopfield_association(Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask)
-        Z = F.dropout(A, c.dropout, self.training) @ V  # (eq-hopfield-layer)  (B, h, S, d_v)
+        Z = F.dropout(A, c.dropout, self.training) @ V  # (eq-hopfield-layer)
         Z = Z.transpose(1, 2).reshape(B, S, -1)  # (B, S, h d_v)
         if self.W_O is not None:
-            Z = Z @ self.W_O if self.b_O is None else Z @ self.W_O + self.b_O  # (B, S, output_size)
+            Z = Z @ self.W_O if self.b_O is None else Z @ self.W_O + self.b_O
         return Z, A
 
     def extra_repr(self) -> str:

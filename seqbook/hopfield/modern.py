@@ -81,7 +81,9 @@ def modern_energy(xi: torch.Tensor, patterns: torch.Tensor, beta: float) -> torc
     return _modern_energy(*_check_query(xi, patterns, beta))
 
 
-def _modern_energy(xi: torch.Tensor, X: torch.Tensor, beta: float) -> torch.Tensor:
+def _modern_energy(
+    xi: torch.Tensor, X: torch.Tensor, beta: float
+) -> torch.Tensor:
     N = X.shape[0]  # X: the stored patterns as rows
     M = X.norm(dim=-1).max()  # the largest pattern norm
     X_xi = xi @ X.transpose(-1, -2)  # (..., N)  X^T xi
@@ -118,10 +120,14 @@ def modern_update(
 
 
 def _modern_update(
-    xi: torch.Tensor, X: torch.Tensor, beta: float, values: torch.Tensor | None = None
+    xi: torch.Tensor,
+    X: torch.Tensor,
+    beta: float,
+    values: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    p = torch.softmax(beta * (xi @ X.transpose(-1, -2)), dim=-1)  # (..., N)  X: patterns as rows
-    return p @ (X if values is None else values)  # (eq-hopfield-mhn-update)  (..., d)
+    # (..., N)  X: patterns as rows
+    p = torch.softmax(beta * (xi @ X.transpose(-1, -2)), dim=-1)
+    return p @ (X if values is None else values)  # (eq-hopfield-mhn-update)
 
 
 def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:

@@ -134,14 +134,18 @@ def dam_class_scores(
     return _dam_class_scores(memories, pixels, degree, temperature)
 
 
-def _dam_class_scores(xi: torch.Tensor, v: torch.Tensor, n: int, T: float) -> torch.Tensor:
+def _dam_class_scores(
+    xi: torch.Tensor, v: torch.Tensor, n: int, T: float
+) -> torch.Tensor:
     N_v = v.shape[1]  # xi: the memories (K, N_v + N_c), v: the pixels (B, N_v)
-    xi_v, xi_c = xi[:, :N_v], xi[:, N_v:]  # (K, N_v) visible part, (K, N_c) class part
-    u = v @ xi_v.T - xi_c.sum(1)  # (eq-hopfield-dam-classifier) u_mu, every sigma at -1  (B, K)
-    on = u.unsqueeze(-1) + 2 * xi_c  # u_mu + 2 xi_mu_alpha: sigma_alpha at +1  (B, K, N_c)
+    xi_v, xi_c = xi[:, :N_v], xi[:, N_v:]  # visible part, class part
+    # (eq-hopfield-dam-classifier) u_mu, every sigma at -1  (B, K)
+    u = v @ xi_v.T - xi_c.sum(1)
+    on = u.unsqueeze(-1) + 2 * xi_c  # u_mu + 2 xi_mu_alpha: sigma_alpha at +1
     F_on = (on.clamp(min=0) / T) ** n  # beta F, beta = 1 / T^n
     F_off = (u.clamp(min=0) / T) ** n  # (B, K)
-    return torch.tanh((F_on - F_off.unsqueeze(-1)).sum(1))  # (eq-hopfield-dam-classifier)
+    # (eq-hopfield-dam-classifier)
+    return torch.tanh((F_on - F_off.unsqueeze(-1)).sum(1))
 
 
 @dataclass

@@ -248,8 +248,15 @@ def state_floats(mixer: str, d: int, num_heads: int = 1, position: int = 0,
     return _state_floats(mixer, d, num_heads, position, state_size, expand, conv_size)
 
 
-def _state_floats(mixer: str, d: int, num_heads: int, position: int, state_size: int,
-                  expand: int, conv_size: int) -> int:
+def _state_floats(
+    mixer: str,
+    d: int,
+    num_heads: int,
+    position: int,
+    state_size: int,
+    expand: int,
+    conv_size: int,
+) -> int:
     dh = d // num_heads
     return {
         "softmax": 2 * position * d,
@@ -326,7 +333,8 @@ class MixerLM(nn.Module):
 
     def _forward(self, ids: torch.Tensor) -> torch.Tensor:
         e = self.embed(ids)  # (B, T, d)
-        x = e + self.shift(F.pad(e, (0, 0, 1, 0))[:, :-1])  # + W_s E[w_{t-1}] (eq-mixer-block)
+        # + W_s E[w_{t-1}] (eq-mixer-block)
+        x = e + self.shift(F.pad(e, (0, 0, 1, 0))[:, :-1])
         for layer, mixer in enumerate(self.mixers):
             x = x + mixer(self.norms[2 * layer](x))  # (eq-mixer-block)
             x = x + self._mlp(layer, x)  # (eq-mixer-block)

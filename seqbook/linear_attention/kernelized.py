@@ -85,9 +85,11 @@ def linear_attention(phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor) 
     return _parallel(phi_Q, phi_K, V)
 
 
-def _parallel(phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+def _parallel(
+    phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor
+) -> torch.Tensor:
     T = phi_Q.shape[1]
-    mask = torch.ones(T, T, dtype=torch.bool, device=phi_Q.device).tril()  # (T, T)
+    mask = torch.ones(T, T, dtype=torch.bool, device=phi_Q.device).tril()
     A = (phi_Q @ phi_K.transpose(1, 2)).masked_fill(~mask, 0.0)  # (B, T, T)
     return (A @ V) / A.sum(-1, keepdim=True)  # (eq-linattn-parallel)
 
@@ -126,10 +128,15 @@ def linear_attention_recurrent(
     return torch.stack(outputs, dim=1)  # (B, T, d_v)
 
 
-def _step(S: torch.Tensor, z: torch.Tensor, phi_q: torch.Tensor, phi_k: torch.Tensor,
-          v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _step(
+    S: torch.Tensor,
+    z: torch.Tensor,
+    phi_q: torch.Tensor,
+    phi_k: torch.Tensor,
+    v: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step of the recurrence: write (v, phi(k)) into the state, read with phi(q)."""
-    S = S + v[:, :, None] * phi_k[:, None, :]  # (eq-linattn-state): v k^T, (B, d_v, d_k)
+    S = S + v[:, :, None] * phi_k[:, None, :]  # (eq-linattn-state): v k^T
     z = z + phi_k  # (B, d_k)
     numerator = (S @ phi_q[:, :, None])[:, :, 0]  # (B, d_v)
     y = numerator / (z * phi_q).sum(-1, keepdim=True)  # (eq-linattn-read)
@@ -178,13 +185,18 @@ def linear_attention_chunked(
     return torch.cat(outputs, dim=1)  # (B, T, d_v)
 
 
-def _chunk(S: torch.Tensor, z: torch.Tensor, phi_Q: torch.Tensor, phi_K: torch.Tensor,
-           V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _chunk(
+    S: torch.Tensor,
+    z: torch.Tensor,
+    phi_Q: torch.Tensor,
+    phi_K: torch.Tensor,
+    V: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One chunk: its own keys through a masked matrix, earlier ones through the state."""
     C = phi_Q.shape[1]
-    mask = torch.ones(C, C, dtype=torch.bool, device=phi_Q.device).tril()  # (C, C)
+    mask = torch.ones(C, C, dtype=torch.bool, device=phi_Q.device).tril()
     A = (phi_Q @ phi_K.transpose(1, 2)).masked_fill(~mask, 0.0)  # (B, C, C)
-    numerator = A @ V + phi_Q @ S.transpose(1, 2)  # (B, C, d_v), (eq-linattn-chunk)
+    numerator = A @ V + phi_Q @ S.transpose(1, 2)  # (eq-linattn-chunk)
     denominator = A.sum(-1) + (phi_Q @ z[:, :, None])[:, :, 0]  # (B, C)
     S = S + V.transpose(1, 2) @ phi_K  # (B, d_v, d_k), (eq-linattn-chunk)
     z = z + phi_K.sum(1)  # (B, d_k)

@@ -66,14 +66,17 @@ def associative_memory(K: torch.Tensor, V: torch.Tensor, rule: str = "hebbian",
     return S
 
 
-def _hebbian_write(S: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def _hebbian_write(
+    S: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> torch.Tensor:
     return S + v[:, :, None] * k[:, None, :]  # (eq-linattn-state): S + v k^T
 
 
 def _delta_write(S: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  beta: float) -> torch.Tensor:
-    v_old = (S @ k[:, :, None])[:, :, 0]  # what the memory returns for k, (B, d_v)
-    return S + beta * (v - v_old)[:, :, None] * k[:, None, :]  # (eq-linattn-delta)
+    v_old = (S @ k[:, :, None])[:, :, 0]  # what the memory returns for k
+    # (eq-linattn-delta)
+    return S + beta * (v - v_old)[:, :, None] * k[:, None, :]
 
 
 def delta_rule_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,

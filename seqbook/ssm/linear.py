@@ -60,10 +60,13 @@ def zoh(A: torch.Tensor, B: torch.Tensor, delta: float) -> tuple[torch.Tensor, t
     return _zoh(A, B, check_real("delta", delta, min_value=0.0, strict_min=True))
 
 
-def _zoh(A: torch.Tensor, B: torch.Tensor, delta: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _zoh(
+    A: torch.Tensor, B: torch.Tensor, delta: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     A_bar = torch.linalg.matrix_exp(delta * A)  # (eq-ssm-zoh)
     I = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
-    B_bar = torch.linalg.solve(delta * A, (A_bar - I) @ (delta * B))  # (eq-ssm-zoh)
+    # (eq-ssm-zoh)
+    B_bar = torch.linalg.solve(delta * A, (A_bar - I) @ (delta * B))
     return A_bar, B_bar
 
 
@@ -222,8 +225,10 @@ class S4D(nn.Module):
     def _kernel(self, length: int) -> torch.Tensor:
         a_bar, b_bar = self.discretize()
         c = torch.view_as_complex(self.C)  # (D, N/2)
-        powers = a_bar[:, :, None] ** torch.arange(length, device=a_bar.device)  # (D, N/2, L)
-        return 2 * torch.einsum("dn,dnl->dl", c * b_bar, powers).real  # (eq-ssm-kernel)
+        # (D, N/2, L)
+        powers = a_bar[:, :, None] ** torch.arange(length, device=a_bar.device)
+        # (eq-ssm-kernel)
+        return 2 * torch.einsum("dn,dnl->dl", c * b_bar, powers).real
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_input("x", x, self, ndim=3, size=self.D.shape[0], what="channels")

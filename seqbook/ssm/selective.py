@@ -37,7 +37,8 @@ def _discretize(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
                 B: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Each step's decay exp(delta A) and input delta B x, both (b, L, D, N)."""
     A_bar = torch.exp(delta[..., None] * A)  # (eq-ssm-selective)
-    Bx = delta[..., None] * B[:, :, None, :] * x[..., None]  # (eq-ssm-selective)
+    # (eq-ssm-selective)
+    Bx = delta[..., None] * B[:, :, None, :] * x[..., None]
     return A_bar, Bx
 
 
@@ -125,7 +126,8 @@ def _parallel_scan(a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Every prefix of h_t = a_t h_{t-1} + u_t (h_0 = 0), in log2(L) rounds."""
     offset = 1
     while offset < a.shape[1]:
-        a_before = F.pad(a[:, :-offset], (0, 0, 0, 0, offset, 0), value=1.0)  # identity
+        # padded with the identity
+        a_before = F.pad(a[:, :-offset], (0, 0, 0, 0, offset, 0), value=1.0)
         u_before = F.pad(u[:, :-offset], (0, 0, 0, 0, offset, 0))
         a, u = _combine(a_before, u_before, a, u)  # (eq-ssm-scan)
         offset *= 2
@@ -134,7 +136,8 @@ def _parallel_scan(a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
 def _combine(a: torch.Tensor, u: torch.Tensor, a_next: torch.Tensor,
              u_next: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return a_next * a, a_next * u + u_next  # (a, u) then (a', u')  (eq-ssm-scan)
+    # (a, u) then (a', u')  (eq-ssm-scan)
+    return a_next * a, a_next * u + u_next
 
 
 def semiseparable_matrix(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
@@ -175,12 +178,16 @@ def semiseparable_matrix(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) 
     return _semiseparable(log_a, B, C)
 
 
-def _semiseparable(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+def _semiseparable(
+    log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor
+) -> torch.Tensor:
     cumulative = log_a.cumsum(-1)  # log(a_1 ... a_t), (b, L)
     L = log_a.shape[1]
     causal = torch.ones(L, L, dtype=torch.bool, device=log_a.device).tril()
-    log_mask = cumulative[:, :, None] - cumulative[:, None, :]  # log(a_{j+1}...a_i)
-    mask = torch.exp(log_mask.masked_fill(~causal, -math.inf))  # (eq-ssm-semiseparable)
+    # log(a_{j+1}...a_i)
+    log_mask = cumulative[:, :, None] - cumulative[:, None, :]
+    # (eq-ssm-semiseparable)
+    mask = torch.exp(log_mask.masked_fill(~causal, -math.inf))
     return (C @ B.transpose(1, 2)) * mask  # (b, L, L)
 
 
@@ -255,9 +262,12 @@ class MambaBlock(nn.Module):
         x, z = self.in_proj(u).chunk(2, dim=-1)  # (b, L, inner) each
         L = u.shape[1]
         x = F.silu(self.conv1d(x.transpose(1, 2))[:, :, :L].transpose(1, 2))
-        dt, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], -1)
+        dt, B, C = self.x_proj(x).split(
+            [self.dt_rank, self.state_size, self.state_size], -1
+        )
         delta = F.softplus(self.dt_proj(dt))  # (b, L, inner)
-        y = _selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)  # (eq-ssm-selective)
+        # (eq-ssm-selective)
+        y = _selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
         return self.out_proj(y * F.silu(z))  # (b, L, d_model)
 
     @classmethod

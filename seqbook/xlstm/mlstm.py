@@ -69,16 +69,28 @@ def mlstm_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: to
     return torch.stack(hs, dim=1)  # (B, T, d)
 
 
-def _step(C: torch.Tensor, n: torch.Tensor, m: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
-          v: torch.Tensor, i_pre: torch.Tensor,
-          f_pre: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def _step(
+    C: torch.Tensor,
+    n: torch.Tensor,
+    m: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    i_pre: torch.Tensor,
+    f_pre: torch.Tensor,
+) -> tuple[torch.Tensor, ...]:
     log_f = F.logsigmoid(f_pre)  # (B,)
     m_new = torch.maximum(log_f + m, i_pre)  # (eq-slstm-stabiliser)
-    i, f = torch.exp(i_pre - m_new)[:, None], torch.exp(log_f + m - m_new)[:, None]
-    C = f[:, :, None] * C + i[:, :, None] * v[:, :, None] * k[:, None, :]  # (eq-mlstm-memory)
+    i, f = (
+        torch.exp(i_pre - m_new)[:, None],
+        torch.exp(log_f + m - m_new)[:, None],
+    )
+    # (eq-mlstm-memory)
+    C = f[:, :, None] * C + i[:, :, None] * v[:, :, None] * k[:, None, :]
     n = f * n + i * k  # (B, d)
     numerator = (C @ q[:, :, None])[:, :, 0]  # (B, d)
-    bound = torch.maximum((n * q).sum(-1).abs(), torch.exp(-m_new))  # (eq-mlstm-read)
+    # (eq-mlstm-read)
+    bound = torch.maximum((n * q).sum(-1).abs(), torch.exp(-m_new))
     return C, n, m_new, numerator / bound[:, None]
 
 
@@ -103,12 +115,18 @@ def mlstm_parallel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: tor
     return _parallel(q, k / math.sqrt(q.shape[-1]), v, i_pre, f_pre)
 
 
-def _parallel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: torch.Tensor,
-              f_pre: torch.Tensor) -> torch.Tensor:
+def _parallel(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    i_pre: torch.Tensor,
+    f_pre: torch.Tensor,
+) -> torch.Tensor:
     log_f = F.logsigmoid(f_pre).cumsum(-1)  # log(f_1 ... f_t), (B, T)
     T = q.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
-    log_D = log_f[:, :, None] - log_f[:, None, :] + i_pre[:, None, :]  # (eq-mlstm-parallel)
+    # (eq-mlstm-parallel)
+    log_D = log_f[:, :, None] - log_f[:, None, :] + i_pre[:, None, :]
     log_D = log_D.masked_fill(~causal, -math.inf)  # (B, T, T)
     m = log_D.max(-1, keepdim=True).values  # the row's stabiliser, (B, T, 1)
     scores = (q @ k.transpose(1, 2)) * torch.exp(log_D - m)  # (B, T, T)
