@@ -404,20 +404,28 @@ class HopfieldLayer(nn.Module):
         mask: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         c, B, S = self.config, R.shape[0], R.shape[1]
-        R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
-        R, Y, P = R[:, None], Y[:, None], P[:, None]  # shared by the heads
-        Q = R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)  # (eq-hopfield-q)
-        K = _project(Y, self.W_K, self.b_K)  # (eq-hopfield-k)  (B, h, N, d_k)
-        if c.pattern_projection_as_connected:
-            P = _project(P, self.W_K, self.b_K)  # (B, h, N, d_k)
-        V = _project(P, self.W_V, self.b_V)  # (eq-hopfield-v)  (B, h, N, d_v)
-        Q, K = self.norm_hopfield(Q), self.norm_hopfield(K)
-        A = _hopfield_association(Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask)
+        Q, K, V = self._queries_keys_values(R, Y, P)  # (B, h, S|N, d)
+        A = _hopfield_association(
+            Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask
+        )
         Z = F.dropout(A, c.dropout, self.training) @ V  # (eq-hopfield-layer)
         Z = Z.transpose(1, 2).reshape(B, S, -1)  # (B, S, h d_v)
         if self.W_O is not None:
             Z = Z @ self.W_O if self.b_O is None else Z @ self.W_O + self.b_O
         return Z, A
+
+    def _queries_keys_values(
+        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
+        R, Y, P = R[:, None], Y[:, None], P[:, None]  # shared by the heads
+        # (eq-hopfield-q)
+        Q = R if self.W_Q is None else _project(R, self.W_Q, self.b_Q)
+        K = _project(Y, self.W_K, self.b_K)  # (eq-hopfield-k)  (B, h, N, d_k)
+        if self.config.pattern_projection_as_connected:
+            P = _project(P, self.W_K, self.b_K)  # (B, h, N, d_k)
+        V = _project(P, self.W_V, self.b_V)  # (eq-hopfield-v)  (B, h, N, d_v)
+        return self.norm_hopfield(Q), self.norm_hopfield(K), V
 
     def extra_repr(self) -> str:
         return (
