@@ -166,7 +166,8 @@ def _smoothed_targets(
     y: torch.Tensor, C: int, epsilon: float, dtype: torch.dtype
 ) -> torch.Tensor:
     """:math:`p'` for (checked) class indices ``y`` in ``[0, C)``, in ``dtype``."""
-    delta = torch.nn.functional.one_hot(y.long(), C).to(dtype)  # delta_{k,y}, (..., C)
+    # delta_{k,y}, (..., C)
+    delta = torch.nn.functional.one_hot(y.long(), C).to(dtype)
     return (1 - epsilon) * delta + epsilon / C  # (eq-loss-label-smoothing)
 
 
@@ -244,11 +245,16 @@ def label_smoothing_loss(
 
 
 def _label_smoothing_loss(
-    z: torch.Tensor, y: torch.Tensor, epsilon: float, keep: torch.Tensor, reduction: str
+    z: torch.Tensor,
+    y: torch.Tensor,
+    epsilon: float,
+    keep: torch.Tensor,
+    reduction: str,
 ) -> torch.Tensor:
     """The loss of (checked) logits ``z`` and targets ``y`` over the positions ``keep``."""
     log_q = torch.log_softmax(z[keep], dim=-1)  # log q_n, (N, C)
-    p = _smoothed_targets(y[keep], z.shape[-1], epsilon, log_q.dtype)  # p'_n, (N, C)
+    # p'_n, (N, C)
+    p = _smoothed_targets(y[keep], z.shape[-1], epsilon, log_q.dtype)
     losses = -(p * log_q).sum(-1)  # H(p'_n, q_n), (N,)  (eq-loss-smoothed)
     if reduction == "mean":
         return losses.mean()  # the mean over N

@@ -77,8 +77,10 @@ class AdditiveAttention(nn.Module):
 
     def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """The energies :math:`e_{ij}`, shape ``(B, T_q, T_k)``, for 3-D queries."""
-        hidden = self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1)  # (B, T_q, T_k, H)
-        return self.w_v(torch.tanh(hidden)).squeeze(-1)  # (B, T_q, T_k)  (eq-attn-additive)
+        # (B, T_q, T_k, H)
+        hidden = self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1)
+        # (B, T_q, T_k)  (eq-attn-additive)
+        return self.w_v(torch.tanh(hidden)).squeeze(-1)
 
     def _check_forward(
         self, queries: object, keys: object, values: object, mask: object

@@ -134,16 +134,22 @@ def scaled_dot_product_attention(
 
 
 def _sdpa(
-    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None,
-    scale: float, dropout_p: float,
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    mask: torch.Tensor | None,
+    scale: float,
+    dropout_p: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`scaled_dot_product_attention` of checked arguments: ``mask`` a keep mask
     or an additive float mask of the queries' dtype, ``scale`` a number."""
-    # Scaling Q (T_q x d_k numbers) rather than the scores (T_q x T_k) is the same
-    # product and about 20% faster for long sequences.
-    scores = (Q * scale) @ K.transpose(-2, -1)  # (..., T_q, T_k)  (eq-attn-sdpa)
-    if mask is not None and mask.is_floating_point():  # a bias: add it, drop -inf
+    # Scaling Q (T_q x d_k numbers) rather than the scores (T_q x T_k) is
+    # the same product and about 20% faster for long sequences.
+    # (..., T_q, T_k)  (eq-attn-sdpa)
+    scores = (Q * scale) @ K.transpose(-2, -1)
+    if mask is not None and mask.is_floating_point():  # a bias: add, drop -inf
         scores, mask = scores + mask, mask > float("-inf")
-    weights = _masked_softmax(scores, mask)  # (..., T_q, T_k)  (eq-attn-masked-softmax)
+    # (..., T_q, T_k)  (eq-attn-masked-softmax)
+    weights = _masked_softmax(scores, mask)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)

@@ -143,11 +143,14 @@ def _nadaraya_watson(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`nadaraya_watson` of checked 2-D ``(N, D)``, ``(M, D)``, ``(M, V)`` tensors."""
     # exact distances: the default matmul shortcut of cdist loses precision
-    distance = torch.cdist(q, k, compute_mode="donot_use_mm_for_euclid_dist")  # (N, M)
+    # (N, M)
+    distance = torch.cdist(q, k, compute_mode="donot_use_mm_for_euclid_dist")
     if kernel == "gaussian":  # a softmax, which never underflows to 0/0
-        weights = torch.softmax(-0.5 * (distance / h) ** 2, dim=1)  # (N, M)  (eq-attn-nw)
+        # (N, M)  (eq-attn-nw)
+        weights = torch.softmax(-0.5 * (distance / h) ** 2, dim=1)
     else:
         alpha = _kernel_function(distance / h, kernel)  # (N, M)
         total = alpha.sum(dim=1, keepdim=True)  # (N, 1)
-        weights = alpha / total.clamp(min=torch.finfo(alpha.dtype).tiny)  # (eq-attn-nw)
+        # (eq-attn-nw)
+        weights = alpha / total.clamp(min=torch.finfo(alpha.dtype).tiny)
     return weights @ v, weights  # (N, V), (N, M)

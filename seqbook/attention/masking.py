@@ -155,9 +155,10 @@ def _masked_softmax(
     """:func:`masked_softmax` of checked arguments."""
     if mask is None:
         return torch.softmax(scores, dim=dim)
-    # The most negative finite number instead of -inf: a fully masked row then gives
-    # a finite (uniform) softmax instead of 0/0 = NaN, and multiplying by the mask
-    # zeroes it. In a row with a real entry, exp(min - max) underflows to exactly 0.
+    # The most negative finite number instead of -inf: a fully masked row
+    # then gives a finite (uniform) softmax instead of 0/0 = NaN, and
+    # multiplying by the mask zeroes it. In a row with a real entry,
+    # exp(min - max) underflows to exactly 0.
     lowest = torch.finfo(scores.dtype).min
     filled = scores.masked_fill(~mask, lowest)
     return torch.softmax(filled, dim=dim) * mask  # (eq-attn-masked-softmax)

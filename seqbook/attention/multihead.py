@@ -312,9 +312,12 @@ class MultiHeadAttention(nn.Module):
             _as_keep(key_padding_mask, query.dtype), _as_keep(attn_mask, query.dtype), causal
         )
 
-    def _project(self, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    def _project(
+        self, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None
+    ) -> torch.Tensor:
         projected = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
-        return projected if b is None else projected + b.unsqueeze(1)  # (B, h, T, d_k)
+        # (B, h, T, d_k)
+        return projected if b is None else projected + b.unsqueeze(1)
 
     def forward(
         self,
@@ -354,7 +357,8 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`forward` of checked arguments: the output and every head's weights."""
         B, T_q, _ = query.shape
-        Q = self._project(query, self.W_Q, self.b_Q)  # (B, h, T_q, d_k)  (eq-attn-head)
+        # (B, h, T_q, d_k)  (eq-attn-head)
+        Q = self._project(query, self.W_Q, self.b_Q)
         K = self._project(key, self.W_K, self.b_K)  # (B, h, T_k, d_k)
         V = self._project(value, self.W_V, self.b_V)  # (B, h, T_k, d_v)
         dropout_p = self.dropout if self.training else 0.0

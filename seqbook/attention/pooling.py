@@ -65,11 +65,14 @@ class AttentionPooling(nn.Module):
         self, bags: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(pooled, weights)`` for each bag (shapes in the class docstring)."""
-        check_input("bags", bags, self, ndim=3, size=self.input_size, what="input_size")
+        check_input(
+            "bags", bags, self, ndim=3, size=self.input_size, what="input_size"
+        )
         if mask is not None:
             check_tensor("mask", mask, ndim=2)
             check_mask("mask", mask, bags.shape[:2], of="bags (B, N)")
-        scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)  # (B, N)  (eq-attn-bag)
+        # (B, N)  (eq-attn-bag)
+        scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)
         weights = _masked_softmax(scores, mask)  # (B, N)
         pooled = (weights.unsqueeze(-1) * bags).sum(dim=1)  # (B, D)
         return pooled, weights

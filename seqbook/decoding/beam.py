@@ -135,13 +135,19 @@ def _beam_step(
     ``log_prob`` and ``length``, all ``(N, K)``.
     """
     N, K, V = log_probs.shape
-    total = log_prob.unsqueeze(-1) + log_probs  # (N, K, V)  (eq-dec-sequence-probability)
-    new_length = torch.where(finished, length, torch.full_like(length, t))  # (N, K)
-    ranking = _length_normalized(total, new_length.unsqueeze(-1), alpha)  # (N, K, V)
-    order = torch.sort(ranking.view(N, K * V), dim=1, descending=True, stable=True).indices
+    # (N, K, V)  (eq-dec-sequence-probability)
+    total = log_prob.unsqueeze(-1) + log_probs
+    # (N, K)
+    new_length = torch.where(finished, length, torch.full_like(length, t))
+    # (N, K, V)
+    ranking = _length_normalized(total, new_length.unsqueeze(-1), alpha)
+    order = torch.sort(
+        ranking.view(N, K * V), dim=1, descending=True, stable=True
+    ).indices
     chosen = order[:, :K]  # (N, K)  (eq-dec-beam)
     parent, token = chosen // V, chosen % V  # (N, K), (N, K)
-    return parent, token, total.view(N, K * V).gather(1, chosen), new_length.gather(1, parent)
+    new_log_prob = total.view(N, K * V).gather(1, chosen)  # (N, K)
+    return parent, token, new_log_prob, new_length.gather(1, parent)
 
 
 def search_in_eval_mode(

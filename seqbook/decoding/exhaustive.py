@@ -127,7 +127,8 @@ def _extend(
     extensions, ``(N, M, V)``, and the ``(parent, token)`` pairs ``(M_next,)`` that
     stay live: not ``<eos>``, and possible for at least one sentence.
     """
-    total = log_prob.unsqueeze(-1) + log_probs  # (N, M, V)  (eq-dec-sequence-probability)
+    # (N, M, V)  (eq-dec-sequence-probability)
+    total = log_prob.unsqueeze(-1) + log_probs
     alive = torch.isfinite(total).any(dim=0)  # (M, V)
     alive[:, eos] = False  # a prefix that ends with <eos> is finished
     parent, token = alive.nonzero(as_tuple=True)  # (M_next,), (M_next,)

@@ -92,6 +92,8 @@ def _greedy_step(
     best = log_probs.argmax(-1)  # (N,)  (eq-dec-greedy)
     best = torch.where(finished, torch.full_like(best, eos), best)
     gained = log_probs.gather(1, best.unsqueeze(1)).squeeze(1)  # (N,)
-    log_prob = log_prob + torch.where(finished, torch.zeros_like(gained), gained)
+    log_prob = log_prob + torch.where(
+        finished, torch.zeros_like(gained), gained
+    )
     length = length + (~finished).long()
     return best, log_prob, length, finished | (best == eos)

@@ -388,11 +388,14 @@ def _teacher_forced_right(
     if isinstance(logits, tuple):  # a recurrent translator: (logits, weights)
         logits = logits[0]
     mask = batch.tgt_mask.cpu()
-    return (logits.argmax(-1).cpu() == batch.tgt_out.cpu())[mask]  # (eq-s2s-tf-accuracy)
+    # (eq-s2s-tf-accuracy)
+    return (logits.argmax(-1).cpu() == batch.tgt_out.cpu())[mask]
 
 
 def _free_running_right(
-    task: TranslationTask, pairs: Sequence[NumberPair], hypotheses: Sequence[Sequence[str]]
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Whether the model's own token is the reference token, ``(N,)``, and whether the
     position comes after the translation's first wrong token, ``(N,)``."""

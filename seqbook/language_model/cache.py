@@ -215,23 +215,32 @@ def _append(
     return all ``P + T`` (views of the buffers)."""
     P, T = cache.lengths[layer], x.shape[1]
     K_buffer, V_buffer = cache.key_buffers[layer], cache.value_buffers[layer]
-    K_buffer[:, :, P : P + T] = _project(x, attention.W_K, attention.b_K)  # (eq-lm-cache-append)
-    V_buffer[:, :, P : P + T] = _project(x, attention.W_V, attention.b_V)  # (eq-lm-cache-append)
+    # (eq-lm-cache-append)
+    K_buffer[:, :, P : P + T] = _project(x, attention.W_K, attention.b_K)
+    # (eq-lm-cache-append)
+    V_buffer[:, :, P : P + T] = _project(x, attention.W_V, attention.b_V)
     cache.lengths[layer] = P + T
     return K_buffer[:, :, : P + T], V_buffer[:, :, : P + T]  # K_{<=t}, V_{<=t}
 
 
 def _cached_attention(
-    attention: MultiHeadAttention, x: torch.Tensor, K: torch.Tensor, V: torch.Tensor
+    attention: MultiHeadAttention,
+    x: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
 ) -> torch.Tensor:
     """The output of the ``T`` new queries attending over the ``P + T`` cached keys."""
     B, T, _ = x.shape
     P = K.shape[2] - T
-    Q = _project(x, attention.W_Q, attention.b_Q)  # (B, h, T, d_k): new queries only
+    # (B, h, T, d_k): new queries only
+    Q = _project(x, attention.W_Q, attention.b_Q)
     # query i is position P + i: it may see keys j <= P + i  (eq-lm-cached-mask)
-    m = None if T == 1 else torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(P)
+    m = None if T == 1 else torch.ones(
+        T, P + T, dtype=torch.bool, device=x.device
+    ).tril(P)
     dropout = attention.dropout if attention.training else 0.0
-    heads, _ = scaled_dot_product_attention(Q, K, V, m, dropout)  # (eq-lm-cached-attention)
+    # (eq-lm-cached-attention)
+    heads, _ = scaled_dot_product_attention(Q, K, V, m, dropout)
     concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
     o = concat @ attention.W_O  # (B, T, d_model)  (eq-lm-cached-attention)
     return o if attention.b_O is None else o + attention.b_O

@@ -134,10 +134,13 @@ def _truncate_scores(
         kth_best = scores.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
         scores = scores.masked_fill(scores < kth_best, -math.inf)
     if top_p is not None and top_p < 1.0:  # (eq-lm-nucleus)
-        p, order = F.softmax(scores.float(), dim=-1).sort(dim=-1, descending=True)  # (B, V)
-        mass_before = p.cumsum(dim=-1) - p  # of the tokens more likely than each
+        p, order = F.softmax(scores.float(), dim=-1).sort(
+            dim=-1, descending=True
+        )  # (B, V)
+        mass_before = p.cumsum(dim=-1) - p  # of the tokens likelier than each
         drop = mass_before >= top_p  # (B, V), most likely first
-        drop = torch.empty_like(drop).scatter_(-1, order, drop)  # in token order
+        # in token order
+        drop = torch.empty_like(drop).scatter_(-1, order, drop)
         scores = scores.masked_fill(drop, -math.inf)
     return scores
 

@@ -139,12 +139,16 @@ class TransformerLM(nn.Module):
     def _forward(self, ids: torch.Tensor) -> torch.Tensor:
         """The logits ``(B, T, V)`` of checked ``ids``, without a cache."""
         T = ids.shape[1]
-        x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)  (eq-lm-input)
-        x = self.positional.dropout(x + self.positional.pe[:T].to(x.dtype))  # + PE_t
-        mask = causal_mask(T, device=ids.device)  # (T, T), True = may attend  (eq-lm-causal)
+        # (B, T, d_model)  (eq-lm-input)
+        x = self.embedding(ids) * math.sqrt(self.d_model)
+        # + PE_t
+        x = self.positional.dropout(x + self.positional.pe[:T].to(x.dtype))
+        # (T, T), True = may attend  (eq-lm-causal)
+        mask = causal_mask(T, device=ids.device)
         for block in self.blocks:
             # src_mask means what torch's does: True where attention is forbidden
-            x = block._encode(x, ~mask, None, False)  # (B, T, d_model)  (eq-lm-block)
+            # (B, T, d_model)  (eq-lm-block)
+            x = block._encode(x, ~mask, None, False)
         return self.readout(self.norm(x))  # (B, T, V)  (eq-lm-output)
 
     def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:

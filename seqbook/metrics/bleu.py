@@ -124,8 +124,12 @@ def _clipped_matches(pred: list | tuple, label: list | tuple, n: int) -> int:
     """The numerator of :math:`p_n`: the predicted n-grams found in the label."""
     label_counts = _ngrams(label, n)
     pred_counts = _ngrams(pred, n)
-    # each predicted n-gram counts at most as often as in the label (eq-bleu-clipped)
-    return sum(min(c, label_counts[g]) for g, c in pred_counts.items() if g in label_counts)
+    # each n-gram counts at most as often as in the label (eq-bleu-clipped)
+    return sum(
+        min(c, label_counts[g])
+        for g, c in pred_counts.items()
+        if g in label_counts
+    )
 
 
 def _bleu_d2l(pred: list | tuple, label: list | tuple, k: int) -> float:
@@ -184,12 +188,16 @@ class BLEUStatistics:
         return self._score(smooth, _check_smoothing(smooth, smooth_value, effective_order),
                            effective_order)
 
-    def _score(self, smooth: str, smooth_value: float | None, effective_order: bool) -> float:
+    def _score(
+        self, smooth: str, smooth_value: float | None, effective_order: bool
+    ) -> float:
         """:meth:`score` with checked arguments."""
         bp = self.brevity_penalty
         if not any(self.correct):
             return 0.0
-        precisions, order = self._smoothed_precisions(smooth, smooth_value, effective_order)
+        precisions, order = self._smoothed_precisions(
+            smooth, smooth_value, effective_order
+        )
         if any(p == 0.0 for p in precisions[:order]):
             return 0.0  # the geometric mean of a zero precision
         log_mean = sum(math.log(p) for p in precisions[:order]) / order

@@ -103,7 +103,8 @@ class BahdanauDecoder(nn.Module):
         # the query is the previous state s_{i-1}
         # (B, D), (B, T_x)  (eq-s2s-attn-context)
         c, alpha = self.attention._attend(s_prev, h, h, encoded.mask.unsqueeze(1))
-        s = self.cell(torch.cat([y_emb, c], dim=-1), s_prev)  # (B, H)  (eq-s2s-state)
+        # (B, H)  (eq-s2s-state)
+        s = self.cell(torch.cat([y_emb, c], dim=-1), s_prev)
         logits = self.W_o(torch.cat([s, c], dim=-1))  # (B, V)  (eq-s2s-output)
         return logits, s, alpha
 

@@ -128,14 +128,18 @@ class Seq2SeqDecoder(nn.Module):
         check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self, self.vocab_size, self.context_size)
         return self._decode(tgt_in, encoded)
 
-    def _decode(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, None]:
+    def _decode(
+        self, tgt_in: torch.Tensor, encoded: Encoded
+    ) -> tuple[torch.Tensor, None]:
         """:meth:`forward` of checked arguments: the whole target at once (teacher forcing)."""
         c, T_y = encoded.state, tgt_in.shape[1]  # (B, D)
         y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
         c_rep = c.unsqueeze(1).expand(-1, T_y, -1)  # (B, T_y, D)
         s0 = torch.tanh(self.W_s(c)).unsqueeze(0)  # (1, B, H)  (eq-s2s-plain-state)
-        s, _ = self.rnn(torch.cat([y, c_rep], dim=-1), s0)  # (B, T_y, H)  (eq-s2s-plain-state)
-        return self.W_o(torch.cat([s, c_rep], dim=-1)), None  # (B, T_y, V)  (eq-s2s-output)
+        # (B, T_y, H)  (eq-s2s-plain-state)
+        s, _ = self.rnn(torch.cat([y, c_rep], dim=-1), s0)
+        # (B, T_y, V)  (eq-s2s-output)
+        return self.W_o(torch.cat([s, c_rep], dim=-1)), None
 
     def step(
         self, y_prev: torch.Tensor, state: torch.Tensor, encoded: Encoded

@@ -116,8 +116,11 @@ class Seq2SeqEncoder(nn.Module):
         packed = pack_padded_sequence(
             x, src_lengths.cpu(), batch_first=True, enforce_sorted=False
         )
-        packed_out, h_n = self.rnn(packed)  # h_n: (directions, B, H)  (eq-s2s-bidirectional)
-        outputs, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=T)  # (B, T, D)
+        # h_n: (directions, B, H)  (eq-s2s-bidirectional)
+        packed_out, h_n = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(
+            packed_out, batch_first=True, total_length=T
+        )  # (B, T, D)
         # the forward state after the last real token, the backward after the first
         state = torch.cat(list(h_n), dim=-1)  # (B, D)  (eq-s2s-context)
         mask = lengths_to_mask(src_lengths.to(src.device), T)  # (B, T)

@@ -65,7 +65,9 @@ def _masked_cross_entropy(
     logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
     """:func:`masked_cross_entropy` of checked arguments."""
-    per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T_y)
+    per_token = F.cross_entropy(
+        logits.transpose(1, 2), targets, reduction="none"
+    )  # (B, T_y)
     mask = mask.to(per_token.dtype)
     return (per_token * mask).sum() / mask.sum()  # (eq-s2s-loss)
 

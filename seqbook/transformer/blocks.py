@@ -240,7 +240,8 @@ class EncoderBlock(nn.Module):
         z = self.add_norm_1._add_norm(
             x, lambda x: self._attend(x, src_mask, src_key_padding_mask, is_causal)
         )  # z = AddNorm(x, MultiHead)
-        return self.add_norm_2._add_norm(z, self.feed_forward._ffn)  # y = AddNorm(z, FFN)
+        # y = AddNorm(z, FFN)
+        return self.add_norm_2._add_norm(z, self.feed_forward._ffn)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerEncoderLayer) -> "EncoderBlock":
@@ -416,19 +417,30 @@ class DecoderBlock(nn.Module):
         )
 
     def _decode(
-        self, y, m, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
-        tgt_is_causal, memory_is_causal,
+        self,
+        y,
+        m,
+        tgt_mask,
+        memory_mask,
+        tgt_key_padding_mask,
+        memory_key_padding_mask,
+        tgt_is_causal,
+        memory_is_causal,
     ) -> torch.Tensor:
         """The block's output for checked arguments (``y`` the target, ``m`` memory)."""
         z_1 = self.add_norm_1._add_norm(
-            y, lambda y: self._self_attend(y, tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            y,
+            lambda y: self._self_attend(
+                y, tgt_mask, tgt_key_padding_mask, tgt_is_causal
+            ),
         )  # z_1 = AddNorm(y, causal MultiHead)
         z_2 = self.add_norm_2._add_norm(
             z_1, lambda z: self._cross_attend(
                 z, m, memory_mask, memory_key_padding_mask, memory_is_causal
             )
         )  # z_2 = AddNorm(z_1, MultiHead(., m, m))
-        return self.add_norm_3._add_norm(z_2, self.feed_forward._ffn)  # (B, T, d_model)
+        # (B, T, d_model)
+        return self.add_norm_3._add_norm(z_2, self.feed_forward._ffn)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoderLayer) -> "DecoderBlock":

@@ -149,7 +149,8 @@ class Transformer(nn.Module):
 
     def embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
         """Scaled embeddings plus positional encoding (and dropout)."""
-        x = embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)  (eq-tf-embed)
+        # (B, T, d_model)  (eq-tf-embed)
+        x = embedding(ids) * math.sqrt(self.d_model)
         return self.positional(x)  # (B, T, d_model)
 
     def _check_ids(self, name: str, ids: object, embedding: nn.Embedding) -> torch.Tensor:

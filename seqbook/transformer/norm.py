@@ -89,8 +89,8 @@ def _layer_norm(
     """:func:`layer_norm` of checked arguments."""
     x_bar = x.mean(dim=-1, keepdim=True)  # (..., 1)
     centred = x - x_bar  # (..., d)
-    # sigma_x^2, the biased variance (divide by d), written out: torch.var is several
-    # times slower on CPU for small rows
+    # sigma_x^2, the biased variance (divide by d), written out: torch.var
+    # is several times slower on CPU for small rows
     sigma2 = (centred * centred).mean(dim=-1, keepdim=True)  # (..., 1)
     normalised = a * centred / torch.sqrt(sigma2 + eps)  # (eq-tf-layernorm)
     return normalised if b is None else normalised + b

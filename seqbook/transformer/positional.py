@@ -93,7 +93,11 @@ def positional_encoding(
 
 
 def _positional_encoding(
-    L: int, d_model: int, base: float, device: torch.device | None, dtype: torch.dtype
+    L: int,
+    d_model: int,
+    base: float,
+    device: torch.device | None,
+    dtype: torch.dtype,
 ) -> torch.Tensor:
     """The table :math:`PE` of positions ``0, ..., L - 1`` (arguments checked)."""
     omega = _frequencies(d_model, base, device)  # omega_i, (ceil(D/2),)
@@ -151,14 +155,20 @@ def relative_position_map(
 
 
 def _relative_position_map(
-    k: int, d_model: int, base: float, device: torch.device | None, dtype: torch.dtype
+    k: int,
+    d_model: int,
+    base: float,
+    device: torch.device | None,
+    dtype: torch.dtype,
 ) -> torch.Tensor:
     """:math:`M_k` for an even ``d_model`` (arguments checked)."""
     angle = _frequencies(d_model, base, device) * k  # omega_i k, (D/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)  # (D/2,)
-    rows = [torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)]  # 2 x (D/2, 2)
+    # 2 x (D/2, 2)
+    rows = [torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)]
     blocks = torch.stack(rows, -2)  # the 2 x 2 rotations, (D/2, 2, 2)
-    return torch.block_diag(*blocks).to(dtype)  # M_k, (D, D)  (eq-tf-pe-rotation)
+    # M_k, (D, D)  (eq-tf-pe-rotation)
+    return torch.block_diag(*blocks).to(dtype)
 
 
 class PositionalEncoding(nn.Module):
