@@ -125,17 +125,25 @@ class BareSelfAttention(nn.Module):
             excluded = excluded | ~key_mask[:, None, :]  # (B, N, N)
         return S.masked_fill(excluded, float("-inf"))
 
-    def _field(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+    def _field(
+        self, x: torch.Tensor, key_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         Jx = torch.einsum("ijde,bje->bijd", self.J, x)  # (B, N, N, d): J_ij x_j
         S = torch.einsum("bid,bijd->bij", x, Jx)  # (B, N, N): x_i^T J_ij x_j
-        alpha = torch.softmax(self._partners(self.lam * S, key_mask), dim=-1)  # (eq-attr-alpha)
+        # (eq-attr-alpha)
+        alpha = torch.softmax(self._partners(self.lam * S, key_mask), dim=-1)
         return torch.einsum("bij,bijd->bid", alpha, Jx)  # (eq-attr-field)
 
-    def _step(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+    def _step(
+        self, x: torch.Tensor, key_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         y = self._field(x, key_mask) + self.gamma * x  # (eq-attr-dynamics)
-        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (eq-attr-normalize)
+        # (eq-attr-normalize)
+        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
-    def _energies(self, x: torch.Tensor, others: torch.Tensor, lam: float) -> torch.Tensor:
+    def _energies(
+        self, x: torch.Tensor, others: torch.Tensor, lam: float
+    ) -> torch.Tensor:
         S = torch.einsum("bid,ijde,bje->bij", x, self.J, others)  # (B, N, N)
         # the local energies, eq. (eq-attr-local-energy)
         return -torch.logsumexp(self._partners(lam * S, None), dim=-1) / lam

@@ -119,12 +119,16 @@ def _loss_and_gradient(
 def _pseudo_likelihood_gradient(
     J: torch.Tensor, xi: torch.Tensor, lam: float, partners: Callable
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    S = torch.einsum("bid,ijde,bje->bij", xi, J, xi)  # (B, N, N): xi_i^T J_ij xi_j
+    # (B, N, N): xi_i^T J_ij xi_j
+    S = torch.einsum("bid,ijde,bje->bij", xi, J, xi)
     logits = partners(lam * S, None)  # j != i
-    loss = -(torch.logsumexp(logits, dim=-1) / lam).sum(-1).mean()  # (eq-attr-pl-loss)
+    # (eq-attr-pl-loss)
+    loss = -(torch.logsumexp(logits, dim=-1) / lam).sum(-1).mean()
     alpha = torch.softmax(logits, dim=-1)  # (B, N, N)
-    weighted = alpha.unsqueeze(-1) * xi.unsqueeze(1)  # (B, N, N, d): alpha_ij xi_j
-    grad = -torch.einsum("bid,bije->ijde", xi, weighted) / len(xi)  # (eq-attr-pl-grad)
+    # (B, N, N, d): alpha_ij xi_j
+    weighted = alpha.unsqueeze(-1) * xi.unsqueeze(1)
+    # (eq-attr-pl-grad)
+    grad = -torch.einsum("bid,bije->ijde", xi, weighted) / len(xi)
     return loss, grad
 
 
@@ -233,7 +237,9 @@ def _sgd_step(
 
 
 @torch.no_grad()
-def hebbian_couplings(xi: torch.Tensor, norm: float | None = None) -> torch.Tensor:
+def hebbian_couplings(
+    xi: torch.Tensor, norm: float | None = None
+) -> torch.Tensor:
     r"""The plain Hebbian couplings of the data: the training gradient at uniform attention.
 
     .. math::

@@ -142,7 +142,10 @@ class NgramLM:
 
     def _prob(self, context: tuple[int, ...], token: int) -> float:
         k, V = self.smoothing, self.vocab_size
-        count, context_count = self.ngram_counts[context + (token,)], self.context_counts[context]
+        count, context_count = (
+            self.ngram_counts[context + (token,)],
+            self.context_counts[context],
+        )
         return (count + k) / (context_count + k * V)  # (eq-seq-ngram)
 
     def distribution(self, context: Sequence[int] | torch.Tensor) -> torch.Tensor:
@@ -178,12 +181,15 @@ class NgramLM:
     def _log_probs(self, ids: list[int]) -> torch.Tensor:
         """:meth:`log_probs` for a checked list of ids."""
         n = self.order
-        padded = [self.bos_id] * (n - 1) + ids  # x_t's context: the n - 1 ids before it
+        # x_t's context: the n - 1 ids before it
+        padded = [self.bos_id] * (n - 1) + ids
         log_p = [
-            math.log(self._prob(tuple(padded[t - n + 1 : t]), padded[t]))  # (eq-seq-markov)
+            # (eq-seq-markov)
+            math.log(self._prob(tuple(padded[t - n + 1 : t]), padded[t]))
             for t in range(n - 1, len(padded))
         ]
-        return torch.tensor(log_p, dtype=torch.float64)  # their sum: (eq-seq-chain-rule)
+        # their sum: (eq-seq-chain-rule)
+        return torch.tensor(log_p, dtype=torch.float64)
 
     def cross_entropy(self, sequences: Sequence[Sequence[int] | torch.Tensor]) -> float:
         r"""The mean negative log-probability per token (nats) over ``sequences``.
@@ -200,7 +206,9 @@ class NgramLM:
             count += len(log_p)
         return total / count
 
-    def perplexity(self, sequences: Sequence[Sequence[int] | torch.Tensor]) -> float:
+    def perplexity(
+        self, sequences: Sequence[Sequence[int] | torch.Tensor]
+    ) -> float:
         r"""The perplexity on ``sequences``: the exponential of :meth:`cross_entropy`.
 
         .. math::

@@ -149,19 +149,26 @@ def truncated_bptt(
 
 
 def _truncated_bptt(
-    module: nn.Module, x: torch.Tensor, targets: torch.Tensor, loss_fn: Callable,
-    optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor], k1: int, k2: int,
-    state: State, clip: float | None,
+    module: nn.Module,
+    x: torch.Tensor,
+    targets: torch.Tensor,
+    loss_fn: Callable,
+    optimizer: torch.optim.Optimizer,
+    parameters: list[torch.Tensor],
+    k1: int,
+    k2: int,
+    state: State,
+    clip: float | None,
 ) -> TruncatedBPTTResult:
     """The loop of :func:`truncated_bptt` over the updates, for checked arguments."""
     states: list[State] = [_detach(state)]  # states[t]: after t steps, detached
     result = TruncatedBPTTResult()
     done, T = 0, x.shape[1]  # done: steps whose losses have been used
     while done < T:
-        end = min(done + k1, T)  # the last chunk may be shorter than k1
-        start = max(0, done - (k2 - k1))  # = end - k2 for a full chunk
-        outputs = _window(module, x, states, start, end)  # k2 steps from h_{t-k2}
-        loss = loss_fn(torch.cat(outputs[done - start :], dim=1), targets[:, done:end])
+        end, start = min(done + k1, T), max(0, done - (k2 - k1))  # k1 losses
+        outputs = _window(module, x, states, start, end)  # k2 steps from start
+        loss = loss_fn(torch.cat(outputs[done - start :], dim=1),
+                       targets[:, done:end])
         norm = _update(loss, optimizer, parameters, clip)  # the last k1 losses
         result.losses.append(loss.item())
         result.grad_norms.append(float(norm))

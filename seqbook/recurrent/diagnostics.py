@@ -153,10 +153,15 @@ def _unroll_with_probes(
     """The loop of :func:`unroll_with_probes`, for a module whose protocol is checked."""
     outputs, probes = [], []
     for t in range(x.shape[1]):
-        out, s_t = module(x[:, t : t + 1], state)  # (B, 1, H), the new state s_t
-        p_t = tuple(torch.zeros_like(part, requires_grad=True) for part in _as_tuple(s_t))
-        state = _like(s_t, tuple(part + p for part, p in zip(_as_tuple(s_t), p_t)))  # s_t + p_t
-        outputs.append(out + p_t[0].reshape(out.shape[0], 1, -1))  # h_t + p_t, (B, 1, H)
+        # (B, 1, H), the new state s_t
+        out, s_t = module(x[:, t : t + 1], state)
+        p_t = tuple(torch.zeros_like(part, requires_grad=True)
+                    for part in _as_tuple(s_t))
+        # s_t + p_t
+        state = _like(s_t, tuple(part + p
+                                 for part, p in zip(_as_tuple(s_t), p_t)))
+        # h_t + p_t, (B, 1, H)
+        outputs.append(out + p_t[0].reshape(out.shape[0], 1, -1))
         probes.append(p_t)
     return torch.cat(outputs, dim=1), state, probes  # (B, T, H)
 
@@ -264,10 +269,12 @@ def _state_jacobians(
     for i in range(h_T.shape[1]):
         # The sequences of a batch are independent, so one backward pass of the
         # sum over the batch gives row i of every sequence's Jacobian.
-        grads = torch.autograd.grad(h_T[:, i].sum(), p, retain_graph=True, allow_unused=True,
-                                    materialize_grads=True)  # (eq-vanish-jacobian), row i
-        rows.append(torch.stack([_batch_first(g, B) for g in grads], dim=1))  # (B, T, H)
-    return torch.stack(rows, dim=2)  # (B, T, H, H): [b, t, i, j] = dh_T[i] / dh_t[j]
+        # (eq-vanish-jacobian), row i
+        grads = torch.autograd.grad(h_T[:, i].sum(), p, retain_graph=True,
+                                    allow_unused=True, materialize_grads=True)
+        # (B, T, H)
+        rows.append(torch.stack([_batch_first(g, B) for g in grads], dim=1))
+    return torch.stack(rows, dim=2)  # (B, T, H, H): dh_T[i] / dh_t[j]
 
 
 def jacobian_norms(

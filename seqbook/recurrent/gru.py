@@ -158,17 +158,20 @@ class GRU(RecurrentStack):
 
     def _one_direction(self, x, state, mask, suffix, record=False):
         W_x, b_x = self._input_weights(suffix)
-        W_h = torch.cat([getattr(self, f"W_h{gate}{suffix}") for gate in "zrn"])  # (3H, H)
+        # (3H, H)
+        W_h = torch.cat([getattr(self, f"W_h{gate}{suffix}") for gate in "zrn"])
         b_hn = self._parameter(f"b_hn{suffix}")
 
         def step(pre_x: torch.Tensor, state: State):
             h, gates = self._step(pre_x, state[0], W_h, b_hn)
             return (h,), gates
 
-        out, final, history = run_masked(step, x @ W_x.T + b_x, state, mask, record)  # (B, T, H)
+        # out: (B, T, H)
+        out, final, history = run_masked(step, x @ W_x.T + b_x, state, mask, record)
         trace = None
         if record:
-            z, r, n = (stack_history(g) for g in zip(*(gates for _, gates in history)))
+            gate_steps = zip(*(gates for _, gates in history))
+            z, r, n = (stack_history(g) for g in gate_steps)
             trace = GRUTrace(z, r, n, out)  # (B, T, H) each
         return out, final, trace
 

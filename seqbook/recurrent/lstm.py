@@ -257,8 +257,11 @@ class LSTM(RecurrentStack):
 
     def _one_direction(self, x, state, mask, suffix, record=False):
         # the input part of every gate for all t at once
-        pre_x = x @ self._stacked("W", suffix).T + self._stacked("b", suffix)  # (B, T, G H)
-        out, final, history = run_masked(self._recurrence(suffix), pre_x, state, mask, record)
+        # (B, T, G H)
+        pre_x = x @ self._stacked("W", suffix).T + self._stacked("b", suffix)
+        out, final, history = run_masked(
+            self._recurrence(suffix), pre_x, state, mask, record
+        )
         trace = None
         if record:
             states, gates = zip(*history)
@@ -525,13 +528,17 @@ def chrono_init(
     return lstm
 
 
-def _chrono_init(lstm: LSTM, t_max: float, generator: torch.Generator | None) -> None:
+def _chrono_init(
+    lstm: LSTM, t_max: float, generator: torch.Generator | None
+) -> None:
     """(eq-lstm-chrono) in place, for every layer and direction (``b_f``, ``b_f_l1``,
     ...), without gradients and for checked arguments."""
     for name, b_f in lstm.named_parameters():
         if name == "b_f" or name.startswith("b_f_"):
             b_i = getattr(lstm, "b_i" + name[len("b_f"):])
-            u = 1 + (t_max - 2) * torch.rand(b_f.shape, generator=generator,
-                                             dtype=torch.float64)  # U[1, T_max - 1]
+            # U[1, T_max - 1]
+            u = 1 + (t_max - 2) * torch.rand(
+                b_f.shape, generator=generator, dtype=torch.float64
+            )
             b_f.copy_(torch.log(u))  # (eq-lstm-chrono)
             b_i.copy_(-b_f)  # (eq-lstm-chrono)

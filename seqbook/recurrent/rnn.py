@@ -127,7 +127,9 @@ class RNN(RecurrentStack):
         return _NONLINEARITIES[self.nonlinearity](a_t)  # (eq-rnn-elman)
 
     def _one_direction(self, x, state, mask, suffix, record=False):
-        W_xh, W_hh, b_h = (self._parameter(f"{name}{suffix}") for name in ("W_xh", "W_hh", "b_h"))
+        W_xh, W_hh, b_h = (
+            self._parameter(f"{name}{suffix}") for name in ("W_xh", "W_hh", "b_h")
+        )
 
         def step(x_part: torch.Tensor, state: State) -> tuple[State, None]:
             return (self._step(x_part, state[0], W_hh, b_h),), None

@@ -111,7 +111,9 @@ def rtrl(
 
 def _rtrl(
     rnn: RNN, x: torch.Tensor, step_loss: Callable, h: torch.Tensor
-) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor, dict[str, torch.Tensor]]:
+) -> tuple[
+    torch.Tensor, dict[str, torch.Tensor], torch.Tensor, dict[str, torch.Tensor]
+]:
     """The loop of :func:`rtrl` over time, without gradients: returns the summed loss,
     the gradients, the last state ``(B, H)`` and the sensitivities ``S``."""
     W_xh, W_hh = rnn.W_xh.detach(), rnn.W_hh.detach()
@@ -121,9 +123,9 @@ def _rtrl(
     total = x.new_zeros(())
     for t in range(x.shape[1]):
         a_t = x[:, t] @ W_xh.T + h @ W_hh.T + b_h  # (B, H)  (eq-rnn-elman)
-        direct = {"W_xh": x[:, t], "W_hh": h, "b_h": 1.0}  # x_{t,j}, h_{t-1,j}, 1
-        h, f_prime = _f_and_slope(a_t, rnn.nonlinearity)  # h_t = f(a_t), f'(a_t)
-        S = {n: _sensitivity(S[n], W_hh, direct[n], f_prime) for n in S}  # (eq-rnn-rtrl)
+        direct = {"W_xh": x[:, t], "W_hh": h, "b_h": 1.0}  # x_t, h_{t-1}, 1
+        h, f_prime = _f_and_slope(a_t, rnn.nonlinearity)  # f(a_t), f'(a_t)
+        S = {n: _sensitivity(S[n], W_hh, direct[n], f_prime) for n in S}
         loss, g = _step_gradient(step_loss, t, h)  # g = d l_t / d h_t, (B, H)
         if g is not None:  # (eq-rnn-rtrl-grad):
             grads = {n: grads[n] + _gradient_term(g, S[n]) for n in S}
@@ -149,14 +151,20 @@ def _f_and_slope(a_t: torch.Tensor, nonlinearity: str) -> tuple[torch.Tensor, to
 
 
 def _sensitivity(
-    S: torch.Tensor, W_hh: torch.Tensor, direct: torch.Tensor | float, f_prime: torch.Tensor
+    S: torch.Tensor,
+    W_hh: torch.Tensor,
+    direct: torch.Tensor | float,
+    f_prime: torch.Tensor,
 ) -> torch.Tensor:
     """One step of (eq-rnn-rtrl) for one parameter's sensitivity ``(B, H, H[, J])``."""
     four = S.dim() == 4  # a weight matrix (B, H, H, J), else the bias (B, H, H)
-    S = torch.einsum("km,bmij->bkij" if four else "km,bmi->bki", W_hh, S)  # W_hh S_{t-1}
+    # W_hh S_{t-1}
+    S = torch.einsum("km,bmij->bkij" if four else "km,bmi->bki", W_hh, S)
     direct = direct.unsqueeze(-1) if four else direct  # delta_ki * direct_j:
-    S.diagonal(dim1=1, dim2=2).add_(direct)  # the k = i diagonal, a view (B, J, H_k)
-    return S.mul_(f_prime[:, :, None, None] if four else f_prime[:, :, None])  # (eq-rnn-rtrl)
+    # the k = i diagonal, a view (B, J, H_k)
+    S.diagonal(dim1=1, dim2=2).add_(direct)
+    # (eq-rnn-rtrl)
+    return S.mul_(f_prime[:, :, None, None] if four else f_prime[:, :, None])
 
 
 def _step_gradient(
