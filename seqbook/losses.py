@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from seqbook._checks import check_choice, check_int, check_real, check_same_dtype, check_tensor
+from seqbook._contracts import RealIn, check_signatures
 
 __all__ = [
     "cross_entropy",
@@ -126,7 +127,7 @@ def _check_targets(target: object, num_classes: int, *, where: str = "") -> None
 def smoothed_targets(
     target: torch.Tensor,
     num_classes: int,
-    epsilon: float,
+    epsilon: RealIn(0.0, 1.0),
     dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     r"""The label-smoothed target distribution with the uniform prior.
@@ -155,7 +156,6 @@ def smoothed_targets(
         tensor([[0.0500, 0.0500, 0.8500, 0.0500]])
     """
     _check_targets(target, C := check_int("num_classes", num_classes, min_value=2))
-    epsilon = check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
     dtype = torch.get_default_dtype() if dtype is None else dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
@@ -262,3 +262,6 @@ def _label_smoothing_loss(
         return losses.sum()
     zeros = torch.zeros(y.shape, dtype=losses.dtype, device=losses.device)
     return zeros.masked_scatter(keep, losses)  # (...), 0 where ignored
+
+
+check_signatures(globals())

@@ -10,6 +10,7 @@ import torch
 from matplotlib.axes import Axes
 
 from seqbook._checks import check_bool
+from seqbook._contracts import Flag, check_signatures
 from seqbook.train import History
 
 __all__ = ["plot_history", "heatmap"]
@@ -21,7 +22,7 @@ def _check_axes(ax: object) -> None:
 
 
 def plot_history(
-    history: History, metrics: Sequence[str] = (), ax: Axes | None = None, log: bool = False
+    history: History, metrics: Sequence[str] = (), ax: Axes | None = None, log: Flag = False
 ) -> Axes:
     """Plot the per-step and per-epoch training loss, and chosen metrics per epoch.
 
@@ -40,7 +41,6 @@ def plot_history(
             or not all(isinstance(m, str) for m in metrics)):
         raise TypeError(f"metrics must be a list of metric names, got {metrics!r}")
     _check_axes(ax)
-    check_bool("log", log)
     missing = [m for m in metrics if m not in history.metrics]
     if missing:
         raise ValueError(f"metrics {missing} not in history.metrics ({sorted(history.metrics)})")
@@ -146,3 +146,6 @@ def heatmap(
     if colorbar:
         ax.figure.colorbar(image, ax=ax)
     return ax
+
+
+check_signatures(globals())

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqbook._checks import check_device, check_int
+from seqbook._contracts import Device, NonNegativeInt, check_signatures
 
 __all__ = [
     "SEED_SHIFT_VARIABLE",
@@ -57,7 +57,7 @@ def seed_shift() -> int:
     return shift
 
 
-def shifted_seed(seed: int) -> int:
+def shifted_seed(seed: NonNegativeInt) -> int:
     """``seed`` moved by this run's seed shift (:func:`seed_shift`).
 
     Every seed a chapter uses goes through this function (directly, or through
@@ -68,7 +68,6 @@ def shifted_seed(seed: int) -> int:
         >>> shifted_seed(3) == 3 + 1000 * seed_shift()
         True
     """
-    seed = check_int("seed", seed, min_value=0)
     return seed + SEED_STRIDE * seed_shift()
 
 
@@ -117,7 +116,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def to_device(batch: Any, device: torch.device | str) -> Any:
+def to_device(batch: Any, device: Device) -> Any:
     """Move every tensor in a (nested) tuple, list or dict to ``device``.
 
     Anything that is not a tensor or a container of tensors is returned unchanged,
@@ -128,7 +127,6 @@ def to_device(batch: Any, device: torch.device | str) -> Any:
         >>> x.device.type, names
         ('cpu', ['ab', 'c'])
     """
-    device = check_device("device", device)
     return _to_device(batch, device)
 
 
@@ -168,3 +166,6 @@ class Timer:
 
     def __repr__(self) -> str:
         return f"Timer(seconds={self.seconds:.3f})"
+
+
+check_signatures(globals())

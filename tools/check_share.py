@@ -5,7 +5,8 @@ Two measures, printed as a small table (``--by-module`` adds one row per module)
 **Check share.** The lines of every statement of ``seqbook/`` that is not a docstring
 (a compound statement, such as ``def`` or ``if``, counts its header lines; its body
 counts statement by statement), and among them the *check lines*: every line of a
-function named ``check_*``, ``_check_*`` (or ``_check``) or ``_validate*``, of an
+function named ``check_*``, ``_check_*`` (or ``_check``) or ``_validate*``, of the
+shared modules ``_checks.py`` and ``_contracts.py`` whole, of an
 ``if ...: raise`` statement (an ``if`` whose body only raises), and of every other
 simple statement that calls such a function anywhere (``check_x(...)``,
 ``x = check_x(...)``, ``return kernel(check_x(...))``). The share is the second over
@@ -29,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_NAME = re.compile(r"^_?check(_|$)|^_validate")  # not checkpoint_path
+# the shared validation: every line of these modules is a check line, whatever its name
+CHECK_MODULES = {"_checks.py", "_contracts.py"}
 
 
 def _name(func: ast.expr) -> str:
@@ -54,8 +57,9 @@ def _span(node: ast.AST) -> set[int]:
     return set(range(node.lineno, node.end_lineno + 1))
 
 
-def measure_source(source: str) -> tuple[set[int], set[int]]:
-    """The statement lines and the check lines of one module's source."""
+def measure_source(source: str, all_checks: bool = False) -> tuple[set[int], set[int]]:
+    """The statement lines and the check lines of one module's source (``all_checks``:
+    every statement line is a check line)."""
     statements: set[int] = set()
     checks: set[int] = set()
 
@@ -90,7 +94,7 @@ def measure_source(source: str) -> tuple[set[int], set[int]]:
             if in_check or _is_if_raise(node) or _is_check_call(node):
                 checks.update(lines)
 
-    visit(ast.parse(source).body, False)
+    visit(ast.parse(source).body, all_checks)
     return statements, checks
 
 
@@ -98,7 +102,7 @@ def check_share(package: Path = ROOT / "seqbook") -> dict[str, tuple[int, int]]:
     """``{module: (statement lines, check lines)}`` for every module of the package."""
     table = {}
     for path in sorted(package.rglob("*.py")):
-        statements, checks = measure_source(path.read_text())
+        statements, checks = measure_source(path.read_text(), path.name in CHECK_MODULES)
         table[str(path.relative_to(package.parent))] = (len(statements), len(checks & statements))
     return table
 

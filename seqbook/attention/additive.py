@@ -12,10 +12,10 @@ from torch import nn
 from seqbook._checks import (
     check_batch,
     check_input,
-    check_positive_int,
     check_same_dtype,
     check_tensor,
 )
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AdditiveAttention"]
@@ -66,11 +66,16 @@ class AdditiveAttention(nn.Module):
         ([0.0, 0.0], 1.0)
     """
 
-    def __init__(self, query_size: int, key_size: int, hidden_size: int) -> None:
+    def __init__(
+        self,
+        query_size: PositiveInt,
+        key_size: PositiveInt,
+        hidden_size: PositiveInt,
+    ) -> None:
         super().__init__()
-        self.query_size = check_positive_int("query_size", query_size)
-        self.key_size = check_positive_int("key_size", key_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.query_size = query_size
+        self.key_size = key_size
+        self.hidden_size = hidden_size
         self.W_q = nn.Linear(query_size, hidden_size, bias=False)
         self.W_k = nn.Linear(key_size, hidden_size, bias=False)
         self.w_v = nn.Linear(hidden_size, 1, bias=False)
@@ -135,3 +140,6 @@ class AdditiveAttention(nn.Module):
             f"query_size={self.query_size}, key_size={self.key_size}, "
             f"hidden_size={self.hidden_size}"
         )
+
+
+check_signatures(globals())

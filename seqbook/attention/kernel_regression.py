@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from seqbook._checks import check_choice, check_real, check_same_dtype, check_tensor
+from seqbook._contracts import TensorOf, check_signatures
 
 __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 
@@ -17,7 +18,7 @@ __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 KERNELS = ("gaussian", "boxcar", "epanechnikov", "triangular")
 
 
-def kernel_function(u: torch.Tensor, kernel: str = "gaussian") -> torch.Tensor:
+def kernel_function(u: TensorOf(floating=True), kernel: str = "gaussian") -> torch.Tensor:
     r"""A similarity kernel of the scaled distance :math:`u = \lVert q - k \rVert / h`.
 
     .. math::
@@ -43,7 +44,6 @@ def kernel_function(u: torch.Tensor, kernel: str = "gaussian") -> torch.Tensor:
         >>> kernel_function(u, "triangular")
         tensor([1.0000, 0.5000, 0.0000, 0.0000])
     """
-    check_tensor("u", u, floating=True)
     return _kernel_function(u, check_choice("kernel", kernel, KERNELS))
 
 
@@ -154,3 +154,6 @@ def _nadaraya_watson(
         # (eq-attn-nw)
         weights = alpha / total.clamp(min=torch.finfo(alpha.dtype).tiny)
     return weights @ v, weights  # (N, V), (N, M)
+
+
+check_signatures(globals())

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_device, check_int, check_tensor
+from seqbook._checks import check_int, check_tensor
+from seqbook._contracts import Device, PositiveInt, check_signatures
 
 __all__ = ["masked_softmax", "causal_mask", "check_mask", "merge_masks"]
 
@@ -165,7 +166,7 @@ def _masked_softmax(
 
 
 def causal_mask(
-    T_q: int, T_k: int | None = None, device: torch.device | str | None = None
+    T_q: PositiveInt, T_k: int | None = None, device: Device = None
 ) -> torch.Tensor:
     r"""The keep mask that lets query :math:`i` attend to keys :math:`j \le i` only.
 
@@ -192,7 +193,8 @@ def causal_mask(
                 [ True,  True, False],
                 [ True,  True,  True]])
     """
-    check_int("T_q", T_q, min_value=1)
     T_k = T_q if T_k is None else check_int("T_k", T_k, min_value=1)
-    device = check_device("device", device)
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)
+
+
+check_signatures(globals())

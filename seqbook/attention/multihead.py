@@ -22,9 +22,9 @@ from seqbook._checks import (
     check_bool,
     check_input,
     check_positive_int,
-    check_probability,
     check_tensor,
 )
+from seqbook._contracts import Flag, PositiveInt, Probability, check_signatures
 from seqbook.attention.dot_product import _sdpa
 from seqbook.attention.masking import causal_mask, check_mask, merge_masks
 
@@ -143,10 +143,10 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
-        num_heads: int,
-        dropout: float = 0.0,
-        bias: bool = True,
+        d_model: PositiveInt,
+        num_heads: PositiveInt,
+        dropout: Probability = 0.0,
+        bias: Flag = True,
         *,
         kdim: int | None = None,
         vdim: int | None = None,
@@ -154,10 +154,9 @@ class MultiHeadAttention(nn.Module):
         d_v: int | None = None,
     ) -> None:
         super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.dropout = check_probability("dropout", dropout)
-        check_bool("bias", bias)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.dropout = dropout
         self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
         self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
         if (d_k is None or d_v is None) and d_model % num_heads:
@@ -376,3 +375,6 @@ class MultiHeadAttention(nn.Module):
             f"bias={self.b_O is not None}, kdim={self.kdim}, vdim={self.vdim}, "
             f"d_k={self.d_k}, d_v={self.d_v}"
         )
+
+
+check_signatures(globals())

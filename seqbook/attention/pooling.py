@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_input, check_positive_int, check_tensor
+from seqbook._checks import check_input, check_tensor
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AttentionPooling"]
@@ -54,10 +55,10 @@ class AttentionPooling(nn.Module):
         True
     """
 
-    def __init__(self, input_size: int, hidden_size: int) -> None:
+    def __init__(self, input_size: PositiveInt, hidden_size: PositiveInt) -> None:
         super().__init__()
-        self.input_size = check_positive_int("input_size", input_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
+        self.input_size = input_size
+        self.hidden_size = hidden_size
         self.W = nn.Linear(input_size, hidden_size)  # W and b
         self.w = nn.Linear(hidden_size, 1, bias=False)
 
@@ -79,3 +80,6 @@ class AttentionPooling(nn.Module):
 
     def extra_repr(self) -> str:
         return f"input_size={self.input_size}, hidden_size={self.hidden_size}"
+
+
+check_signatures(globals())

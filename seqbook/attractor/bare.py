@@ -36,12 +36,17 @@ import torch
 from torch import nn
 
 from seqbook._checks import (
-    check_int,
-    check_positive_int,
     check_real,
     check_same_dtype,
     check_tensor,
     check_token_mask,
+)
+from seqbook._contracts import (
+    IntAtLeast,
+    NonNegativeInt,
+    NonNegativeReal,
+    PositiveInt,
+    check_signatures,
 )
 
 __all__ = ["BareSelfAttention"]
@@ -100,17 +105,17 @@ class BareSelfAttention(nn.Module):
 
     def __init__(
         self,
-        num_tokens: int,
-        dim: int,
-        lam: float = 1.0,
-        gamma: float = 1.0,
+        num_tokens: IntAtLeast(2),
+        dim: PositiveInt,
+        lam: NonNegativeReal = 1.0,
+        gamma: NonNegativeReal = 1.0,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        self.num_tokens = check_int("num_tokens", num_tokens, min_value=2)
-        self.dim = check_positive_int("dim", dim)
-        self.lam = check_real("lam", lam, min_value=0.0)
-        self.gamma = check_real("gamma", gamma, min_value=0.0)
+        self.num_tokens = num_tokens
+        self.dim = dim
+        self.lam = lam
+        self.gamma = gamma
         N, d = self.num_tokens, self.dim
         J = (torch.rand(N, N, d, d, generator=generator) - 0.5) / d  # in [-1/2d, 1/2d]
         J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
@@ -254,7 +259,7 @@ class BareSelfAttention(nn.Module):
 
     @torch.no_grad()
     def run(
-        self, x0: torch.Tensor, steps: int, key_mask: torch.Tensor | None = None
+        self, x0: torch.Tensor, steps: NonNegativeInt, key_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Iterate the dynamics ``steps`` times and return the whole trajectory.
 
@@ -266,7 +271,6 @@ class BareSelfAttention(nn.Module):
             returns: ``(steps + 1, B, N, d)``, the initial state first.
         """
         x = self._check_x("x0", x0)
-        steps = check_int("steps", steps, min_value=0)
         key_mask = self._check_key_mask(key_mask, x)
         states = [x]
         for t in range(steps):
@@ -321,3 +325,6 @@ class BareSelfAttention(nn.Module):
             f"num_tokens={self.num_tokens}, dim={self.dim}, lam={self.lam:g}, "
             f"gamma={self.gamma:g}"
         )
+
+
+check_signatures(globals())

@@ -34,9 +34,16 @@ from seqbook._checks import (
     check_int,
     check_patch_grid,
     check_positive_int,
-    check_real,
     check_tensor,
     checkpoint_path,
+)
+from seqbook._contracts import (
+    NonNegativeReal,
+    OneOf,
+    PositiveInt,
+    PositiveReal,
+    TensorOf,
+    check_signatures,
 )
 from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
 from seqbook.attractor.tasks import _add_noise, _check_fraction, _mask_tokens
@@ -158,19 +165,17 @@ class RecurrentTransformer(PatchTransformer):
             config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True
         )
 
-    def forward(self, s: torch.Tensor, steps: int = 5) -> torch.Tensor:
+    def forward(self, s: torch.Tensor, steps: PositiveInt = 5) -> torch.Tensor:
         s = self._check_spins(s)
-        steps = check_positive_int("steps", steps)
         h = self.encode(s)
         for _ in range(steps):
             h = self.block(h)  # (eq-attr-block)  (B, N, d_model)
         return self.decode(h)
 
     @torch.no_grad()
-    def run(self, s: torch.Tensor, steps: int) -> torch.Tensor:
+    def run(self, s: torch.Tensor, steps: PositiveInt) -> torch.Tensor:
         """The reconstructed images after every iteration ``t = 1, ..., steps``."""
         s = self._check_spins(s)
-        steps = check_positive_int("steps", steps)
         h = self.encode(s)
         images = []
         for _ in range(steps):
@@ -230,10 +235,10 @@ def build_baseline(config: BaselineConfig) -> RecurrentTransformer | VisionTrans
 
 def corrupt(
     images: torch.Tensor,
-    task: str,
+    task: OneOf('mask', 'denoise'),
     embedding: PatchEmbedding,
     fraction: float = FRACTION,
-    variance: float = VARIANCE,
+    variance: NonNegativeReal = VARIANCE,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The corrupted patch vectors of a task, and the visible-token mask ("mask" only).
@@ -251,11 +256,9 @@ def corrupt(
         >>> tuple(s.shape), visible.sum().item()
         ((2, 49, 32), 68)
     """
-    check_choice("task", task, ("mask", "denoise"))
     if not isinstance(embedding, PatchEmbedding):
         raise TypeError(f"embedding must be a PatchEmbedding, got {type(embedding).__name__}")
     images, fraction = embedding._check(images), _check_fraction(fraction)
-    variance = check_real("variance", variance, min_value=0.0)
     return _corrupt(images, task, embedding, fraction, variance, generator)
 
 
@@ -270,12 +273,12 @@ def _corrupt(
 
 def train_baseline(
     model: RecurrentTransformer | VisionTransformer,
-    images: torch.Tensor,
-    task: str,
+    images: TensorOf(3, floating=True),
+    task: OneOf('mask', 'denoise'),
     epochs: int = 20,
-    batch_size: int = 64,
-    lr: float = 1e-3,
-    min_steps: int = 3,
+    batch_size: PositiveInt = 64,
+    lr: PositiveReal = 1e-3,
+    min_steps: PositiveInt = 3,
     max_steps: int = 7,
     seed: int = 0,
     progress: bool = True,
@@ -307,12 +310,7 @@ def train_baseline(
             "model must be a RecurrentTransformer or VisionTransformer, "
             f"got {type(model).__name__}"
         )
-    check_choice("task", task, ("mask", "denoise"))
-    images = check_tensor("images", images, ndim=3, floating=True)
-    min_steps = check_positive_int("min_steps", min_steps)
     max_steps = check_int("max_steps", max_steps, min_value=min_steps)
-    batch_size = check_positive_int("batch_size", batch_size)
-    check_real("lr", lr, min_value=0.0, strict_min=True)
     embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
     images = embedding._check(images)  # once: the mini-batches are corrupted unchecked
     generator = seeded_generator(seed)
@@ -378,3 +376,6 @@ def load_baseline(
     if missing:
         raise ValueError(f"checkpoint {path} lacks {sorted(missing)}")
     return model.eval(), checkpoint["info"]
+
+
+check_signatures(globals())

@@ -27,7 +27,8 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_tensor
+from seqbook._checks import check_positive_int, check_tensor
+from seqbook._contracts import NonNegativeInt, PositiveInt, TensorOf, check_signatures
 
 __all__ = [
     "PatchEmbedding",
@@ -64,7 +65,7 @@ def _check_pixels(pixels: object) -> torch.Tensor:
     return pixels
 
 
-def image_to_patches(images: torch.Tensor, patch_size: int) -> torch.Tensor:
+def image_to_patches(images: torch.Tensor, patch_size: PositiveInt) -> torch.Tensor:
     r"""Cut images into non-overlapping square patches, read row by row.
 
     Args:
@@ -82,7 +83,7 @@ def image_to_patches(images: torch.Tensor, patch_size: int) -> torch.Tensor:
         tensor([[0., 1., 4., 5.],
                 [2., 3., 6., 7.]])
     """
-    P = check_positive_int("patch_size", patch_size)
+    P = patch_size
     return _image_to_patches(_check_images("images", images, P), P)
 
 
@@ -140,7 +141,7 @@ def _pixel_spins(p: torch.Tensor) -> torch.Tensor:
     return pair / pair.norm(dim=-1, keepdim=True)  # (eq-attr-pixel-spin)
 
 
-def spins_to_pixels(spins: torch.Tensor) -> torch.Tensor:
+def spins_to_pixels(spins: TensorOf(floating=True)) -> torch.Tensor:
     r"""The pixel of each 2-vector :math:`(u, v)`: the inverse of :func:`pixel_spins`.
 
     The angle :math:`\varphi = \operatorname{atan2}(u, v)` is clamped to the quarter
@@ -157,7 +158,6 @@ def spins_to_pixels(spins: torch.Tensor) -> torch.Tensor:
         >>> spins_to_pixels(torch.tensor([[0.6, 0.8], [2.0, 2.0], [-1.0, 3.0]]))
         tensor([0.4286, 0.5000, 0.0000])
     """
-    spins = check_tensor("spins", spins, floating=True)
     if spins.dim() == 0 or spins.shape[-1] != 2:
         raise ValueError(f"spins must have shape (..., 2), got {tuple(spins.shape)}")
     return _spins_to_pixels(spins)
@@ -210,7 +210,7 @@ class PatchEmbedding(nn.Module):
         patch_size: int = 2,
         dim: int | None = None,
         image_size: int | tuple[int, int] = 28,
-        seed: int = 0,
+        seed: NonNegativeInt = 0,
     ) -> None:
         super().__init__()
         if isinstance(image_size, int) and not isinstance(image_size, bool):
@@ -224,7 +224,6 @@ class PatchEmbedding(nn.Module):
         self.dim = 2 * self.a if dim is None else check_positive_int("dim", dim)
         if self.dim < 2 * self.a:  # two numbers per pixel of a patch
             raise ValueError(f"dim must be >= 2a = {2 * self.a}, got {self.dim}")
-        seed = check_int("seed", seed, min_value=0)
         # Not seeded_generator: the committed checkpoints were trained in this basis, so
         # a run with shifted seeds must still embed digits exactly as they were.
         generator = torch.Generator().manual_seed(seed)
@@ -281,3 +280,6 @@ class PatchEmbedding(nn.Module):
             f"patch_size={self.patch_size}, dim={self.dim}, "
             f"image_size=({self.height}, {self.width}), num_tokens={self.num_tokens}"
         )
+
+
+check_signatures(globals())

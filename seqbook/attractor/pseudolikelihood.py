@@ -28,7 +28,8 @@ from collections.abc import Callable
 import torch
 from tqdm.auto import tqdm
 
-from seqbook._checks import check_positive_int, check_real, check_tensor
+from seqbook._checks import check_real, check_tensor
+from seqbook._contracts import PositiveInt, PositiveReal, check_signatures
 from seqbook.attractor.bare import BareSelfAttention, check_bare_model
 from seqbook.train import History
 from seqbook.utils import Timer
@@ -47,7 +48,7 @@ _TERMS = 16_000_000
 
 
 def pseudo_likelihood_loss(
-    model: BareSelfAttention, xi: torch.Tensor, lam: float = 5.0
+    model: BareSelfAttention, xi: torch.Tensor, lam: PositiveReal = 5.0
 ) -> torch.Tensor:
     r"""The mean total energy of the configurations ``xi``, eq. (eq-attr-pl-loss).
 
@@ -72,13 +73,12 @@ def pseudo_likelihood_loss(
     """
     model = check_bare_model(model)
     xi = model._check_x("xi", xi)
-    lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
 
 
 @torch.no_grad()
 def pseudo_likelihood_gradient(
-    model: BareSelfAttention, xi: torch.Tensor, lam: float = 5.0
+    model: BareSelfAttention, xi: torch.Tensor, lam: PositiveReal = 5.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The loss of eq. (eq-attr-pl-loss) and its gradient in closed form, eq. (eq-attr-pl-grad).
 
@@ -100,7 +100,6 @@ def pseudo_likelihood_gradient(
         True
     """
     model = check_bare_model(model)
-    lam = check_real("lam", lam, min_value=0.0, strict_min=True)
     return _loss_and_gradient(model, model._check_x("xi", xi), lam)
 
 
@@ -135,8 +134,8 @@ def _pseudo_likelihood_gradient(
 def train_pseudo_likelihood(
     model: BareSelfAttention,
     xi: torch.Tensor,
-    epochs: int = 1,
-    batch_size: int = 32,
+    epochs: PositiveInt = 1,
+    batch_size: PositiveInt = 32,
     lr: float = 5.0,
     lam: float = 5.0,
     clip: float = 1.0,
@@ -196,8 +195,6 @@ def train_pseudo_likelihood(
     xi = check_bare_model(model)._check_x("xi", xi)
     if xi.shape[0] == 0:
         raise ValueError("xi must hold at least one training configuration, got 0")
-    epochs = check_positive_int("epochs", epochs)
-    batch_size = check_positive_int("batch_size", batch_size)
     lr, lam, clip = (check_real(k, v, min_value=0.0, strict_min=True)
                      for k, v in (("lr", lr), ("lam", lam), ("clip", clip)))
     if on_step is not None and not callable(on_step):
@@ -277,3 +274,6 @@ def hebbian_couplings(
     if norm is not None:
         J *= check_real("norm", norm, min_value=0.0, strict_min=True) / J.norm()
     return J
+
+
+check_signatures(globals())

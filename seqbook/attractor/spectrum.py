@@ -24,6 +24,7 @@ import math
 import torch
 
 from seqbook._checks import check_positive_int, check_tensor
+from seqbook._contracts import TensorOf, check_signatures
 from seqbook.attractor.bare import BareSelfAttention, check_bare_model
 
 __all__ = [
@@ -148,7 +149,7 @@ def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, t
     return mu[order], V[:, order].T.reshape(k, N, d)  # (K, N, d)
 
 
-def mode_spins(v: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+def mode_spins(v: torch.Tensor, reference: TensorOf(2, floating=True)) -> torch.Tensor:
     r"""A real eigenvector as a configuration of unit spins, with the sign that agrees with
     ``reference``.
 
@@ -166,7 +167,6 @@ def mode_spins(v: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
         tensor([[-0., 1.],
                 [1., -0.]])
     """
-    reference = check_tensor("reference", reference, ndim=2, floating=True)
     if check_tensor("v", v, ndim=2).shape != reference.shape:
         raise ValueError(f"v and reference must have the same shape, got {tuple(v.shape)} "
                          f"and {tuple(reference.shape)}")
@@ -195,3 +195,6 @@ def forgetting_time(eigenvalues: torch.Tensor) -> float:
     """
     first, second = _check_leading_pair(eigenvalues)
     return 1.0 / math.log(first / second)  # (eq-attr-tau)
+
+
+check_signatures(globals())

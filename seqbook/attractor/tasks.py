@@ -25,12 +25,17 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import (
-    check_choice,
-    check_int,
-    check_positive_int,
     check_real,
     check_same_dtype,
     check_tensor,
+)
+from seqbook._contracts import (
+    NonNegativeInt,
+    OneOf,
+    PositiveInt,
+    PositiveReal,
+    TensorOf,
+    check_signatures,
 )
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.embedding import (
@@ -69,7 +74,7 @@ def _check_pixels(name: str, images: object, ndim: int = 3) -> torch.Tensor:
 
 
 def mnist_split(
-    train_size: int = 4000, test_size: int = 1000, seed: int = 0
+    train_size: PositiveInt = 4000, test_size: PositiveInt = 1000, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Disjoint training and test digits from :func:`seqbook.data.mnist5k`.
 
@@ -91,8 +96,6 @@ def mnist_split(
         >>> tuple(train.shape), tuple(test.shape)
         ((100, 28, 28), (10, 28, 28))
     """
-    train_size = check_int("train_size", train_size, min_value=1)
-    test_size = check_int("test_size", test_size, min_value=1)
     if train_size > 4000 or test_size > 1000:
         raise ValueError(
             f"train_size must be <= 4000 and test_size <= 1000 (5,000 digits in all), "
@@ -106,7 +109,9 @@ def mnist_split(
 
 
 def mask_tokens(
-    tokens: torch.Tensor, fraction: float = 0.3, generator: torch.Generator | None = None
+    tokens: TensorOf(3, floating=True),
+    fraction: float = 0.3,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Set a random ``fraction`` of the tokens of each configuration to zero.
 
@@ -127,7 +132,6 @@ def mask_tokens(
         >>> visible.sum(-1).tolist(), masked[~visible].abs().sum().item()
         ([7, 7], 0.0)
     """
-    tokens = check_tensor("tokens", tokens, ndim=3, floating=True)
     return _mask_tokens(tokens, _check_fraction(fraction), generator)
 
 
@@ -189,7 +193,10 @@ def _add_noise(
     return (mean + scale * (noisy - mean)).clamp(0.0, 1.0)
 
 
-def mse_curve(reconstructions: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+def mse_curve(
+    reconstructions: TensorOf(4, floating=True),
+    images: TensorOf(3, floating=True),
+) -> torch.Tensor:
     """Mean squared error per pixel of each step's reconstruction.
 
     Args:
@@ -206,8 +213,6 @@ def mse_curve(reconstructions: torch.Tensor, images: torch.Tensor) -> torch.Tens
         >>> mse_curve(torch.stack([clean + 0.5, clean + 0.1, clean]), clean)
         tensor([0.2500, 0.0100, 0.0000])
     """
-    reconstructions = check_tensor("reconstructions", reconstructions, ndim=4, floating=True)
-    images = check_tensor("images", images, ndim=3, floating=True)
     check_same_dtype("reconstructions", reconstructions, images.dtype, of="images")
     if reconstructions.shape[1:] != images.shape:
         raise ValueError(
@@ -218,7 +223,7 @@ def mse_curve(reconstructions: torch.Tensor, images: torch.Tensor) -> torch.Tens
 
 
 def patch_variance(
-    images: torch.Tensor, patch_size: int, tokens: torch.Tensor | None = None
+    images: torch.Tensor, patch_size: PositiveInt, tokens: torch.Tensor | None = None
 ) -> torch.Tensor:
     """The variance of the pixels inside each patch (population variance).
 
@@ -237,7 +242,6 @@ def patch_variance(
         >>> patch_variance(image, 2)
         tensor([0.2500, 0.0000])
     """
-    patch_size = check_positive_int("patch_size", patch_size)
     patches = image_to_patches(_check_pixels("images", images), patch_size)  # (B, N, a)
     variances = patches.var(-1, unbiased=False)  # (B, N)
     if tokens is None:
@@ -274,8 +278,8 @@ class CorruptedDigits:
 
 def corrupt_digits(
     images: torch.Tensor,
-    task: str,
-    patch_size: int = 2,
+    task: OneOf(*TASKS),
+    patch_size: PositiveInt = 2,
     fraction: float = 0.3,
     variance: float = 0.7,
     generator: torch.Generator | None = None,
@@ -296,9 +300,7 @@ def corrupt_digits(
         >>> tuple(digits.visible.shape), (~digits.visible).sum(-1).tolist()
         ((2, 196), [59, 59])
     """
-    check_choice("task", task, TASKS)
     images = _check_pixels("images", images)
-    patch_size = check_positive_int("patch_size", patch_size)
     patches = image_to_patches(images, patch_size)  # (B, N, a); checks the grid
     if task == "denoise":
         noisy = _add_noise(images, check_real("variance", variance, min_value=0.0), generator)
@@ -310,7 +312,7 @@ def corrupt_digits(
 
 
 def evaluation_set(
-    task: str, seed: int = 0, num_images: int = 32, patch_size: int = 2
+    task: OneOf(*TASKS), seed: NonNegativeInt = 0, num_images: PositiveInt = 32, patch_size: int = 2
 ) -> CorruptedDigits:
     """The chapter's evaluation digits: test digits of :func:`mnist_split`, corrupted with a seed.
 
@@ -332,9 +334,6 @@ def evaluation_set(
         >>> torch.equal(a.corrupted, b.corrupted), tuple(a.clean.shape)
         (True, (4, 28, 28))
     """
-    check_choice("task", task, TASKS)
-    seed = check_int("seed", seed, min_value=0)
-    num_images = check_positive_int("num_images", num_images)
     if (seed + 1) * num_images > 1000:
         raise ValueError(
             f"(seed + 1) * num_images must be <= 1000 (the test digits), got "
@@ -415,7 +414,7 @@ def mean_fill(digits: CorruptedDigits, mean_image: torch.Tensor) -> torch.Tensor
     return patches_to_image(filled, P, H, W)
 
 
-def blur(images: torch.Tensor, sigma: float) -> torch.Tensor:
+def blur(images: torch.Tensor, sigma: PositiveReal) -> torch.Tensor:
     r"""A baseline for denoising: a Gaussian blur of standard deviation ``sigma`` pixels.
 
     The kernel is truncated at :math:`3\sigma` and renormalised near the borders (the
@@ -434,7 +433,6 @@ def blur(images: torch.Tensor, sigma: float) -> torch.Tensor:
         (0.162, True)
     """
     images = _check_pixels("images", images)
-    sigma = check_real("sigma", sigma, min_value=0.0, strict_min=True)
     radius = max(1, math.ceil(3 * sigma))
     offsets = torch.arange(-radius, radius + 1, dtype=images.dtype, device=images.device)
     kernel = torch.exp(-(offsets**2) / (2 * sigma**2))
@@ -445,3 +443,6 @@ def blur(images: torch.Tensor, sigma: float) -> torch.Tensor:
         return torch.nn.functional.conv2d(x, kernel.view(1, 1, -1, 1), padding=(radius, 0))[:, 0]
 
     return smooth(images) / smooth(torch.ones_like(images[:1]))
+
+
+check_signatures(globals())

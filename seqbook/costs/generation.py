@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.costs.measure import count_flops
 from seqbook.language_model.cache import KVCache
 from seqbook.language_model.mixers import MixerLM
@@ -44,8 +44,8 @@ def _one_step(model: nn.Module) -> Callable[[torch.Tensor, object], tuple[torch.
 
 
 @torch.no_grad()
-def generation_profile(model: nn.Module, num_tokens: int, block_size: int = 64,
-                       repeats: int = 3) -> dict[str, list]:
+def generation_profile(model: nn.Module, num_tokens: PositiveInt, block_size: PositiveInt = 64,
+                       repeats: PositiveInt = 3) -> dict[str, list]:
     """Generate ``num_tokens`` tokens greedily, one at a time, and measure each block.
 
     The model needs ``init_state(batch_size)`` and a step that reads one token with a
@@ -70,9 +70,6 @@ def generation_profile(model: nn.Module, num_tokens: int, block_size: int = 64,
         >>> profile["position"], profile["state_bytes"]   # h, c, the last embedding
         ([0, 4], [96, 96])
     """
-    num_tokens = check_positive_int("num_tokens", num_tokens)
-    block_size = check_int("block_size", block_size, min_value=1)
-    repeats = check_positive_int("repeats", repeats)
     if num_tokens % block_size:
         raise ValueError(f"num_tokens must be a multiple of block_size, got {num_tokens} "
                          f"and {block_size}")
@@ -106,3 +103,6 @@ def _copy(state: object) -> object:
     if isinstance(state, KVCache):
         return state.copy()
     return state  # the other states are replaced, never changed in place
+
+
+check_signatures(globals())

@@ -17,12 +17,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import (
-    check_bool,
-    check_int,
     check_last_dim,
     check_positive_int,
     check_tensor,
 )
+from seqbook._contracts import Flag, IntAtLeast, PositiveInt, TensorOf, check_signatures
 from seqbook.attention import MultiHeadAttention, causal_mask
 
 __all__ = ["CausalConvolution", "SelfAttentionLayer", "convolution_stack", "attention_stack"]
@@ -58,11 +57,16 @@ class CausalConvolution(nn.Module):
         True
     """
 
-    def __init__(self, d: int, kernel_size: int = 3, dilation: int = 1) -> None:
+    def __init__(
+        self,
+        d: PositiveInt,
+        kernel_size: PositiveInt = 3,
+        dilation: PositiveInt = 1,
+    ) -> None:
         super().__init__()
-        self.d = check_positive_int("d", d)
-        self.kernel_size = check_positive_int("kernel_size", kernel_size)
-        self.dilation = check_positive_int("dilation", dilation)
+        self.d = d
+        self.kernel_size = kernel_size
+        self.dilation = dilation
         bound = (d * kernel_size) ** -0.5  # nn.Conv1d's default initialisation range
         self.W = nn.Parameter(torch.empty(kernel_size, d, d).uniform_(-bound, bound))
         self.b = nn.Parameter(torch.empty(d).uniform_(-bound, bound))
@@ -136,34 +140,32 @@ class SelfAttentionLayer(nn.Module):
         (3, 5, 8)
     """
 
-    def __init__(self, d: int, num_heads: int = 4, causal: bool = False) -> None:
+    def __init__(self, d: int, num_heads: int = 4, causal: Flag = False) -> None:
         super().__init__()
         d, num_heads = check_positive_int("d", d), check_positive_int("num_heads", num_heads)
         if d % num_heads:
             raise ValueError(f"num_heads must divide d, got d={d} and num_heads={num_heads}")
         self.attention = MultiHeadAttention(d, num_heads)
-        self.causal = check_bool("causal", causal)
+        self.causal = causal
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, ndim=3, floating=True)
+    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
         # torch's attn_mask of a multi-head attention is True where attention is forbidden
         future = ~causal_mask(x.shape[1], device=x.device) if self.causal else None  # (n, n)
         return self.attention(x, x, x, attn_mask=future, need_weights=False)[0]  # (B, n, d)
 
 
-def attention_stack(d: int, num_layers: int, num_heads: int = 4) -> nn.Sequential:
+def attention_stack(d: int, num_layers: PositiveInt, num_heads: int = 4) -> nn.Sequential:
     """``num_layers`` self-attention layers, one after the other.
 
     Example:
         >>> tuple(attention_stack(8, 3, num_heads=2)(torch.randn(1, 4, 8)).shape)
         (1, 4, 8)
     """
-    check_positive_int("num_layers", num_layers)
     return nn.Sequential(*(SelfAttentionLayer(d, num_heads) for _ in range(num_layers)))
 
 
-def convolution_stack(d: int, num_layers: int, kernel_size: int = 3,
-                      dilated: bool = False) -> nn.Sequential:
+def convolution_stack(d: int, num_layers: PositiveInt, kernel_size: IntAtLeast(2) = 3,
+                      dilated: Flag = False) -> nn.Sequential:
     r"""``num_layers`` causal convolutions; dilated: layer :math:`l` has :math:`\delta = k^l`.
 
     With contiguous kernels (:math:`\delta = 1`) a stack of :math:`L` layers sees
@@ -175,10 +177,10 @@ def convolution_stack(d: int, num_layers: int, kernel_size: int = 3,
         >>> [layer.dilation for layer in stack]
         [1, 2, 4]
     """
-    check_positive_int("num_layers", num_layers)
-    check_int("kernel_size", kernel_size, min_value=2)
-    check_bool("dilated", dilated)
     return nn.Sequential(*(
         CausalConvolution(d, kernel_size, kernel_size**layer if dilated else 1)
         for layer in range(num_layers)
     ))
+
+
+check_signatures(globals())

@@ -23,12 +23,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._checks import check_callable, check_int, check_positive_int, check_tensor
+from seqbook._contracts import CallableAs, IntAtLeast, PositiveInt, TensorOf, check_signatures
 
 __all__ = ["count_flops", "count_operations", "cpu_seconds", "path_length", "power_law_exponent"]
 
 
-def count_flops(fn: Callable[[], object]) -> int:
+def count_flops(fn: CallableAs()) -> int:
     """The floating-point operations of ``fn()`` counted by PyTorch's ``FlopCounterMode``.
 
     Matrix products count 2 operations per multiply-add; element-wise operations
@@ -39,7 +39,6 @@ def count_flops(fn: Callable[[], object]) -> int:
         >>> count_flops(lambda: a @ b)          # 2 * 8 * 16 * 4
         1024
     """
-    check_callable("fn", fn)
     with FlopCounterMode(display=False) as counter:
         fn()
     return counter.get_total_flops()
@@ -55,7 +54,7 @@ class _OperationCounter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def count_operations(fn: Callable[[], object]) -> int:
+def count_operations(fn: CallableAs()) -> int:
     """How many tensor operations ``fn()`` runs, one after the other.
 
     Counts every operation that reaches PyTorch's dispatcher (``aten::mm``,
@@ -71,13 +70,12 @@ def count_operations(fn: Callable[[], object]) -> int:
         >>> count_operations(lambda: torch.tanh(x @ x.T))   # t, mm, tanh
         3
     """
-    check_callable("fn", fn)
     with _OperationCounter() as counter:
         fn()
     return counter.operations
 
 
-def cpu_seconds(fns: Sequence[Callable[[], object]], repeats: int = 3) -> list[float]:
+def cpu_seconds(fns: Sequence[Callable[[], object]], repeats: PositiveInt = 3) -> list[float]:
     """The fastest of ``repeats`` runs of each function, in CPU seconds of this thread.
 
     The functions are run in rounds (all once, then all again, ...), so that a busy
@@ -89,7 +87,6 @@ def cpu_seconds(fns: Sequence[Callable[[], object]], repeats: int = 3) -> list[f
         >>> fast < slow
         True
     """
-    repeats = check_positive_int("repeats", repeats)
     if not all(callable(fn) for fn in fns):
         raise TypeError("fns must be a sequence of callables")
     best = [math.inf] * len(fns)
@@ -103,8 +100,8 @@ def cpu_seconds(fns: Sequence[Callable[[], object]], repeats: int = 3) -> list[f
 
 def path_length(
     output_at_depth: Callable[[torch.Tensor, int], torch.Tensor],
-    x: torch.Tensor,
-    max_depth: int,
+    x: TensorOf(3, floating=True),
+    max_depth: PositiveInt,
 ) -> int:
     r"""The smallest depth at which the last output depends on the first input.
 
@@ -129,8 +126,6 @@ def path_length(
         >>> path_length(shift, x, max_depth=10)     # y_t = x_{t-D}: x_1 reaches y_5 at D = 4
         4
     """
-    check_tensor("x", x, ndim=3, floating=True)
-    max_depth = check_int("max_depth", max_depth, min_value=1)
     for depth in range(1, max_depth + 1):
         x_req = x.detach().clone().requires_grad_(True)
         y = output_at_depth(x_req, depth)
@@ -140,7 +135,11 @@ def path_length(
     return max_depth + 1
 
 
-def power_law_exponent(sizes: Sequence[float], costs: Sequence[float], last: int = 3) -> float:
+def power_law_exponent(
+    sizes: Sequence[float],
+    costs: Sequence[float],
+    last: IntAtLeast(2) = 3,
+) -> float:
     r"""The exponent :math:`p` of :math:`\text{cost} \propto \text{size}^p`, fitted on the largest
     sizes.
 
@@ -153,7 +152,6 @@ def power_law_exponent(sizes: Sequence[float], costs: Sequence[float], last: int
         >>> round(power_law_exponent([1, 2, 4, 8], [3, 12, 48, 192]), 6)
         2.0
     """
-    last = check_int("last", last, min_value=2)
     if len(sizes) != len(costs) or len(sizes) < last:
         raise ValueError(f"sizes and costs must have the same length, at least last={last}; "
                          f"got {len(sizes)} and {len(costs)}")
@@ -163,3 +161,6 @@ def power_law_exponent(sizes: Sequence[float], costs: Sequence[float], last: int
     x = np.log(np.asarray(sizes, dtype=float)[order])
     y = np.log(np.asarray(costs, dtype=float)[order])
     return float(np.polyfit(x, y, 1)[0])
+
+
+check_signatures(globals())

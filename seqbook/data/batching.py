@@ -12,12 +12,16 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from seqbook._checks import check_int, check_real, check_tensor
+from seqbook._checks import check_int
+from seqbook._contracts import Real, TensorOf, check_signatures
 
 __all__ = ["pad_batch", "lengths_to_mask"]
 
 
-def lengths_to_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
+def lengths_to_mask(
+    lengths: TensorOf(1, floating=False),
+    max_len: int | None = None,
+) -> torch.Tensor:
     """Boolean mask that is True at the real (non-padding) positions.
 
     Args:
@@ -32,7 +36,6 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.
         tensor([[ True,  True,  True],
                 [ True, False, False]])
     """
-    check_tensor("lengths", lengths, ndim=1, floating=False)
     if lengths.numel() and int(lengths.min()) < 0:
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
@@ -51,7 +54,7 @@ def _lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
 
 
 def pad_batch(
-    sequences: Sequence[Sequence[int] | torch.Tensor], pad_value: float = 0
+    sequences: Sequence[Sequence[int] | torch.Tensor], pad_value: Real = 0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Stack sequences of different lengths into one padded, batch-first tensor.
 
@@ -79,7 +82,6 @@ def pad_batch(
                         f"got {type(sequences).__name__}")
     if len(sequences) == 0:
         raise ValueError("sequences must contain at least one sequence, got an empty list")
-    check_real("pad_value", pad_value)
     tensors = []
     for b, seq in enumerate(sequences):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (Iterable, torch.Tensor)):
@@ -106,3 +108,6 @@ def pad_batch(
     lengths = torch.tensor([t.shape[0] for t in tensors], dtype=torch.long)
     padded = pad_sequence(tensors, batch_first=True, padding_value=pad_value)  # (B, T[, D])
     return padded, lengths, _lengths_to_mask(lengths, padded.shape[1])
+
+
+check_signatures(globals())

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from seqbook._checks import check_int
+from seqbook._contracts import NonNegativeInt, check_signatures
 
 __all__ = ["learn_bpe", "apply_bpe"]
 
@@ -40,7 +40,7 @@ def _merge(symbols: list[str], pair: tuple[str, str]) -> list[str]:
     return merged
 
 
-def learn_bpe(words: Sequence[str], num_merges: int) -> list[tuple[str, str]]:
+def learn_bpe(words: Sequence[str], num_merges: NonNegativeInt) -> list[tuple[str, str]]:
     r"""Learn up to ``num_merges`` byte-pair merges from a list of words.
 
     Each word starts as its characters. At every step the adjacent pair of symbols that
@@ -66,7 +66,6 @@ def learn_bpe(words: Sequence[str], num_merges: int) -> list[tuple[str, str]]:
         [('e', 's'), ('es', 't'), ('l', 'o')]
     """
     words = _check_words("words", words)
-    num_merges = check_int("num_merges", num_merges, min_value=0)
     vocab = Counter(tuple(word) for word in words)  # symbols -> count
     merges: list[tuple[str, str]] = []
     for _ in range(num_merges):
@@ -112,3 +111,6 @@ def apply_bpe(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
             raise TypeError(f"merges[{i}] must be a (str, str) pair, got {pair!r}")
         symbols = _merge(symbols, pair)
     return symbols
+
+
+check_signatures(globals())

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from num2words import CONVERTER_CLASSES, num2words
 
 from seqbook._checks import check_int
+from seqbook._contracts import NonNegativeInt, check_signatures
 from seqbook.data.splits import Splits
 
 __all__ = ["NumberPair", "number_translation", "spell_number"]
@@ -35,20 +36,19 @@ def _check_language(name: str, lang: object) -> str:
     return lang
 
 
-def spell_number(number: int, lang: str = "en") -> str:
+def spell_number(number: NonNegativeInt, lang: str = "en") -> str:
     """Spell ``number`` in words, e.g. ``spell_number(34, "de") == "vierunddreißig"``."""
-    number = check_int("number", number, min_value=0)
     return num2words(number, lang=_check_language("lang", lang))
 
 
 def number_translation(
     src: str = "en",
     tgt: str = "de",
-    max_number: int = 9999,
-    num_valid: int = 500,
-    num_test: int = 500,
+    max_number: NonNegativeInt = 9999,
+    num_valid: NonNegativeInt = 500,
+    num_test: NonNegativeInt = 500,
     num_train: int | None = None,
-    seed: int = 0,
+    seed: NonNegativeInt = 0,
 ) -> Splits[NumberPair]:
     """Pairs (number, words in ``src``, words in ``tgt``) split disjointly by number.
 
@@ -75,10 +75,6 @@ def number_translation(
     """
     src = _check_language("src", src)
     tgt = _check_language("tgt", tgt)
-    max_number = check_int("max_number", max_number, min_value=0)
-    num_valid = check_int("num_valid", num_valid, min_value=0)
-    num_test = check_int("num_test", num_test, min_value=0)
-    seed = check_int("seed", seed, min_value=0)
     available = max_number + 1 - num_valid - num_test
     if available < 1:
         raise ValueError(f"num_valid + num_test must leave at least one of the max_number + 1 = "
@@ -99,3 +95,6 @@ def number_translation(
     test = numbers[num_valid : num_valid + num_test]
     train = numbers[num_valid + num_test : num_valid + num_test + num_train]
     return Splits(pairs(train), pairs(valid), pairs(test))
+
+
+check_signatures(globals())

@@ -8,7 +8,8 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from seqbook._checks import check_callable, check_int, check_real
+from seqbook._checks import check_callable
+from seqbook._contracts import NonNegativeInt, NonNegativeReal, check_signatures
 
 __all__ = ["Splits", "split_dataset"]
 
@@ -32,9 +33,9 @@ class Splits(Generic[T]):
 
 def split_dataset(
     items: Sequence[T],
-    valid_fraction: float = 0.1,
-    test_fraction: float = 0.1,
-    seed: int = 0,
+    valid_fraction: NonNegativeReal = 0.1,
+    test_fraction: NonNegativeReal = 0.1,
+    seed: NonNegativeInt = 0,
     stratify: Callable[[T], Hashable] | None = None,
 ) -> Splits[T]:
     """Shuffle ``items`` with ``seed`` and cut them into disjoint train/valid/test lists.
@@ -54,14 +55,11 @@ def split_dataset(
     """
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise TypeError(f"items must be a sequence (e.g. a list), got {type(items).__name__}")
-    valid_fraction = check_real("valid_fraction", valid_fraction, min_value=0.0)
-    test_fraction = check_real("test_fraction", test_fraction, min_value=0.0)
     if valid_fraction + test_fraction >= 1:
         raise ValueError(
             "valid_fraction + test_fraction must be < 1 so that training data remains, "
             f"got {valid_fraction} + {test_fraction}"
         )
-    seed = check_int("seed", seed, min_value=0)
     if stratify is not None:
         check_callable("stratify", stratify, signature="stratify(item)", nargs=1)
     groups: dict[Hashable, list[T]] = defaultdict(list)
@@ -82,3 +80,6 @@ def split_dataset(
     for split in (train, valid, test):  # mix the classes again
         rng.shuffle(split)
     return Splits(train, valid, test)
+
+
+check_signatures(globals())

@@ -16,7 +16,7 @@ import warnings
 from functools import lru_cache
 from typing import NamedTuple
 
-from seqbook._checks import check_int
+from seqbook._contracts import NonNegativeInt, PositiveInt, check_signatures
 from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["Surname", "SURNAME_LOCALES", "surnames"]
@@ -63,10 +63,10 @@ def _locale_surnames(locale: str) -> frozenset[str]:
 
 def surnames(
     languages: list[str] | None = None,
-    per_language: int = 180,
+    per_language: PositiveInt = 180,
     valid_fraction: float = 0.1,
     test_fraction: float = 0.1,
-    seed: int = 0,
+    seed: NonNegativeInt = 0,
 ) -> Splits[Surname]:
     """A balanced (surname, locale label) data set, split with the same balance in each split.
 
@@ -99,8 +99,6 @@ def surnames(
         raise ValueError(
             f"languages has unknown entries {unknown}; choose from {sorted(SURNAME_LOCALES)}"
         )
-    per_language = check_int("per_language", per_language, min_value=1)
-    seed = check_int("seed", seed, min_value=0)
 
     pools = {lang: _locale_surnames(SURNAME_LOCALES[lang]) for lang in languages}
     examples: list[Surname] = []
@@ -115,3 +113,6 @@ def surnames(
     return split_dataset(
         examples, valid_fraction, test_fraction, seed=seed, stratify=lambda s: s.language
     )
+
+
+check_signatures(globals())

@@ -9,7 +9,7 @@ from collections.abc import Hashable, Iterable, Sequence
 
 import torch
 
-from seqbook._checks import check_bool, check_choice, check_int
+from seqbook._contracts import Flag, OneOf, PositiveInt, check_signatures
 
 __all__ = ["Vocab", "tokenize"]
 
@@ -18,7 +18,7 @@ __all__ = ["Vocab", "tokenize"]
 _WORD_PATTERN = re.compile(r"\w+|[^\w\s]")
 
 
-def tokenize(text: str, level: str = "char") -> list[str]:
+def tokenize(text: str, level: OneOf('char', 'word') = "char") -> list[str]:
     """Split ``text`` into tokens at the character or the word level.
 
     Args:
@@ -34,7 +34,6 @@ def tokenize(text: str, level: str = "char") -> list[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    check_choice("level", level, ("char", "word"))
     if level == "char":
         return list(text)
     return _WORD_PATTERN.findall(text)
@@ -73,8 +72,8 @@ class Vocab:
     PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
     SPECIALS = (PAD, BOS, EOS, UNK)
 
-    def __init__(self, corpus: Iterable[Sequence[str]], min_freq: int = 1) -> None:
-        self.min_freq = check_int("min_freq", min_freq, min_value=1)
+    def __init__(self, corpus: Iterable[Sequence[str]], min_freq: PositiveInt = 1) -> None:
+        self.min_freq = min_freq
         if isinstance(corpus, str):
             raise TypeError("corpus must be an iterable of token sequences, got a single str; "
                             "wrap it, e.g. Vocab([tokenize(text)])")
@@ -128,14 +127,12 @@ class Vocab:
         return list(self._id_to_token)
 
     def encode(
-        self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False
+        self, tokens: Sequence[str], add_bos: Flag = False, add_eos: Flag = False
     ) -> list[int]:
         """Map tokens to ids, optionally framed by ``<bos>`` and ``<eos>``."""
         if isinstance(tokens, str) and len(tokens) != 1:
             raise TypeError(f"tokens must be a sequence of tokens, got the str {tokens!r}; "
                             "tokenize it first")
-        check_bool("add_bos", add_bos)
-        check_bool("add_eos", add_eos)
         try:
             ids = [self[token] for token in tokens]
         except TypeError:  # not iterable, or an unhashable token: say which
@@ -143,11 +140,10 @@ class Vocab:
             raise
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
 
-    def decode(self, ids: Iterable[int], skip_specials: bool = True) -> list[str]:
+    def decode(self, ids: Iterable[int], skip_specials: Flag = True) -> list[str]:
         """Map ids back to tokens; stops at the first ``<eos>`` when skipping specials."""
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
             raise TypeError(f"ids must be an iterable of int ids, got {type(ids).__name__}")
-        check_bool("skip_specials", skip_specials)
         tokens = []
         for i in ids:
             if isinstance(i, torch.Tensor) and i.numel() == 1 and not i.is_floating_point():
@@ -164,3 +160,6 @@ class Vocab:
                     continue
             tokens.append(self._id_to_token[i])
         return tokens
+
+
+check_signatures(globals())

@@ -33,8 +33,8 @@ from seqbook._checks import (
     check_int,
     check_positive_int,
     check_real,
-    check_tensor,
 )
+from seqbook._contracts import TensorOf, check_signatures
 
 __all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
 
@@ -132,7 +132,7 @@ def call_step(
     return log_probs, state
 
 
-def reorder_state(state: Any, parent: torch.Tensor) -> Any:
+def reorder_state(state: Any, parent: TensorOf(2, floating=False)) -> Any:
     """Select, for each sentence ``n``, the rows ``parent[n]`` along dimension 1.
 
     Args:
@@ -144,7 +144,6 @@ def reorder_state(state: Any, parent: torch.Tensor) -> Any:
         >>> reorder_state(state, torch.tensor([[2, 2, 0]]))[0].tolist()
         [[4, 5], [4, 5], [0, 1]]
     """
-    check_tensor("parent", parent, ndim=2, floating=False)
     return _reorder_state(state, parent, check=True)
 
 
@@ -177,7 +176,7 @@ def _check_parent(state: torch.Tensor, parent: torch.Tensor) -> None:
 
 
 def length_normalized(
-    log_prob: torch.Tensor, length: torch.Tensor, length_penalty: float
+    log_prob: TensorOf(floating=True), length: TensorOf(), length_penalty: float
 ) -> torch.Tensor:
     r"""The score :math:`\frac{1}{L^\alpha} \log P` that ranks finished sequences.
 
@@ -191,8 +190,6 @@ def length_normalized(
         >>> length_normalized(torch.tensor([-2.0]), torch.tensor([4]), 0.5).item()
         -1.0
     """
-    check_tensor("log_prob", log_prob, floating=True)
-    check_tensor("length", length)
     return _length_normalized(log_prob, length, check_length_penalty(length_penalty))
 
 
@@ -209,3 +206,6 @@ def _length_normalized(
 def strip(sequence: list[int], eos: int) -> list[int]:
     """Tokens up to (not including) the first ``eos``."""
     return sequence[: sequence.index(eos)] if eos in sequence else sequence
+
+
+check_signatures(globals())

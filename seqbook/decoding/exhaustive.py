@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_positive_int
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.decoding.common import (
     Hypotheses,
     StepFn,
@@ -31,7 +31,7 @@ def exhaustive_search(
     length_penalty: float = 0.0,
     batch_size: int = 1,
     device: torch.device | str | None = None,
-    max_prefixes: int = 1_000_000,
+    max_prefixes: PositiveInt = 1_000_000,
 ) -> Hypotheses:
     r"""Enumerate every sequence of at most ``max_len`` tokens and return the best.
 
@@ -77,7 +77,6 @@ def exhaustive_search(
     """
     bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
     alpha = check_length_penalty(length_penalty)
-    max_prefixes = check_positive_int("max_prefixes", max_prefixes)
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, M, t)
     log_prob = torch.zeros(N, 1, device=device)  # (N, M)
     best_score = torch.full((N,), float("-inf"), device=device)  # (N,)
@@ -133,3 +132,6 @@ def _extend(
     alive[:, eos] = False  # a prefix that ends with <eos> is finished
     parent, token = alive.nonzero(as_tuple=True)  # (M_next,), (M_next,)
     return total, parent, token
+
+
+check_signatures(globals())

@@ -32,7 +32,8 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real
+from seqbook._checks import check_real
+from seqbook._contracts import NonNegativeReal, PositiveInt, check_signatures
 from seqbook.energy_transformer._validate import check_tokens
 
 __all__ = ["EnergyAttention"]
@@ -70,21 +71,20 @@ class EnergyAttention(nn.Module):
 
     def __init__(
         self,
-        dim: int,
-        num_heads: int = 2,
-        head_dim: int = 8,
+        dim: PositiveInt,
+        num_heads: PositiveInt = 2,
+        head_dim: PositiveInt = 8,
         beta: float | None = None,
-        init_std: float = 0.1,
+        init_std: NonNegativeReal = 0.1,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        self.dim = check_positive_int("dim", dim)
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.head_dim = check_positive_int("head_dim", head_dim)
+        self.dim = dim
+        self.num_heads = num_heads
+        self.head_dim = head_dim
         if beta is None:
             beta = 1 / math.sqrt(self.head_dim)
         self.beta = check_real("beta", beta, min_value=0.0, strict_min=True)
-        init_std = check_real("init_std", init_std, min_value=0.0)
         shape = (self.num_heads, self.head_dim, self.dim)
         W = torch.randn(shape, generator=generator) * init_std
         # Keys start equal to queries: W_K^T W_Q is then positive semi-definite and
@@ -136,3 +136,6 @@ class EnergyAttention(nn.Module):
             f"dim={self.dim}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
             f"beta={self.beta:.4g}"
         )
+
+
+check_signatures(globals())

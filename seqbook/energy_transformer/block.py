@@ -26,7 +26,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice, check_int, check_positive_int, check_real
+from seqbook._checks import check_choice
+from seqbook._contracts import NonNegativeInt, OneOf, PositiveInt, PositiveReal, check_signatures
 from seqbook.energy_transformer._validate import check_tokens
 from seqbook.energy_transformer.attention import EnergyAttention
 from seqbook.energy_transformer.hopfield import HopfieldNetwork
@@ -72,18 +73,17 @@ class EnergyTransformer(nn.Module):
 
     def __init__(
         self,
-        dim: int,
+        dim: PositiveInt,
         num_heads: int = 2,
         head_dim: int = 8,
         num_memories: int = 64,
-        hopfield: str = "relu",
+        hopfield: OneOf('relu', 'softmax') = "relu",
         beta: float | None = None,
         init_std: float = 0.1,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        self.dim = check_positive_int("dim", dim)
-        check_choice("hopfield", hopfield, ("relu", "softmax"))
+        self.dim = dim
         self.norm = EnergyLayerNorm(dim)
         self.attention = EnergyAttention(dim, num_heads, head_dim, beta, init_std, generator)
         self.hopfield = HopfieldNetwork(dim, num_memories, hopfield, init_std=init_std,
@@ -125,10 +125,14 @@ class EnergyTransformer(nn.Module):
         return grad
 
     # ---------------------------------------------------------------- dynamics
-    def step(self, x: torch.Tensor, alpha: float = 0.1, method: str = "closed") -> torch.Tensor:
+    def step(
+        self,
+        x: torch.Tensor,
+        alpha: PositiveReal = 0.1,
+        method: str = "closed",
+    ) -> torch.Tensor:
         """One step of the token dynamics, eq. (eq-et-step)."""
         x = self._check("x", x)
-        alpha = check_real("alpha", alpha, min_value=0.0, strict_min=True)
         return self._step(x, alpha, check_choice("method", method, METHODS))
 
     def _step(self, x: torch.Tensor, alpha: float, method: str) -> torch.Tensor:
@@ -136,7 +140,11 @@ class EnergyTransformer(nn.Module):
         return x - alpha * self._gradient(g, method)  # (eq-et-step)
 
     def run(
-        self, x0: torch.Tensor, steps: int, alpha: float = 0.1, method: str = "closed"
+        self,
+        x0: torch.Tensor,
+        steps: NonNegativeInt,
+        alpha: PositiveReal = 0.1,
+        method: OneOf(*METHODS) = "closed",
     ) -> torch.Tensor:
         """``steps`` steps of the dynamics from ``x0``: the whole trajectory, ``x0`` first.
 
@@ -144,10 +152,10 @@ class EnergyTransformer(nn.Module):
         ``torch.no_grad()`` to only evaluate.
         """
         x = self._check("x0", x0)
-        steps = check_int("steps", steps, min_value=0)
-        alpha = check_real("alpha", alpha, min_value=0.0, strict_min=True)
-        method = check_choice("method", method, METHODS)
         states = [x]
         for _ in range(steps):
             states.append(self._step(states[-1], alpha, method))
         return torch.stack(states)  # (S + 1, B, N, D)
+
+
+check_signatures(globals())

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_choice, check_positive_int, check_real
+from seqbook._contracts import NonNegativeReal, OneOf, PositiveInt, PositiveReal, check_signatures
 from seqbook.energy_transformer._validate import check_tokens
 from seqbook.hopfield import lse
 
@@ -67,19 +67,18 @@ class HopfieldNetwork(nn.Module):
 
     def __init__(
         self,
-        dim: int,
-        num_memories: int,
-        kind: str = "relu",
-        beta: float = 1.0,
-        init_std: float = 0.1,
+        dim: PositiveInt,
+        num_memories: PositiveInt,
+        kind: OneOf('relu', 'softmax') = "relu",
+        beta: PositiveReal = 1.0,
+        init_std: NonNegativeReal = 0.1,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        self.dim = check_positive_int("dim", dim)
-        self.num_memories = check_positive_int("num_memories", num_memories)
-        self.kind = check_choice("kind", kind, ("relu", "softmax"))
-        self.beta = check_real("beta", beta, min_value=0.0, strict_min=True)
-        init_std = check_real("init_std", init_std, min_value=0.0)
+        self.dim = dim
+        self.num_memories = num_memories
+        self.kind = kind
+        self.beta = beta
         xi = torch.randn(self.num_memories, self.dim, generator=generator) * init_std
         self.xi = nn.Parameter(xi)  # (M, D): one memory per row
 
@@ -106,3 +105,6 @@ class HopfieldNetwork(nn.Module):
     def extra_repr(self) -> str:
         extra = f", beta={self.beta:g}" if self.kind == "softmax" else ""
         return f"dim={self.dim}, num_memories={self.num_memories}, kind={self.kind!r}{extra}"
+
+
+check_signatures(globals())

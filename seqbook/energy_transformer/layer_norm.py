@@ -26,7 +26,8 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_same_dtype, check_tensor
+from seqbook._checks import check_same_dtype, check_tensor
+from seqbook._contracts import PositiveInt, PositiveReal, check_signatures
 
 __all__ = ["EnergyLayerNorm"]
 
@@ -59,11 +60,15 @@ class EnergyLayerNorm(nn.Module):
         True
     """
 
-    def __init__(self, dim: int, eps: float = 1e-5, gamma: float = 1.0) -> None:
+    def __init__(
+        self,
+        dim: PositiveInt,
+        eps: PositiveReal = 1e-5,
+        gamma: PositiveReal = 1.0,
+    ) -> None:
         super().__init__()
-        self.dim = check_positive_int("dim", dim)
-        self.eps = check_real("eps", eps, min_value=0.0, strict_min=True)
-        gamma = check_real("gamma", gamma, min_value=0.0, strict_min=True)
+        self.dim = dim
+        self.eps = eps
         self.log_gamma = nn.Parameter(torch.tensor(math.log(gamma)))  # gamma > 0
         self.delta = nn.Parameter(torch.zeros(self.dim))
 
@@ -99,3 +104,6 @@ class EnergyLayerNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, eps={self.eps:g}"
+
+
+check_signatures(globals())

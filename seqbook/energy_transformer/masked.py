@@ -44,6 +44,14 @@ from seqbook._checks import (
     check_token_mask,
     checkpoint_path,
 )
+from seqbook._contracts import (
+    IntAtLeast,
+    NonNegativeInt,
+    PositiveInt,
+    PositiveReal,
+    TensorOf,
+    check_signatures,
+)
 from seqbook.attractor import image_to_patches, patches_to_image
 from seqbook.attractor.embedding import _image_to_patches
 from seqbook.attractor.tasks import _check_fraction, _mask_tokens
@@ -86,7 +94,7 @@ class MaskedConfig:
     init_std: float = 0.2  # initial W_Q (= W_K) and Xi
 
 
-def grid_encoding(side: int, dim: int) -> torch.Tensor:
+def grid_encoding(side: PositiveInt, dim: IntAtLeast(2)) -> torch.Tensor:
     """Sinusoidal encodings of the rows and columns of a ``side x side`` grid, side by side.
 
     The initial positional embedding: patch ``(r, c)``, token ``r * side + c``, gets the
@@ -101,8 +109,6 @@ def grid_encoding(side: int, dim: int) -> torch.Tensor:
         >>> grid_encoding(14, 32).shape
         torch.Size([196, 32])
     """
-    side = check_positive_int("side", side)
-    dim = check_int("dim", dim, min_value=2)
     rows = positional_encoding(side, dim // 2)  # (side, dim // 2)
     cols = positional_encoding(side, dim - dim // 2)  # (side, dim - dim // 2)
     return torch.cat([rows.repeat_interleave(side, 0), cols.repeat(side, 1)], dim=-1)
@@ -205,14 +211,13 @@ class MaskedEnergyTransformer(nn.Module):
         error = (p_hat - p).pow(2)  # (B, N, a)
         return error[~visible].mean() + error[visible].mean()  # (eq-et-loss)
 
-    def to_images(self, trajectory: torch.Tensor) -> torch.Tensor:
+    def to_images(self, trajectory: TensorOf(4, floating=True)) -> torch.Tensor:
         """The images decoded from every state of a trajectory, clipped to [0, 1].
 
         Shapes:
             trajectory: ``(S, B, N, D)``.
             returns: ``(S, B, H, W)``.
         """
-        trajectory = check_tensor("trajectory", trajectory, ndim=4, floating=True)
         S, B = trajectory.shape[:2]
         pixels = self.decode(trajectory.flatten(0, 1)).clamp(0.0, 1.0)  # (S B, N, a)
         images = patches_to_image(pixels, self.patch_size, self.image_size, self.image_size)
@@ -220,7 +225,10 @@ class MaskedEnergyTransformer(nn.Module):
 
 
 def paste_visible(
-    predictions: torch.Tensor, images: torch.Tensor, visible: torch.Tensor, patch_size: int
+    predictions: TensorOf(floating=True),
+    images: TensorOf(3, floating=True),
+    visible: torch.Tensor,
+    patch_size: PositiveInt,
 ) -> torch.Tensor:
     """Keep the predicted pixels of the masked patches only; visible patches from ``images``.
 
@@ -241,9 +249,6 @@ def paste_visible(
                 [0., 0., 0., 0.],
                 [0., 0., 0., 0.]])
     """
-    patch_size = check_positive_int("patch_size", patch_size)
-    images = check_tensor("images", images, ndim=3, floating=True)
-    predictions = check_tensor("predictions", predictions, floating=True)
     if predictions.dim() < 3 or predictions.shape[-3:] != images.shape:
         raise ValueError(f"predictions must have shape (..., {', '.join(map(str, images.shape))}),"
                          f" got {tuple(predictions.shape)}")
@@ -300,10 +305,10 @@ def train_masked(
     model: MaskedEnergyTransformer,
     images: torch.Tensor,
     epochs: int = 5,
-    batch_size: int = 32,
-    lr: float = 5e-3,
+    batch_size: PositiveInt = 32,
+    lr: PositiveReal = 5e-3,
     fraction: float = 0.3,
-    seed: int = 0,
+    seed: NonNegativeInt = 0,
     steps_per_epoch: int | None = None,
     progress: bool = True,
     generator: torch.Generator | None = None,
@@ -334,10 +339,7 @@ def train_masked(
     """
     if len(images := _check_images(model, images)) == 0:
         raise ValueError("images must hold at least one training image, got 0")
-    batch_size = check_positive_int("batch_size", batch_size)
-    lr = check_real("lr", lr, min_value=0.0, strict_min=True)
     fraction = _check_fraction(fraction)
-    seed = check_int("seed", seed, min_value=0)
     generator = check_generator("generator", generator) or seeded_generator(seed)
     if steps_per_epoch is not None:
         steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
@@ -387,3 +389,6 @@ def load_masked(name_or_path: str | Path) -> tuple[MaskedEnergyTransformer, dict
              for k, v in checkpoint["state_dict"].items()}
     model.load_state_dict(state)
     return model.eval(), checkpoint["info"]
+
+
+check_signatures(globals())

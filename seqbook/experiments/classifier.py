@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_positive_int, check_tensor
+from seqbook._contracts import TensorOf, check_signatures
 from seqbook.experiments._common import IGNORE
 
 __all__ = ["LastOutputClassifier", "StepClassifier", "classify_loss", "accuracy"]
@@ -68,8 +69,7 @@ class LastOutputClassifier(nn.Module):
             check_positive_int("num_classes", num_classes),
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, ndim=3, floating=True)
+    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
         return self.readout(self.rnn(x)[0][:, -1])  # (B, C)
 
 
@@ -93,8 +93,7 @@ class StepClassifier(LastOutputClassifier):
         torch.Size([5, 12, 4])
     """
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, ndim=3, floating=True)
+    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
         return self.readout(self.rnn(x)[0])  # (B, T, C)
 
 
@@ -159,3 +158,6 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
         if not labelled.any():
             raise ValueError("y must label at least one position (all entries are -100)")
         return (scores.argmax(-1)[labelled] == labels[labelled]).float().mean().item()
+
+
+check_signatures(globals())

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import check_positive_int, check_real
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.experiments._common import check_generator
 
 __all__ = ["CoincidenceTask"]
@@ -68,9 +69,12 @@ class CoincidenceTask:
         """2 classes."""
         return 2
 
-    def __call__(self, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(
+        self,
+        batch: PositiveInt,
+        generator: torch.Generator,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """A fresh batch drawn from ``generator``: ``(x, y)``."""
-        batch = check_positive_int("batch", batch)
         check_generator(generator)
         T = self.length
         x = (torch.rand(batch, T, 3, generator=generator) < self.p_on).float()  # (B, T, 3)
@@ -80,3 +84,6 @@ class CoincidenceTask:
         rows = torch.nonzero(y == 0)[:, 0]
         x[rows, when[rows], :2] = 1.0  # the coincidence
         return x, y
+
+
+check_signatures(globals())

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from seqbook._checks import check_int, check_positive_int
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.experiments._common import check_generator
 
 __all__ = ["FirstSymbolTask"]
@@ -83,12 +84,18 @@ class FirstSymbolTask:
         """The steps from the signal to the last symbol, both counted (``T - p``)."""
         return self.length - self.signal_position
 
-    def __call__(self, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(
+        self,
+        batch: PositiveInt,
+        generator: torch.Generator,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """A fresh batch drawn from ``generator``: ``(x, y)``."""
-        batch = check_positive_int("batch", batch)
         check_generator(generator)
         K, M, p = self.num_signals, self.num_distractors, self.signal_position
         signal = torch.randint(0, K, (batch,), generator=generator)  # (B,)
         rest = torch.randint(K, K + M, (batch, self.length - 1), generator=generator)
         ids = torch.cat([rest[:, :p], signal[:, None], rest[:, p:]], dim=1)  # (B, T)
         return F.one_hot(ids, K + M).float(), signal  # (B, T, K + M), (B,)
+
+
+check_signatures(globals())

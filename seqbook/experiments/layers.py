@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice, check_positive_int, check_real
+from seqbook._checks import check_choice, check_real
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.recurrent import GRU, LSTM, chrono_init
 
 __all__ = ["LayerSpec", "recurrent_layer"]
@@ -122,7 +123,11 @@ class LayerSpec:
         return ", ".join(parts)
 
 
-def recurrent_layer(spec: LayerSpec, input_size: int, hidden_size: int) -> nn.Module:
+def recurrent_layer(
+    spec: LayerSpec,
+    input_size: PositiveInt,
+    hidden_size: PositiveInt,
+) -> nn.Module:
     r"""The fused, batch-first PyTorch layer that ``spec`` describes.
 
     LSTMs and GRUs are built as :class:`~seqbook.recurrent.LSTM` /
@@ -148,8 +153,8 @@ def recurrent_layer(spec: LayerSpec, input_size: int, hidden_size: int) -> nn.Mo
     """
     if not isinstance(spec, LayerSpec):
         raise TypeError(f"spec must be a LayerSpec, got {type(spec).__name__}")
-    D = check_positive_int("input_size", input_size)
-    H = check_positive_int("hidden_size", hidden_size)
+    D = input_size
+    H = hidden_size
     if spec.kind == "rnn":
         return nn.RNN(D, H, batch_first=True)
     if spec.kind == "gru":
@@ -164,3 +169,6 @@ def recurrent_layer(spec: LayerSpec, input_size: int, hidden_size: int) -> nn.Mo
     if spec.chrono_t_max:
         chrono_init(layer, spec.chrono_t_max)
     return layer.to_torch()
+
+
+check_signatures(globals())

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import torch
 
-from seqbook._checks import check_int, check_positive_int
+from seqbook._checks import check_positive_int
+from seqbook._contracts import NonNegativeInt, check_signatures
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.classifier import LastOutputClassifier
 from seqbook.experiments.first_symbol import FirstSymbolTask
@@ -49,7 +50,7 @@ __all__ = [
 def long_lag_run(
     spec: LayerSpec,
     T: int,
-    seed: int,
+    seed: NonNegativeInt,
     hidden_size: int = 32,
     max_steps: int = 150,
     lr: float = 0.01,
@@ -85,7 +86,6 @@ def long_lag_run(
         >>> result.steps, 0.0 <= result.accuracy <= 1.0
         (25, True)
     """
-    seed = check_int("seed", seed, min_value=0)
     task = FirstSymbolTask(check_positive_int("T", T))
     with one_thread():
         seed_everything(seed)
@@ -297,3 +297,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+check_signatures(globals())

@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_int, check_positive_int, check_real
+from seqbook._checks import check_int, check_positive_int
+from seqbook._contracts import PositiveInt, PositiveReal, check_signatures
 from seqbook.experiments._common import IGNORE, check_generator, one_thread
 from seqbook.language_model.mixers import MIXERS, MixerLM, state_floats
 from seqbook.utils import seed_everything, seeded_generator
@@ -66,10 +67,15 @@ class AssociativeRecallTask:
         (torch.Size([1, 6]), 2)
     """
 
-    def __init__(self, num_pairs: int, num_keys: int = 64, num_values: int = 64) -> None:
-        self.num_pairs = check_positive_int("num_pairs", num_pairs)
+    def __init__(
+        self,
+        num_pairs: PositiveInt,
+        num_keys: int = 64,
+        num_values: PositiveInt = 64,
+    ) -> None:
+        self.num_pairs = num_pairs
         self.num_keys = check_int("num_keys", num_keys, min_value=num_pairs)
-        self.num_values = check_positive_int("num_values", num_values)
+        self.num_values = num_values
         self.vocab_size = num_keys + num_values
 
     def __call__(self, batch: int,
@@ -110,9 +116,17 @@ class RecallRecord:
     cpu_seconds: float
 
 
-def recall_run(mixer: str, num_pairs: int, d_model: int = 64, seed: int = 0, steps: int = 1000,
-               batch_size: int = 32, lr: float = 3e-3, num_layers: int = 1,
-               eval_sequences: int = 1024) -> RecallRecord:
+def recall_run(
+    mixer: str,
+    num_pairs: int,
+    d_model: int = 64,
+    seed: int = 0,
+    steps: PositiveInt = 1000,
+    batch_size: PositiveInt = 32,
+    lr: PositiveReal = 3e-3,
+    num_layers: int = 1,
+    eval_sequences: PositiveInt = 1024,
+) -> RecallRecord:
     """Train a one-block :class:`~seqbook.language_model.MixerLM` on
     :class:`AssociativeRecallTask` and score it.
 
@@ -120,10 +134,6 @@ def recall_run(mixer: str, num_pairs: int, d_model: int = 64, seed: int = 0, ste
     sequences every step, on one CPU thread; accuracy over the queries of
     ``eval_sequences`` sequences drawn from a generator seeded apart from training's.
     """
-    steps = check_positive_int("steps", steps)
-    batch_size = check_positive_int("batch_size", batch_size)
-    check_positive_int("eval_sequences", eval_sequences)  # before training, not after
-    lr = check_real("lr", lr, min_value=0.0, strict_min=True)
     task = AssociativeRecallTask(num_pairs)
     seed_everything(seed)
     model = MixerLM(task.vocab_size, d_model, mixer, num_layers=num_layers)
@@ -224,3 +234,6 @@ def main(argv: Sequence[str] | None = None) -> list[RecallRecord]:
 
 if __name__ == "__main__":
     main()
+
+
+check_signatures(globals())

@@ -18,12 +18,15 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._checks import check_positive_int, check_tensor
+from seqbook._contracts import PositiveInt, TensorOf, check_signatures
 
 __all__ = ["fastest_cpu_times", "forward_backward", "forward_backward_ms", "count_flops"]
 
 
-def fastest_cpu_times(runs: Sequence[Callable[[], object]], repeats: int = 5) -> list[float]:
+def fastest_cpu_times(
+    runs: Sequence[Callable[[], object]],
+    repeats: PositiveInt = 5,
+) -> list[float]:
     r"""The fastest CPU time of this thread, in seconds, for each function of ``runs``.
 
     .. math::
@@ -50,7 +53,6 @@ def fastest_cpu_times(runs: Sequence[Callable[[], object]], repeats: int = 5) ->
         raise TypeError(
             f"runs must be a non-empty sequence of functions without arguments, got {runs!r}"
         )
-    repeats = check_positive_int("repeats", repeats)
     best = [float("inf")] * len(runs)
     for _ in range(repeats):
         for i, run in enumerate(runs):
@@ -60,7 +62,7 @@ def fastest_cpu_times(runs: Sequence[Callable[[], object]], repeats: int = 5) ->
     return best
 
 
-def forward_backward(module: nn.Module, x: torch.Tensor) -> Callable[[], None]:
+def forward_backward(module: nn.Module, x: TensorOf(floating=True)) -> Callable[[], None]:
     r"""A function running ``module(x)`` and back-propagating the sum of its outputs.
 
     .. math::
@@ -78,7 +80,6 @@ def forward_backward(module: nn.Module, x: torch.Tensor) -> Callable[[], None]:
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    check_tensor("x", x, floating=True)
 
     def run() -> None:
         module(x)[0].sum().backward()
@@ -118,3 +119,6 @@ def count_flops(fn: Callable[[], object]) -> int:
     with FlopCounterMode(display=False) as counter:
         fn()
     return counter.get_total_flops()
+
+
+check_signatures(globals())

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-from seqbook._checks import check_int
+from seqbook._contracts import NonNegativeInt, check_signatures
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
 from seqbook.seq2seq.data import check_pairs
@@ -71,7 +71,7 @@ def german_number_words() -> dict[str, str]:
     return words
 
 
-def first_word_source_index(number: int) -> int:
+def first_word_source_index(number: NonNegativeInt) -> int:
     r"""The index of the English word that the German number's first word translates.
 
     English is cut into word tokens as by :func:`seqbook.data.tokenize` (hyphens and
@@ -95,7 +95,6 @@ def first_word_source_index(number: int) -> int:
         >>> first_word_source_index(45_678)    # forty - five thousand, ...
         2
     """
-    number = check_int("number", number, min_value=0)
     if number > 999_999:
         raise ValueError(f"number must be <= 999999, got {number}")
     english = tokenize(spell_number(number, "en"), "word")
@@ -411,3 +410,6 @@ def _free_running_right(
         free += right
         after += [i > first for i in range(len(right))]
     return torch.tensor(free), torch.tensor(after)
+
+
+check_signatures(globals())

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_int, check_positive_int, check_real
+from seqbook._contracts import NonNegativeInt, PositiveInt, PositiveReal, RealIn, check_signatures
 from seqbook.experiments.classifier import accuracy, classify_loss
 from seqbook.train import _fit
 from seqbook.utils import seeded_generator
@@ -45,11 +46,11 @@ class SolveResult:
 def train_until_solved(
     model: nn.Module,
     task: Task,
-    seed: int,
+    seed: NonNegativeInt,
     max_steps: int = 150,
-    lr: float = 0.01,
-    target: float = 0.99,
-    check_every: int = 25,
+    lr: PositiveReal = 0.01,
+    target: RealIn(0.0, 1.0, strict_min=True) = 0.99,
+    check_every: PositiveInt = 25,
     batch_size: int = 64,
     valid_size: int = 500,
     test_size: int = 2000,
@@ -99,11 +100,7 @@ def train_until_solved(
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(task):
         raise TypeError(f"task must be callable as task(batch, generator), got {task!r}")
-    seed = check_int("seed", seed, min_value=0)
-    check_every = check_positive_int("check_every", check_every)
     max_steps = check_int("max_steps", max_steps, min_value=check_every)
-    lr = check_real("lr", lr, min_value=0.0, strict_min=True)
-    target = check_real("target", target, min_value=0.0, strict_min=True, max_value=1.0)
     for name, value in (
         ("batch_size", batch_size), ("valid_size", valid_size), ("test_size", test_size)
     ):
@@ -123,3 +120,6 @@ def train_until_solved(
         solved = accuracy(model, x_valid, y_valid) >= target
     x_test, y_test = task(test_size, seeded_generator(TEST_SEED))
     return SolveResult(accuracy(model, x_test, y_test), steps, solved)
+
+
+check_signatures(globals())

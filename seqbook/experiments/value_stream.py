@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_int, check_positive_int, check_tensor
+from seqbook._contracts import NonNegativeInt, PositiveInt, TensorOf, check_signatures
 from seqbook.experiments._common import check_generator, one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.train import fit
@@ -110,9 +111,12 @@ class ValueStreamTask:
         """The width ``2 + M`` of a step (marker, value, one-hot distractor)."""
         return 2 + self.num_distractors
 
-    def __call__(self, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(
+        self,
+        batch: PositiveInt,
+        generator: torch.Generator,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """A fresh batch of streams drawn from ``generator``: ``(x, y)``."""
-        batch = check_positive_int("batch", batch)
         check_generator(generator)
         T, M = self.length, self.num_distractors
         distractors = torch.randint(0, M, (batch, T), generator=generator)  # (B, T)
@@ -160,8 +164,7 @@ class StepRegressor(nn.Module):
         self.rnn = recurrent
         self.readout = nn.Linear(check_positive_int("hidden_size", hidden_size), 1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, ndim=3, floating=True)
+    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
         return self.readout(self.rnn(x)[0])[..., 0]  # (B, T)
 
 
@@ -237,13 +240,13 @@ class ValueStreamRecord:
 
 def value_stream_run(
     spec: LayerSpec,
-    seed: int,
-    steps: int = 300,
+    seed: NonNegativeInt,
+    steps: PositiveInt = 300,
     train_length: int = 120,
     long_length: int = 2400,
     hidden_size: int = 32,
     lr: float = 0.01,
-    eval_size: int = 50,
+    eval_size: PositiveInt = 50,
 ) -> tuple[ValueStreamRecord, nn.Module]:
     r"""Train ``spec``'s layer on continual value streams; measure its error three ways.
 
@@ -277,9 +280,6 @@ def value_stream_run(
     """
     if not isinstance(spec, LayerSpec):
         raise TypeError(f"spec must be a LayerSpec, got {type(spec).__name__}")
-    seed = check_int("seed", seed, min_value=0)
-    steps = check_positive_int("steps", steps)
-    eval_size = check_positive_int("eval_size", eval_size)
     task = ValueStreamTask(train_length)
     long_task = ValueStreamTask(long_length)
     episodes = ValueStreamTask(task.max_gap + 1, continual=False)
@@ -316,3 +316,6 @@ def value_stream_grid(
                       f"T={record.long_length} {record.rmse_long:.3f} {record.seconds:6.1f} s",
                       file=log, flush=True)
     return records
+
+
+check_signatures(globals())

@@ -25,12 +25,17 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import (
-    check_choice,
-    check_int,
     check_patterns,
     check_positive_int,
-    check_real,
-    check_tensor,
+)
+from seqbook._contracts import (
+    IntAtLeast,
+    OneOf,
+    PositiveInt,
+    PositiveReal,
+    RealIn,
+    TensorOf,
+    check_signatures,
 )
 from seqbook.hopfield.classical import _async_relax, _hebbian_weights, _order
 from seqbook.hopfield.dense import _dense_async_sweep
@@ -51,8 +56,8 @@ MEMORIES = ("classical", "poly", "exp", "modern")
 
 
 def random_patterns(
-    num_patterns: int,
-    dim: int,
+    num_patterns: PositiveInt,
+    dim: PositiveInt,
     num_trials: int | None = None,
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
@@ -67,15 +72,15 @@ def random_patterns(
         >>> tuple(x.shape), sorted(x.unique().tolist())
         ((3, 8), [-1.0, 1.0])
     """
-    N = check_positive_int("num_patterns", num_patterns)
-    d = check_positive_int("dim", dim)
+    N = num_patterns
+    d = dim
     shape = (N, d) if num_trials is None else (check_positive_int("num_trials", num_trials), N, d)
     bits = torch.randint(0, 2, shape, generator=generator)
     return (2.0 * bits - 1.0).to(device or "cpu")
 
 
 def corrupt(
-    patterns: torch.Tensor, fraction: float, generator: torch.Generator | None = None
+    patterns: torch.Tensor, fraction: RealIn(0.0, 1.0), generator: torch.Generator | None = None
 ) -> torch.Tensor:
     r"""Flip exactly ``round(fraction * d)`` randomly chosen spins of every pattern.
 
@@ -89,7 +94,6 @@ def corrupt(
         [3, 3]
     """
     patterns = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
-    fraction = check_real("fraction", fraction, min_value=0.0, max_value=1.0)
     d = patterns.shape[-1]
     k = round(fraction * d)
     keys = torch.rand(patterns.shape, generator=generator).to(patterns.device)
@@ -98,7 +102,7 @@ def corrupt(
     return patterns * signs
 
 
-def bit_errors(states: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
+def bit_errors(states: TensorOf(), patterns: TensorOf()) -> torch.Tensor:
     r"""Fraction of components whose sign differs from the pattern's.
 
     Continuous states are compared through their sign.
@@ -112,8 +116,6 @@ def bit_errors(states: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
         >>> bit_errors(torch.tensor([1., -1., 0.5, -2.]), torch.tensor([1., 1., 1., -1.])).item()
         0.25
     """
-    check_tensor("states", states)
-    check_tensor("patterns", patterns)
     if states.shape[-1] != patterns.shape[-1]:
         raise ValueError(f"states and patterns must have the same last dimension, got "
                          f"{tuple(states.shape)} and {tuple(patterns.shape)}")
@@ -151,14 +153,14 @@ def _run(memory: str, queries: torch.Tensor, X: torch.Tensor, *, max_sweeps: int
 
 
 def retrieval_errors(
-    memory: str,
+    memory: OneOf(*MEMORIES),
     patterns: torch.Tensor,
     *,
-    corruption: float = 0.0,
+    corruption: RealIn(0.0, 1.0) = 0.0,
     num_queries: int | None = None,
-    max_sweeps: int = 30,
-    degree: int = 3,
-    beta: float = 1.0,
+    max_sweeps: PositiveInt = 30,
+    degree: IntAtLeast(2) = 3,
+    beta: PositiveReal = 1.0,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     r"""Store ``patterns`` in ``memory``, query it, and return the final bit errors.
@@ -180,15 +182,10 @@ def retrieval_errors(
         patterns: ``(T, N, d)`` or ``(N, d)``.
         returns: ``(T, Q)`` or ``(Q,)``.
     """
-    check_choice("memory", memory, MEMORIES)
     X = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
     single = X.dim() == 2
     if single:
         X = X.unsqueeze(0)  # (1, N, d)
-    corruption = check_real("corruption", corruption, min_value=0.0, max_value=1.0)
-    max_sweeps = check_positive_int("max_sweeps", max_sweeps)
-    degree = check_int("degree", degree, min_value=2)
-    beta = check_real("beta", beta, min_value=0.0, strict_min=True)
     N = X.shape[1]
     Q = N if num_queries is None else check_positive_int("num_queries", num_queries)
     if Q > N:
@@ -203,7 +200,7 @@ def retrieval_errors(
 
 
 def retrieved_fraction(
-    memory: str, patterns: torch.Tensor, *, tolerance: float = 0.05, **kwargs
+    memory: str, patterns: torch.Tensor, *, tolerance: RealIn(0.0, 1.0) = 0.05, **kwargs
 ) -> torch.Tensor:
     r"""Fraction of the queried patterns retrieved: final bit error at most ``tolerance``.
 
@@ -218,7 +215,6 @@ def retrieved_fraction(
         >>> retrieved_fraction("classical", X, corruption=0.1).tolist()
         [1.0, 1.0]
     """
-    tolerance = check_real("tolerance", tolerance, min_value=0.0, max_value=1.0)
     return (retrieval_errors(memory, patterns, **kwargs) <= tolerance).float().mean(-1)
 
 
@@ -247,12 +243,15 @@ class CapacityCurve:
         """Fraction retrieved averaged over trials and queries, shape ``(L,)``."""
         return self.fraction.mean(-1)
 
-    def with_tolerance(self, tolerance: float) -> "CapacityCurve":
+    def with_tolerance(self, tolerance: RealIn(0.0, 1.0)) -> "CapacityCurve":
         """The same measurements judged with another tolerance."""
-        tolerance = check_real("tolerance", tolerance, min_value=0.0, max_value=1.0)
         return CapacityCurve(self.memory, self.dim, self.num_patterns, self.errors, tolerance)
 
-    def capacity(self, level: float = 0.5, method: str = "interpolate") -> float:
+    def capacity(
+        self,
+        level: RealIn(0.0, 1.0) = 0.5,
+        method: OneOf('interpolate', 'logistic') = "interpolate",
+    ) -> float:
         r"""Number of patterns :math:`N` at which the fraction retrieved falls to ``level``.
 
         ``"interpolate"``: linear interpolation between the two grid points around the
@@ -262,8 +261,6 @@ class CapacityCurve:
         (least squares) and solve for ``level``; less noisy, as it uses all points of
         the transition.
         """
-        level = check_real("level", level, min_value=0.0, max_value=1.0)
-        check_choice("method", method, ("interpolate", "logistic"))
         mean = self.mean.double()
         n = self.num_patterns.double()
         if method == "logistic":
@@ -287,12 +284,12 @@ class CapacityCurve:
 
 
 def capacity_curve(
-    memory: str,
-    dim: int,
+    memory: OneOf(*MEMORIES),
+    dim: PositiveInt,
     num_patterns: Sequence[int],
     *,
     num_trials: int = 10,
-    tolerance: float = 0.05,
+    tolerance: RealIn(0.0, 1.0) = 0.05,
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
     **kwargs,
@@ -313,9 +310,7 @@ def capacity_curve(
         >>> curve.mean.tolist()[0], curve.capacity() < 40
         (1.0, True)
     """
-    check_choice("memory", memory, MEMORIES)
-    d = check_positive_int("dim", dim)
-    tolerance = check_real("tolerance", tolerance, min_value=0.0, max_value=1.0)
+    d = dim
     sizes = [check_positive_int("num_patterns", n) for n in num_patterns]
     if not sizes:
         raise ValueError("num_patterns must list at least one number of patterns")
@@ -329,3 +324,6 @@ def capacity_curve(
         X = random_patterns(N, d, num_trials=num_trials, generator=generator, device=device)
         errors.append(retrieval_errors(memory, X, num_queries=Q, generator=generator, **kwargs))
     return CapacityCurve(memory, d, torch.tensor(sizes), torch.stack(errors), tolerance)
+
+
+check_signatures(globals())

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from seqbook._checks import check_positive_int, check_real
+from seqbook._contracts import PositiveInt, RealIn, check_signatures
 from seqbook.hopfield.capacity import bit_errors, random_patterns
 from seqbook.hopfield.classical import _async_relax
 from seqbook.utils import seeded_generator, shifted_seed
@@ -73,12 +74,12 @@ def plan_loads(dim: int) -> list[float]:
 
 
 def nested_retrieval_errors(
-    dim: int,
+    dim: PositiveInt,
     num_patterns: Sequence[int],
-    num_networks: int,
-    num_queries: int,
+    num_networks: PositiveInt,
+    num_queries: PositiveInt,
     generator: torch.Generator | None = None,
-    batch: int = 1,
+    batch: PositiveInt = 1,
 ) -> torch.Tensor:
     r"""Final bit errors of the first ``Q`` patterns, started at themselves, at every load.
 
@@ -96,16 +97,15 @@ def nested_retrieval_errors(
         >>> tuple(errors.shape), bool((errors[:, 0] == 0).all())
         ((3, 2, 5), True)
     """
-    d = check_positive_int("dim", dim)
+    d = dim
     sizes = [check_positive_int("num_patterns", n) for n in num_patterns]
     if not sizes or sizes != sorted(set(sizes)):
         raise ValueError(f"num_patterns must be a non-empty increasing list, got {sizes}")
-    T = check_positive_int("num_networks", num_networks)
-    Q = check_positive_int("num_queries", num_queries)
+    T = num_networks
+    Q = num_queries
     if Q > sizes[0]:
         raise ValueError(f"num_queries must be at most the smallest number of patterns "
                          f"({sizes[0]}), got {Q}")
-    batch = check_positive_int("batch", batch)
     out = torch.empty(T, len(sizes), Q)
     for first in range(0, T, batch):
         b = min(batch, T - first)
@@ -196,7 +196,10 @@ def load_sweep(path: Path | str = SWEEP) -> CapacitySweep:
 
 
 def logistic_crossing(
-    loads: np.ndarray, retrieved: np.ndarray, queries: np.ndarray | int, level: float = 0.5
+    loads: np.ndarray,
+    retrieved: np.ndarray,
+    queries: np.ndarray | int,
+    level: RealIn(0.0, 1.0, strict_min=True) = 0.5,
 ) -> float:
     r"""The load where a logistic fit of the fraction retrieved crosses ``level``.
 
@@ -212,7 +215,6 @@ def logistic_crossing(
         >>> round(logistic_crossing(loads, np.array([90, 50, 10]), 100), 3)
         0.2
     """
-    level = check_real("level", level, min_value=0.0, max_value=1.0, strict_min=True)
     x = np.asarray(loads, dtype=float)
     k = np.asarray(retrieved, dtype=float)
     n = np.broadcast_to(np.asarray(queries, dtype=float), x.shape)
@@ -274,14 +276,13 @@ def sweep_crossing(
 
 
 def bootstrap_crossings(
-    sweep: CapacitySweep, dim: int, num_resamples: int = 1000, seed: int = 0
+    sweep: CapacitySweep, dim: int, num_resamples: PositiveInt = 1000, seed: int = 0
 ) -> np.ndarray:
     """Crossing loads of ``num_resamples`` resamples of the networks (with replacement).
 
     Shapes:
         returns: ``(num_resamples,)``.
     """
-    num_resamples = check_positive_int("num_resamples", num_resamples)
     rng = np.random.default_rng(shifted_seed(seed))
     T = sweep.networks(dim)
     return np.array(
@@ -413,3 +414,6 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
 if __name__ == "__main__":
     main()
+
+
+check_signatures(globals())

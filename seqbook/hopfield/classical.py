@@ -18,8 +18,6 @@ from __future__ import annotations
 import torch
 
 from seqbook._checks import (
-    check_choice,
-    check_int,
     check_patterns,
     check_positive_int,
     check_real,
@@ -28,6 +26,7 @@ from seqbook._checks import (
     check_spin_order,
     check_tensor,
 )
+from seqbook._contracts import NonNegativeInt, OneOf, PositiveInt, check_signatures
 from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = [
@@ -311,7 +310,7 @@ class ClassicalHopfield(PatternMemory):
         xi = self._state(xi)
         return _classical_energy(xi.unsqueeze(-2), self.W, self.U).squeeze(-1)
 
-    def update_neuron(self, xi: torch.Tensor, i: int) -> torch.Tensor:
+    def update_neuron(self, xi: torch.Tensor, i: NonNegativeInt) -> torch.Tensor:
         """Update spin ``i`` alone (of every state in the batch); return the new states.
 
         Shapes:
@@ -319,7 +318,6 @@ class ClassicalHopfield(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
-        i = check_int("i", i, min_value=0)
         if i >= self.dim:
             raise ValueError(f"i must be a spin index below d = {self.dim}, got {i}")
         order = torch.tensor([i])
@@ -328,8 +326,8 @@ class ClassicalHopfield(PatternMemory):
     def update(
         self,
         xi: torch.Tensor,
-        mode: str = "async",
-        steps: int = 1,
+        mode: OneOf('async', 'sync') = "async",
+        steps: PositiveInt = 1,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """Run ``steps`` synchronous steps or asynchronous sweeps.
@@ -348,8 +346,6 @@ class ClassicalHopfield(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
-        check_choice("mode", mode, ("async", "sync"))
-        steps = check_positive_int("steps", steps)
         x = xi.unsqueeze(-2)  # (..., 1, d)
         for _ in range(steps):
             if mode == "sync":
@@ -361,8 +357,8 @@ class ClassicalHopfield(PatternMemory):
     def retrieve(
         self,
         xi: torch.Tensor,
-        max_sweeps: int = 100,
-        mode: str = "async",
+        max_sweeps: PositiveInt = 100,
+        mode: OneOf('async', 'sync') = "async",
         generator: torch.Generator | None = None,
     ) -> Retrieval:
         """Update until every state is a fixed point (or ``max_sweeps`` is reached).
@@ -381,8 +377,6 @@ class ClassicalHopfield(PatternMemory):
             ([1.0, -1.0, 1.0, -1.0, 1.0, -1.0], True)
         """
         xi = self._state(xi)
-        check_choice("mode", mode, ("async", "sync"))
-        max_sweeps = check_positive_int("max_sweeps", max_sweeps)
         return self._run_to_fixed_point(
             xi,
             lambda state: self.update(state, mode=mode, generator=generator),
@@ -392,3 +386,6 @@ class ClassicalHopfield(PatternMemory):
 
     def __repr__(self) -> str:
         return f"ClassicalHopfield(num_patterns={self.num_patterns}, dim={self.dim})"
+
+
+check_signatures(globals())

@@ -26,10 +26,10 @@ from seqbook._checks import (
     check_choice,
     check_int,
     check_patterns,
-    check_positive_int,
     check_spin_order,
     check_spin_states,
 )
+from seqbook._contracts import IntAtLeast, NonNegativeInt, OneOf, PositiveInt, check_signatures
 from seqbook.hopfield.classical import _order, _sign_keep_ties
 from seqbook.hopfield.memory import PatternMemory, Retrieval
 
@@ -155,10 +155,15 @@ class DenseAssociativeMemory(PatternMemory):
         tensor([ 1.,  1., -1., -1.])
     """
 
-    def __init__(self, patterns: torch.Tensor, F: str = "poly", degree: int = 3) -> None:
+    def __init__(
+        self,
+        patterns: torch.Tensor,
+        F: OneOf('poly', 'exp') = "poly",
+        degree: IntAtLeast(2) = 3,
+    ) -> None:
         self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
-        self.F = check_choice("F", F, ("poly", "exp"))
-        self.degree = check_int("degree", degree, min_value=2)
+        self.F = F
+        self.degree = degree
 
     def energy(self, xi: torch.Tensor) -> torch.Tensor:
         r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)` in float64.
@@ -191,7 +196,7 @@ class DenseAssociativeMemory(PatternMemory):
         xi = self._state(xi)
         return torch.logsumexp(xi.double() @ self.patterns.double().T, dim=-1)  # (...)
 
-    def update_neuron(self, xi: torch.Tensor, l: int) -> torch.Tensor:
+    def update_neuron(self, xi: torch.Tensor, l: NonNegativeInt) -> torch.Tensor:
         """Update spin ``l`` alone (of every state in the batch).
 
         Shapes:
@@ -199,7 +204,6 @@ class DenseAssociativeMemory(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
-        l = check_int("l", l, min_value=0)
         if l >= self.dim:
             raise ValueError(f"l must be a spin index below d = {self.dim}, got {l}")
         order = torch.tensor([l])
@@ -209,7 +213,7 @@ class DenseAssociativeMemory(PatternMemory):
         ).squeeze(-2)
 
     def update(
-        self, xi: torch.Tensor, steps: int = 1, generator: torch.Generator | None = None
+        self, xi: torch.Tensor, steps: PositiveInt = 1, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """Run ``steps`` asynchronous sweeps, each in a fresh random order.
 
@@ -218,7 +222,6 @@ class DenseAssociativeMemory(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
-        steps = check_positive_int("steps", steps)
         x = xi.unsqueeze(-2)  # (..., 1, d)
         for _ in range(steps):
             order = _order(self.dim, generator, x.device)
@@ -228,7 +231,10 @@ class DenseAssociativeMemory(PatternMemory):
         return x.squeeze(-2)
 
     def retrieve(
-        self, xi: torch.Tensor, max_sweeps: int = 100, generator: torch.Generator | None = None
+        self,
+        xi: torch.Tensor,
+        max_sweeps: PositiveInt = 100,
+        generator: torch.Generator | None = None,
     ) -> Retrieval:
         """Sweep until every state is a fixed point (or ``max_sweeps`` is reached).
 
@@ -237,7 +243,6 @@ class DenseAssociativeMemory(PatternMemory):
             returns: a ``Retrieval`` with states ``(S + 1, ..., d)``.
         """
         xi = self._state(xi)
-        max_sweeps = check_positive_int("max_sweeps", max_sweeps)
         return self._run_to_fixed_point(
             xi,
             lambda state: self.update(state, generator=generator),
@@ -248,3 +253,6 @@ class DenseAssociativeMemory(PatternMemory):
     def __repr__(self) -> str:
         kind = "exp" if self.F == "exp" else f"poly, degree={self.degree}"
         return f"DenseAssociativeMemory(num_patterns={self.num_patterns}, dim={self.dim}, F={kind})"
+
+
+check_signatures(globals())

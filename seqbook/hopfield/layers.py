@@ -45,6 +45,7 @@ from seqbook._checks import (
     check_same_dtype,
     check_tensor,
 )
+from seqbook._contracts import Flag, PositiveInt, PositiveReal, TensorOf, check_signatures
 
 __all__ = ["HopfieldConfig", "HopfieldLayer", "HopfieldPooling", "hopfield_association"]
 
@@ -105,11 +106,11 @@ def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Te
 
 
 def hopfield_association(
-    Q: torch.Tensor,
-    K: torch.Tensor,
+    Q: TensorOf(4, floating=True),
+    K: TensorOf(4, floating=True),
     beta: float,
     update_steps_max: int | None = 0,
-    update_steps_eps: float = 1e-4,
+    update_steps_eps: PositiveReal = 1e-4,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""The association matrix
@@ -145,8 +146,6 @@ def hopfield_association(
         >>> hopfield_association(Q, K, beta=1.0).round(decimals=3)
         tensor([[[[0.9820, 0.0180, 0.0000]]]])
     """
-    check_tensor("Q", Q, ndim=4, floating=True)
-    check_tensor("K", K, ndim=4, floating=True)
     check_same_dtype("K", K, Q.dtype, of="the state patterns Q")
     (B, h, S, d_k), (B_K, h_K, N, d_K) = Q.shape, K.shape
     if d_k != d_K:
@@ -158,7 +157,7 @@ def hopfield_association(
     beta = check_beta("beta", beta)
     steps_max = update_steps_max if update_steps_max is None else check_int(
         "update_steps_max", update_steps_max, min_value=0)
-    eps = check_real("update_steps_eps", update_steps_eps, min_value=0.0, strict_min=True)
+    eps = update_steps_eps
     if mask is not None:
         _check_mask(mask, (B, max(h, h_K), S, N))
     return _hopfield_association(Q, K, beta, steps_max, eps, mask)
@@ -253,8 +252,8 @@ class HopfieldLayer(nn.Module):
 
     def __init__(
         self,
-        state_size: int,
-        stored_size: int,
+        state_size: PositiveInt,
+        stored_size: PositiveInt,
         hidden_size: int,
         value_size: int | None = None,
         config: HopfieldConfig | None = None,
@@ -264,8 +263,8 @@ class HopfieldLayer(nn.Module):
         if config is not None and not isinstance(config, HopfieldConfig):
             raise TypeError(f"config must be a HopfieldConfig, got {type(config).__name__}")
         self.config = c = HopfieldConfig() if config is None else config
-        self.state_size = check_positive_int("state_size", state_size)
-        self.stored_size = check_positive_int("stored_size", stored_size)
+        self.state_size = state_size
+        self.stored_size = stored_size
         self.hidden_size = d_k = check_positive_int("hidden_size", hidden_size)
         self.value_size = d_v = (
             d_k if value_size is None else check_positive_int("value_size", value_size)
@@ -385,10 +384,9 @@ class HopfieldLayer(nn.Module):
         Y: torch.Tensor,
         P: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
-        return_weights: bool = False,
+        return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
-        check_bool("return_weights", return_weights)
         P = Y if P is None else P
         self._check_inputs(R, Y, P, mask)
         B, N = Y.shape[:2]
@@ -477,18 +475,18 @@ class HopfieldPooling(nn.Module):
 
     def __init__(
         self,
-        input_size: int,
-        hidden_size: int,
+        input_size: PositiveInt,
+        hidden_size: PositiveInt,
         value_size: int | None = None,
-        num_queries: int = 1,
+        num_queries: PositiveInt = 1,
         config: HopfieldConfig | None = None,
     ) -> None:
         super().__init__()
         if config is not None and not isinstance(config, HopfieldConfig):
             raise TypeError(f"config must be a HopfieldConfig, got {type(config).__name__}")
-        self.input_size = check_positive_int("input_size", input_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.num_queries = check_positive_int("num_queries", num_queries)
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_queries = num_queries
         self.query = nn.Parameter(0.1 * torch.randn(self.num_queries, self.hidden_size))  # (S, d_k)
         config = replace(
             HopfieldConfig() if config is None else config, state_pattern_as_static=True
@@ -501,10 +499,9 @@ class HopfieldPooling(nn.Module):
         return self.hopfield.beta
 
     def forward(
-        self, Y: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False
+        self, Y: torch.Tensor, mask: torch.Tensor | None = None, return_weights: Flag = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
-        check_bool("return_weights", return_weights)
         if check_tensor("Y", Y, ndim=3, floating=True).shape[-1] != self.input_size:
             raise ValueError(f"Y must have last dimension input_size = {self.input_size}, "
                              f"got shape {tuple(Y.shape)}")
@@ -521,3 +518,6 @@ class HopfieldPooling(nn.Module):
             f"input_size={self.input_size}, hidden_size={self.hidden_size}, "
             f"num_queries={self.num_queries}"
         )
+
+
+check_signatures(globals())

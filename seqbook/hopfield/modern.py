@@ -28,12 +28,11 @@ import torch
 from seqbook._checks import (
     check_beta,
     check_patterns,
-    check_positive_int,
-    check_real,
     check_same_dtype,
     check_state,
     check_tensor,
 )
+from seqbook._contracts import NonNegativeReal, PositiveInt, TensorOf, check_signatures
 from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update", "separation"]
@@ -45,7 +44,7 @@ def _check_query(xi: object, patterns: object, beta: object, ndim: int | tuple =
     return xi, patterns, check_beta("beta", beta)
 
 
-def lse(beta: float, z: torch.Tensor) -> torch.Tensor:
+def lse(beta: float, z: TensorOf(floating=True)) -> torch.Tensor:
     r"""Log-sum-exp at inverse temperature :math:`\beta`:
     :math:`\beta^{-1}\log\sum_i e^{\beta z_i}`.
 
@@ -60,7 +59,6 @@ def lse(beta: float, z: torch.Tensor) -> torch.Tensor:
         3.0
     """
     beta = check_beta("beta", beta)
-    z = check_tensor("z", z, floating=True)
     return torch.logsumexp(beta * z, dim=-1) / beta
 
 
@@ -218,7 +216,7 @@ class ModernHopfield(PatternMemory):
         return torch.softmax(self.beta * (xi @ self.patterns.T), dim=-1)  # (..., N)
 
     def update(
-        self, xi: torch.Tensor, steps: int = 1, values: torch.Tensor | None = None
+        self, xi: torch.Tensor, steps: PositiveInt = 1, values: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Apply the update ``steps`` times (all components at once).
 
@@ -231,7 +229,6 @@ class ModernHopfield(PatternMemory):
             returns: ``(..., d)``, or ``(..., d_v)`` with values.
         """
         xi = self._state(xi)
-        steps = check_positive_int("steps", steps)
         if values is not None:
             values = _check_values(values, self.patterns)
             if steps != 1:
@@ -241,7 +238,12 @@ class ModernHopfield(PatternMemory):
             xi = _modern_update(xi, self.patterns, self.beta)
         return xi
 
-    def retrieve(self, xi: torch.Tensor, max_steps: int = 20, tol: float = 1e-6) -> Retrieval:
+    def retrieve(
+        self,
+        xi: torch.Tensor,
+        max_steps: PositiveInt = 20,
+        tol: NonNegativeReal = 1e-6,
+    ) -> Retrieval:
         """Update until no component moves by more than ``tol`` (or ``max_steps``).
 
         Shapes:
@@ -249,8 +251,6 @@ class ModernHopfield(PatternMemory):
             returns: a ``Retrieval`` with states ``(S + 1, ..., d)``.
         """
         xi = self._state(xi)
-        max_steps = check_positive_int("max_steps", max_steps)
-        tol = check_real("tol", tol, min_value=0.0)
         return self._run_to_fixed_point(
             xi,
             lambda state: _modern_update(state, self.patterns, self.beta),
@@ -263,3 +263,6 @@ class ModernHopfield(PatternMemory):
             f"ModernHopfield(num_patterns={self.num_patterns}, dim={self.dim}, "
             f"beta={self.beta:g})"
         )
+
+
+check_signatures(globals())

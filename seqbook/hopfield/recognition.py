@@ -29,12 +29,19 @@ from dataclasses import dataclass, field
 import torch
 
 from seqbook._checks import (
-    check_generator,
-    check_int,
-    check_positive_int,
-    check_real,
     check_same_dtype,
     check_tensor,
+)
+from seqbook._contracts import (
+    NonNegativeInt,
+    NonNegativeReal,
+    PositiveInt,
+    PositiveReal,
+    RandomGenerator,
+    Real,
+    RealIn,
+    TensorOf,
+    check_signatures,
 )
 
 __all__ = [
@@ -54,7 +61,7 @@ def _check_pixels(name: str, pixels: object, num_visible: int | None = None) -> 
     return pixels
 
 
-def digits_pm1(train_per_class: int = 400) -> tuple[torch.Tensor, ...]:
+def digits_pm1(train_per_class: PositiveInt = 400) -> tuple[torch.Tensor, ...]:
     """The 5,000 digits of :func:`seqbook.data.mnist5k` as pixels in [-1, 1], split by class.
 
     Krotov and Hopfield map every pixel :math:`p \\in [0, 1]` to :math:`2p - 1`. The
@@ -72,7 +79,6 @@ def digits_pm1(train_per_class: int = 400) -> tuple[torch.Tensor, ...]:
     """
     from seqbook.data import mnist5k
 
-    train_per_class = check_int("train_per_class", train_per_class, min_value=1)
     if train_per_class > 499:
         raise ValueError(f"train_per_class must be <= 499 (500 per class), got {train_per_class}")
     images, labels = mnist5k(flatten=True)
@@ -83,7 +89,7 @@ def digits_pm1(train_per_class: int = 400) -> tuple[torch.Tensor, ...]:
     return images[train], labels[train], images[~train], labels[~train]
 
 
-def class_means(pixels: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def class_means(pixels: TensorOf(2, floating=True), labels: torch.Tensor) -> torch.Tensor:
     """The mean image of each class, ``(C, P)`` for ``C = labels.max() + 1`` classes.
 
     Example:
@@ -92,7 +98,6 @@ def class_means(pixels: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         tensor([[2., 0.],
                 [0., 1.]])
     """
-    pixels = check_tensor("pixels", pixels, ndim=2, floating=True)
     labels = check_tensor("labels", labels, shape=(len(pixels),), floating=False)
     if labels.numel() == 0 or labels.min() < 0:
         raise ValueError("labels must be non-empty classes 0 .. C-1")
@@ -105,7 +110,10 @@ def class_means(pixels: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def dam_class_scores(
-    memories: torch.Tensor, pixels: torch.Tensor, degree: int, temperature: float
+    memories: TensorOf(2, floating=True),
+    pixels: torch.Tensor,
+    degree: PositiveInt,
+    temperature: PositiveReal,
 ) -> torch.Tensor:
     r"""The classification neurons after one update, :math:`c_\alpha` of the module's equation.
 
@@ -123,9 +131,6 @@ def dam_class_scores(
         >>> dam_class_scores(memories, torch.tensor([[1.0, -1.0]]), 2, 2.0).argmax(-1)
         tensor([0])
     """
-    memories = check_tensor("memories", memories, ndim=2, floating=True)
-    degree = check_positive_int("degree", degree)
-    temperature = check_real("temperature", temperature, min_value=0.0, strict_min=True)
     pixels = check_same_dtype("pixels", _check_pixels("pixels", pixels), memories.dtype,
                               of="the memories")
     if memories.shape[1] <= pixels.shape[1]:
@@ -157,7 +162,10 @@ class DAMClassifierHistory:
     prototype: list[float] = field(default_factory=list)
 
 
-def prototype_score(memories: torch.Tensor, class_means: torch.Tensor) -> torch.Tensor:
+def prototype_score(
+    memories: TensorOf(2, floating=True),
+    class_means: TensorOf(2, floating=True),
+) -> torch.Tensor:
     r"""How much each memory looks like a whole digit: its largest correlation with a class mean.
 
     The Pearson correlation, over the pixels, of every memory's visible part with every
@@ -177,8 +185,6 @@ def prototype_score(memories: torch.Tensor, class_means: torch.Tensor) -> torch.
         >>> prototype_score(torch.tensor([[2.0, 0.0, 1.0]]), means)
         tensor([0.8660])
     """
-    memories = check_tensor("memories", memories, ndim=2, floating=True)
-    class_means = check_tensor("class_means", class_means, ndim=2, floating=True)
     P = class_means.shape[1]
     if memories.shape[1] < P:
         raise ValueError(f"memories must have class_means' {P} columns, got {memories.shape[1]}")
@@ -191,22 +197,22 @@ def prototype_score(memories: torch.Tensor, class_means: torch.Tensor) -> torch.
 
 def train_dam_classifier(
     pixels: torch.Tensor,
-    labels: torch.Tensor,
+    labels: TensorOf(1, floating=False),
     *,
-    degree: int,
-    temperature: float,
-    num_memories: int = 100,
-    epochs: int = 100,
-    batch_size: int = 100,
-    lr: float = 0.04,
-    decay: float = 0.998,
-    momentum: float = 0.6,
-    loss_power: int = 30,
-    init_mean: float = -0.3,
-    init_std: float = 0.3,
+    degree: PositiveInt,
+    temperature: PositiveReal,
+    num_memories: PositiveInt = 100,
+    epochs: NonNegativeInt = 100,
+    batch_size: PositiveInt = 100,
+    lr: PositiveReal = 0.04,
+    decay: RealIn(0.0, 1.0, strict_min=True) = 0.998,
+    momentum: RealIn(0.0, 1.0) = 0.6,
+    loss_power: PositiveInt = 30,
+    init_mean: Real = -0.3,
+    init_std: NonNegativeReal = 0.3,
     test: tuple[torch.Tensor, torch.Tensor] | None = None,
     class_means: torch.Tensor | None = None,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
 ) -> tuple[torch.Tensor, DAMClassifierHistory]:
     r"""Train the memories of a dense associative memory classifier (Krotov & Hopfield, 2016).
 
@@ -244,23 +250,12 @@ def train_dam_classifier(
         ((4, 4), 0.0)
     """
     pixels = _check_pixels("pixels", pixels)
-    labels = check_tensor("labels", labels, ndim=1, floating=False)
     if labels.shape[0] != pixels.shape[0]:
         raise ValueError(f"labels must have one class per image ({len(pixels)}), got {len(labels)}")
     if labels.numel() and labels.min() < 0:
         raise ValueError("labels must be classes 0 .. C-1, got a negative one")
-    degree = check_positive_int("degree", degree)
-    temperature = check_real("temperature", temperature, min_value=0.0, strict_min=True)
-    K = check_positive_int("num_memories", num_memories)
-    epochs = check_int("epochs", epochs, min_value=0)
-    batch_size = check_positive_int("batch_size", batch_size)
-    lr = check_real("lr", lr, min_value=0.0, strict_min=True)
-    decay = check_real("decay", decay, min_value=0.0, max_value=1.0, strict_min=True)
-    momentum = check_real("momentum", momentum, min_value=0.0, max_value=1.0)
-    m = check_positive_int("loss_power", loss_power)
-    init_mean = check_real("init_mean", init_mean)
-    init_std = check_real("init_std", init_std, min_value=0.0)
-    generator = check_generator("generator", generator)
+    K = num_memories
+    m = loss_power
     num_classes = int(labels.max()) + 1
     if test is not None:
         if not (isinstance(test, tuple) and len(test) == 2):
@@ -298,3 +293,6 @@ def train_dam_classifier(
         if class_means is not None:
             history.prototype.append(prototype_score(xi, class_means).mean().item())
     return xi.detach(), history
+
+
+check_signatures(globals())

@@ -10,7 +10,8 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real, check_tensor, check_token_ids
+from seqbook._checks import check_positive_int, check_token_ids
+from seqbook._contracts import PositiveInt, PositiveReal, TensorOf, check_signatures
 
 __all__ = ["BigramLM", "bigram_perplexity"]
 
@@ -45,13 +46,18 @@ class BigramLM(nn.Module):
 
     log_p: torch.Tensor
 
-    def __init__(self, train_ids: torch.Tensor, vocab_size: int, smoothing: float = 1.0) -> None:
+    def __init__(
+        self,
+        train_ids: torch.Tensor,
+        vocab_size: int,
+        smoothing: PositiveReal = 1.0,
+    ) -> None:
         super().__init__()
         self.vocab_size = V = check_positive_int("vocab_size", vocab_size)
         check_token_ids("train_ids", train_ids, V, ndim=1)
         if len(train_ids) < 2:
             raise ValueError(f"train_ids must hold at least 2 ids, got {len(train_ids)}")
-        self.smoothing = check_real("smoothing", smoothing, min_value=0.0, strict_min=True)
+        self.smoothing = smoothing
         counts = torch.full((V, V), self.smoothing)  # (V, V): row = current character
         counts.index_put_(
             (train_ids[:-1], train_ids[1:]), torch.ones(len(train_ids) - 1), accumulate=True
@@ -59,9 +65,8 @@ class BigramLM(nn.Module):
         log_p = (counts / counts.sum(1, keepdim=True)).log()  # (V, V)
         self.register_buffer("log_p", log_p)
 
-    def init_state(self, batch_size: int) -> None:
+    def init_state(self, batch_size: PositiveInt) -> None:
         """No state: the prediction depends on the last character only."""
-        check_positive_int("batch_size", batch_size)
         return None
 
     def forward(self, ids: torch.Tensor, state: None = None) -> tuple[torch.Tensor, None]:
@@ -70,7 +75,10 @@ class BigramLM(nn.Module):
 
 
 def bigram_perplexity(
-    train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: int, smoothing: float = 1.0
+    train_ids: torch.Tensor,
+    valid_ids: TensorOf(1, floating=False),
+    vocab_size: int,
+    smoothing: float = 1.0,
 ) -> float:
     r"""The perplexity of the add-one bigram model of ``train_ids`` on ``valid_ids``.
 
@@ -82,9 +90,11 @@ def bigram_perplexity(
         >>> round(bigram_perplexity(ids, ids, vocab_size=2), 3)   # (3 + 1) / (3 + 2)
         1.25
     """
-    check_tensor("valid_ids", valid_ids, ndim=1, floating=False)
     if len(valid_ids) < 2:
         raise ValueError(f"valid_ids must hold at least 2 ids, got {len(valid_ids)}")
     log_p = BigramLM(train_ids, vocab_size, smoothing).log_p
     check_token_ids("valid_ids", valid_ids, vocab_size, ndim=1)
     return math.exp(-log_p[valid_ids[:-1], valid_ids[1:]].mean().item())
+
+
+check_signatures(globals())

@@ -25,10 +25,10 @@ from torch import nn
 from seqbook._checks import (
     check_int,
     check_last_dim,
-    check_positive_int,
     check_same_dtype,
     check_tensor,
 )
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 
 __all__ = ["KVCache", "cached_self_attention"]
@@ -62,12 +62,10 @@ class KVCache:
     owner: Callable[[], nn.Module | None] = field(repr=False)
 
     @classmethod
-    def empty(cls, model: nn.Module, batch_size: int, num_layers: int, num_heads: int,
-              d_k: int, d_v: int, capacity: int) -> "KVCache":
+    def empty(cls, model: nn.Module, batch_size: PositiveInt, num_layers: int, num_heads: int,
+              d_k: int, d_v: int, capacity: PositiveInt) -> "KVCache":
         """An empty cache (``P = 0``) of ``capacity`` positions for ``model``, on its
         device and in its dtype."""
-        check_positive_int("batch_size", batch_size)
-        check_positive_int("capacity", capacity)
         weight = next(model.parameters())
         like = dict(device=weight.device, dtype=weight.dtype)
         shape_k = (batch_size, num_heads, capacity, d_k)
@@ -244,3 +242,6 @@ def _cached_attention(
     concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
     o = concat @ attention.W_O  # (B, T, d_model)  (eq-lm-cached-attention)
     return o if attention.b_O is None else o + attention.b_O
+
+
+check_signatures(globals())

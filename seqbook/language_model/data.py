@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_int, check_positive_int, check_tensor
+from seqbook._checks import check_tensor
+from seqbook._contracts import PositiveInt, TensorOf, check_signatures
 from seqbook.data import Vocab, python_source_corpus, tokenize
 
 __all__ = ["CharCorpus", "char_corpus", "random_windows"]
@@ -56,7 +57,7 @@ class CharCorpus:
         return "".join(self.vocab.decode(ids))
 
 
-def char_corpus(num_chars: int = 300_000, min_freq: int = 5, seed: int = 0) -> CharCorpus:
+def char_corpus(num_chars: int = 300_000, min_freq: PositiveInt = 5, seed: int = 0) -> CharCorpus:
     """The character corpus of the LSTM, GRU and language-model chapters.
 
     The standard-library files of :func:`seqbook.data.python_source_corpus` (split
@@ -77,7 +78,6 @@ def char_corpus(num_chars: int = 300_000, min_freq: int = 5, seed: int = 0) -> C
         >>> len(corpus.train_ids) == len(corpus.train_text)
         True
     """
-    check_positive_int("min_freq", min_freq)
     code = python_source_corpus(num_chars=num_chars, seed=seed)
     train_text = "\n".join(f.text for f in code.train)
     valid_text = "\n".join(f.text for f in code.valid)
@@ -87,10 +87,10 @@ def char_corpus(num_chars: int = 300_000, min_freq: int = 5, seed: int = 0) -> C
 
 
 def random_windows(
-    ids: torch.Tensor,
+    ids: TensorOf(1, floating=False),
     generator: torch.Generator,
-    batch_size: int = 32,
-    length: int = 32,
+    batch_size: PositiveInt = 32,
+    length: PositiveInt = 32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""``batch_size`` windows drawn uniformly from a stream, and the next characters.
 
@@ -117,14 +117,14 @@ def random_windows(
         >>> bool((targets == inputs + 1).all())
         True
     """
-    check_tensor("ids", ids, ndim=1, floating=False)
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    batch_size = check_positive_int("batch_size", batch_size)
-    length = check_int("length", length, min_value=1)
     if len(ids) < length + 2:
         raise ValueError(f"ids must hold at least length + 2 = {length + 2} ids (a window, its "
                          f"next character and one more start), got {len(ids)}")
     starts = torch.randint(0, len(ids) - length - 1, (batch_size,), generator=generator)
     windows = ids[starts[:, None] + torch.arange(length + 1)]  # (B, L + 1)
     return windows[:, :-1], windows[:, 1:]  # (B, L) each
+
+
+check_signatures(globals())

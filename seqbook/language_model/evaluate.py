@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_tensor
+from seqbook._checks import check_positive_int, check_tensor
+from seqbook._contracts import PositiveInt, TensorOf, check_signatures
 
 __all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
 
@@ -91,7 +92,7 @@ def _window_starts(N: int, window: int, stride: int) -> list[int]:
 
 def sequence_loss(
     model: nn.Module,
-    ids: torch.Tensor,
+    ids: TensorOf(1, floating=False),
     window: int | None = None,
     stride: int | None = None,
     batch_size: int = 64,
@@ -128,7 +129,6 @@ def sequence_loss(
         True
     """
     _check_model(model)
-    check_tensor("ids", ids, ndim=1, floating=False)
     N = len(ids)
     if N < 2:
         raise ValueError(f"ids must hold at least 2 tokens (one to predict), got {N}")
@@ -173,7 +173,10 @@ def perplexity(model: nn.Module, ids: torch.Tensor, window: int | None = None,
 
 
 def loss_by_position(
-    model: nn.Module, ids: torch.Tensor, window: int, offsets: int = 1
+    model: nn.Module,
+    ids: TensorOf(1, floating=False),
+    window: PositiveInt,
+    offsets: PositiveInt = 1,
 ) -> torch.Tensor:
     r"""Mean negative log-likelihood at each position of a window, over a whole stream.
 
@@ -204,9 +207,6 @@ def loss_by_position(
         (8,)
     """
     _check_model(model)
-    check_tensor("ids", ids, ndim=1, floating=False)
-    window = check_positive_int("window", window)
-    offsets = check_int("offsets", offsets, min_value=1)
     if offsets > window:
         raise ValueError(f"offsets must be <= window={window}, got {offsets}")
     if len(ids) <= window + (offsets - 1) * window // offsets:
@@ -222,3 +222,6 @@ def loss_by_position(
         logits = _logits(model(windows[:, :-1]))  # (count, W, V)
         nll = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")
     return nll.mean(0)  # (W,)
+
+
+check_signatures(globals())

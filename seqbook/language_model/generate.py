@@ -12,13 +12,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import (
-    check_bool,
-    check_generator,
     check_int,
     check_real,
     check_tensor,
     check_token_ids,
 )
+from seqbook._contracts import Flag, PositiveInt, RandomGenerator, TensorOf, check_signatures
 
 __all__ = ["generate", "next_token", "truncate_scores"]
 
@@ -26,8 +25,8 @@ __all__ = ["generate", "next_token", "truncate_scores"]
 def next_token(
     logits: torch.Tensor,
     temperature: float = 1.0,
-    greedy: bool = False,
-    generator: torch.Generator | None = None,
+    greedy: Flag = False,
+    generator: RandomGenerator = None,
     top_k: int | None = None,
     top_p: float | None = None,
 ) -> torch.Tensor:
@@ -68,9 +67,7 @@ def next_token(
     if check_tensor("logits", logits, ndim=2, floating=True).shape[-1] == 0:
         raise ValueError("logits must hold at least one score per row (V >= 1), got shape "
                          f"{tuple(logits.shape)}")
-    greedy = check_bool("greedy", greedy)
     temperature = _check_temperature(temperature, greedy)
-    generator = check_generator("generator", generator)
     top_k, top_p = _check_truncation(top_k, top_p)
     return _next_token(logits, temperature, greedy, generator, top_k, top_p)
 
@@ -91,7 +88,7 @@ def _check_truncation(top_k: object, top_p: object) -> tuple[int | None, float |
 
 
 def truncate_scores(
-    scores: torch.Tensor, top_k: int | None = None, top_p: float | None = None
+    scores: TensorOf(2, floating=True), top_k: int | None = None, top_p: float | None = None
 ) -> torch.Tensor:
     r"""The scores with :math:`-\infty` for every token outside the top :math:`k` and
     outside the nucleus, so that a softmax gives the truncated distribution.
@@ -122,7 +119,6 @@ def truncate_scores(
         >>> truncate_scores(scores, top_p=0.9).isfinite().tolist()
         [[True, True, True, False]]
     """
-    check_tensor("scores", scores, ndim=2, floating=True)
     return _truncate_scores(scores, *_check_truncation(top_k, top_p))
 
 
@@ -160,12 +156,12 @@ def _next_token(
 def generate(
     model: nn.Module,
     prompt: torch.Tensor,
-    num_tokens: int,
+    num_tokens: PositiveInt,
     *,
     temperature: float = 1.0,
-    greedy: bool = False,
-    generator: torch.Generator | None = None,
-    use_cache: bool = True,
+    greedy: Flag = False,
+    generator: RandomGenerator = None,
+    use_cache: Flag = True,
     context: int | None = None,
     top_k: int | None = None,
     top_p: float | None = None,
@@ -222,11 +218,7 @@ def generate(
     if T_0 == 0:
         raise ValueError("prompt must hold at least one token per sequence, got shape "
                          f"{tuple(prompt.shape)}")
-    num_tokens = check_int("num_tokens", num_tokens, min_value=1)
-    greedy = check_bool("greedy", greedy)
-    use_cache = check_bool("use_cache", use_cache)
     temperature = _check_temperature(temperature, greedy)
-    generator = check_generator("generator", generator)
     top_k, top_p = _check_truncation(top_k, top_p)
     if context is not None:
         context = check_int("context", context, min_value=1)
@@ -260,3 +252,6 @@ def generate(
     finally:
         model.train(was_training)
     return ids
+
+
+check_signatures(globals())

@@ -35,12 +35,11 @@ from torch import nn
 
 from seqbook._checks import (
     check_batch,
-    check_bool,
     check_choice,
-    check_int,
     check_positive_int,
     check_token_ids,
 )
+from seqbook._contracts import Flag, NonNegativeInt, PositiveInt, check_signatures
 from seqbook.linear_attention.kernelized import _parallel as _linear_parallel
 from seqbook.linear_attention.kernelized import _phi
 from seqbook.linear_attention.kernelized import _step as _linear_step
@@ -236,14 +235,13 @@ def _check_heads(mixer: str, d: int, num_heads: int) -> None:
         raise ValueError(f"d_model must be a multiple of num_heads, got {d} and {num_heads}")
 
 
-def state_floats(mixer: str, d: int, num_heads: int = 1, position: int = 0,
+def state_floats(mixer: str, d: int, num_heads: int = 1, position: NonNegativeInt = 0,
                  state_size: int = 8, expand: int = 1, conv_size: int = 4) -> int:
     """Floats a mixer layer keeps per sequence to generate the token after ``position``."""
     mixer = check_choice("mixer", mixer, tuple(MIXERS))
     for name, size in (("d", d), ("num_heads", num_heads), ("state_size", state_size),
                        ("expand", expand), ("conv_size", conv_size)):
         check_positive_int(name, size)
-    check_int("position", position, min_value=0)
     _check_heads(mixer, d, num_heads)
     return _state_floats(mixer, d, num_heads, position, state_size, expand, conv_size)
 
@@ -309,15 +307,14 @@ class MixerLM(nn.Module):
         True
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 64, mixer: str = "softmax",
-                 num_layers: int = 2, num_heads: int = 1, mlp: bool = True) -> None:
+    def __init__(self, vocab_size: PositiveInt, d_model: PositiveInt = 64, mixer: str = "softmax",
+                 num_layers: PositiveInt = 2, num_heads: int = 1, mlp: Flag = True) -> None:
         super().__init__()
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        d = check_positive_int("d_model", d_model)
+        self.vocab_size = vocab_size
+        d = d_model
         self.mixer = check_choice("mixer", mixer, tuple(MIXERS))
-        check_positive_int("num_layers", num_layers)
         _check_heads(mixer, d, check_positive_int("num_heads", num_heads))
-        self.has_mlp = check_bool("mlp", mlp)
+        self.has_mlp = mlp
         self.embed = nn.Embedding(vocab_size, d)
         self.shift = nn.Linear(d, d, bias=False)  # W_s: the previous token's share
         self.mixers = nn.ModuleList(MIXERS[mixer](d, num_heads) for _ in range(num_layers))
@@ -343,9 +340,9 @@ class MixerLM(nn.Module):
     def _mlp(self, layer: int, x: torch.Tensor) -> torch.Tensor:
         return self.mlps[layer](self.norms[2 * layer + 1](x)) if self.has_mlp else 0.0
 
-    def init_state(self, batch_size: int) -> dict:
+    def init_state(self, batch_size: PositiveInt) -> dict:
         """The state before the first token: the previous embedding and each mixer's."""
-        B = check_positive_int("batch_size", batch_size)
+        B = batch_size
         like = self.embed.weight
         return {"previous": like.new_zeros(B, like.shape[1]),
                 "mixers": [mixer.init_state(B, like) for mixer in self.mixers]}
@@ -363,3 +360,6 @@ class MixerLM(nn.Module):
             x = x + self._mlp(layer, x)
             states.append(mixer_state)
         return self.readout(self.final_norm(x)), {"previous": e, "mixers": states}
+
+
+check_signatures(globals())

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from seqbook._checks import check_int, check_positive_int, check_real
+from seqbook._contracts import NonNegativeInt, PositiveInt, PositiveReal, check_signatures
 
 __all__ = ["NgramLM"]
 
@@ -97,17 +97,17 @@ class NgramLM:
     def __init__(
         self,
         sequences: Sequence[Sequence[int] | torch.Tensor],
-        order: int,
-        vocab_size: int,
-        smoothing: float = 1.0,
-        bos_id: int = 0,
+        order: PositiveInt,
+        vocab_size: PositiveInt,
+        smoothing: PositiveReal = 1.0,
+        bos_id: NonNegativeInt = 0,
     ) -> None:
-        self.order = check_positive_int("order", order)
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        self.smoothing = check_real("smoothing", smoothing, min_value=0.0, strict_min=True)
+        self.order = order
+        self.vocab_size = vocab_size
+        self.smoothing = smoothing
         if not math.isfinite(self.smoothing):
             raise ValueError(f"smoothing must be a finite number > 0, got {smoothing}")
-        self.bos_id = check_int("bos_id", bos_id, min_value=0)
+        self.bos_id = bos_id
         if self.bos_id >= self.vocab_size:
             raise ValueError(f"bos_id must be in [0, {self.vocab_size}), got {bos_id}")
         id_lists = _check_sequences(sequences, self.vocab_size)
@@ -223,3 +223,6 @@ class NgramLM:
             2.0
         """
         return math.exp(self.cross_entropy(sequences))  # (eq-seq-perplexity)
+
+
+check_signatures(globals())

@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice, check_positive_int, check_token_ids
+from seqbook._checks import check_choice, check_token_ids
+from seqbook._contracts import PositiveInt, check_signatures
 
 __all__ = ["RecurrentLM"]
 
@@ -53,23 +54,27 @@ class RecurrentLM(nn.Module):
     """
 
     def __init__(
-        self, vocab_size: int, hidden_size: int = 128, embedding_dim: int = 32, cell: str = "lstm"
+        self,
+        vocab_size: PositiveInt,
+        hidden_size: PositiveInt = 128,
+        embedding_dim: PositiveInt = 32,
+        cell: str = "lstm",
     ) -> None:
         super().__init__()
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        check_positive_int("hidden_size", hidden_size)
-        check_positive_int("embedding_dim", embedding_dim)
+        self.vocab_size = vocab_size
         self.cell = check_choice("cell", cell, tuple(_LAYERS))
         self.embed = nn.Embedding(vocab_size, embedding_dim)
         self.rnn = _LAYERS[cell](embedding_dim, hidden_size, batch_first=True)
         self.readout = nn.Linear(hidden_size, vocab_size)
 
-    def init_state(self, batch_size: int) -> None:
+    def init_state(self, batch_size: PositiveInt) -> None:
         """The state before the first token: ``None``, which the layer reads as zeros."""
-        check_positive_int("batch_size", batch_size)
         return None
 
     def forward(self, ids: torch.Tensor, state: object = None) -> tuple[torch.Tensor, object]:
         check_token_ids("ids", ids, self.vocab_size, ndim=2)
         outputs, state = self.rnn(self.embed(ids), state)  # (B, T, H)
         return self.readout(outputs), state  # (B, T, V)
+
+
+check_signatures(globals())

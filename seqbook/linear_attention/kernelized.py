@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_int, check_same_dtype, check_tensor
+from seqbook._checks import check_same_dtype, check_tensor
+from seqbook._contracts import PositiveInt, check_signatures
 
 __all__ = [
     "elu_feature_map",
@@ -144,7 +145,7 @@ def _step(
 
 
 def linear_attention_chunked(
-    phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor, chunk_size: int = 64
+    phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor, chunk_size: PositiveInt = 64
 ) -> torch.Tensor:
     r"""Causal linear attention by chunks: a masked matrix inside, the recurrence across.
 
@@ -173,7 +174,6 @@ def linear_attention_chunked(
         True
     """
     _check_qkv(phi_Q, phi_K, V)
-    chunk_size = check_int("chunk_size", chunk_size, min_value=1)
     B, T, d_k = phi_K.shape
     S = phi_K.new_zeros(B, V.shape[2], d_k)  # (B, d_v, d_k)
     z = phi_K.new_zeros(B, d_k)  # (B, d_k)
@@ -201,3 +201,6 @@ def _chunk(
     S = S + V.transpose(1, 2) @ phi_K  # (B, d_v, d_k), (eq-linattn-chunk)
     z = z + phi_K.sum(1)  # (B, d_k)
     return S, z, numerator / denominator[:, :, None]
+
+
+check_signatures(globals())

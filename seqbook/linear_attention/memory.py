@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_choice, check_real, check_same_dtype, check_tensor
+from seqbook._checks import check_real, check_same_dtype, check_tensor
+from seqbook._contracts import OneOf, check_signatures
 
 __all__ = ["associative_memory", "delta_rule_attention"]
 
@@ -25,8 +26,12 @@ def _check_pairs(K: torch.Tensor, V: torch.Tensor, beta: float) -> float:
     return check_real("beta", beta, min_value=0.0, strict_min=True)
 
 
-def associative_memory(K: torch.Tensor, V: torch.Tensor, rule: str = "hebbian",
-                       beta: float = 1.0) -> torch.Tensor:
+def associative_memory(
+    K: torch.Tensor,
+    V: torch.Tensor,
+    rule: OneOf('hebbian', 'delta') = "hebbian",
+    beta: float = 1.0,
+) -> torch.Tensor:
     r"""Write the pairs :math:`(\mathbf{k}_t, \mathbf{v}_t)` one after the other into a
     matrix memory, starting from :math:`\mathbf{S}_0 = 0`, and return the final state.
 
@@ -56,7 +61,6 @@ def associative_memory(K: torch.Tensor, V: torch.Tensor, rule: str = "hebbian",
         tensor([[2.]])
     """
     beta = _check_pairs(K, V, beta)
-    rule = check_choice("rule", rule, ("hebbian", "delta"))
     S = K.new_zeros(K.shape[0], V.shape[2], K.shape[2])  # (B, d_v, d_k)
     for t in range(K.shape[1]):
         if rule == "hebbian":
@@ -108,3 +112,6 @@ def delta_rule_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
         S = _delta_write(S, K[:, t], V[:, t], beta)
         outputs.append((S @ Q[:, t, :, None])[:, :, 0])  # (B, d_v)
     return torch.stack(outputs, dim=1)  # (B, T, d_v)
+
+
+check_signatures(globals())

@@ -29,12 +29,11 @@ import torch
 from torch import nn
 
 from seqbook._checks import (
-    check_callable,
     check_positive_int,
     check_real,
     check_same_dtype,
-    check_tensor,
 )
+from seqbook._contracts import CallableAs, PositiveInt, TensorOf, check_signatures
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
 
@@ -61,11 +60,11 @@ class TruncatedBPTTResult:
 
 def truncated_bptt(
     module: nn.Module,
-    x: torch.Tensor,
-    targets: torch.Tensor,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: TensorOf(3, floating=True),
+    targets: TensorOf(),
+    loss_fn: CallableAs('loss_fn(outputs, targets)'),
     optimizer: torch.optim.Optimizer,
-    k1: int,
+    k1: PositiveInt,
     k2: int | None = None,
     state: State = None,
     clip: float | None = None,
@@ -121,22 +120,18 @@ def truncated_bptt(
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    check_tensor("x", x, ndim=3, floating=True)
     B, T, _ = x.shape
     if T == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
     parameter = next(module.parameters(), None)
     if parameter is not None:
         check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
-    check_tensor("targets", targets)
     if targets.dim() < 2 or targets.shape[:2] != (B, T):
         raise ValueError(f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
                          f"got {tuple(targets.shape)}")
-    check_callable("loss_fn", loss_fn, signature="loss_fn(outputs, targets)")
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got "
                         f"{type(optimizer).__name__}")
-    k1 = check_positive_int("k1", k1)
     k2 = k1 if k2 is None else check_positive_int("k2", k2)
     if k2 < k1:
         raise ValueError(f"k2 must be >= k1 (every loss needs a window), got k1={k1}, k2={k2}")
@@ -207,7 +202,7 @@ def _update(
     return norm
 
 
-def activation_bytes(fn: Callable[[], torch.Tensor], exclude: nn.Module | None = None) -> int:
+def activation_bytes(fn: CallableAs(), exclude: nn.Module | None = None) -> int:
     """Bytes of the tensors autograd keeps for the backward pass of ``fn()``.
 
     Every tensor the forward pass saves for back-propagation passes through a
@@ -230,7 +225,6 @@ def activation_bytes(fn: Callable[[], torch.Tensor], exclude: nn.Module | None =
         >>> long > 1.8 * short
         True
     """
-    check_callable("fn", fn)
     if exclude is not None and not isinstance(exclude, nn.Module):
         raise TypeError(f"exclude must be a torch.nn.Module or None, got {type(exclude).__name__}")
     skip = set()
@@ -248,3 +242,6 @@ def activation_bytes(fn: Callable[[], torch.Tensor], exclude: nn.Module | None =
         output = fn()
     del output
     return sum(seen.values())
+
+
+check_signatures(globals())

@@ -35,19 +35,17 @@ the same step is held fixed, so the path :math:`c_t \to y_t` is not counted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
 from seqbook._checks import (
-    check_callable,
-    check_choice,
     check_int,
     check_same_dtype,
     check_tensor,
 )
+from seqbook._contracts import CallableAs, OneOf, check_signatures
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
@@ -174,7 +172,7 @@ def _batch_first(gradient: torch.Tensor, batch_size: int) -> torch.Tensor:
 def state_gradient_norms(
     module: nn.Module,
     x: torch.Tensor,
-    loss_fn: Callable[[torch.Tensor, State], torch.Tensor],
+    loss_fn: CallableAs('loss_fn(outputs, final_state)'),
     state: State = None,
     component: int = 0,
 ) -> torch.Tensor:
@@ -207,7 +205,6 @@ def state_gradient_norms(
         >>> tuple(norms.shape), bool(norms[0, -1] == 2.0)  # dL/dh_T = ones(4)
         ((2, 6), True)
     """
-    check_callable("loss_fn", loss_fn, signature="loss_fn(outputs, final_state)")
     component = _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
         outputs, final_state, probes = _unroll_with_probes(module, x, state)
@@ -282,7 +279,7 @@ def jacobian_norms(
     x: torch.Tensor,
     state: State = None,
     component: int = 0,
-    ord: int | float | str = 2,
+    ord: OneOf(*_MATRIX_NORM_ORDERS) = 2,
 ) -> torch.Tensor:
     r"""The matrix norm of :math:`\partial h_T / \partial h_t` for every time step.
 
@@ -307,6 +304,8 @@ def jacobian_norms(
     """
     if isinstance(ord, bool):
         raise TypeError(f"ord must be a matrix norm order, got {ord!r}")
-    check_choice("ord", ord, _MATRIX_NORM_ORDERS)
     jacobians = state_jacobians(module, x, state, component)  # (B, T, H, H)
     return torch.linalg.matrix_norm(jacobians, ord=ord)  # (B, T)
+
+
+check_signatures(globals())

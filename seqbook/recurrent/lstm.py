@@ -33,10 +33,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._checks import check_generator, check_int, check_real
+from seqbook._contracts import Flag, NonNegativeInt, RandomGenerator, Real, RealIn, check_signatures
 from seqbook.recurrent._sequence import (
     State,
-    check_flag,
     check_state,
     check_step_input,
     run_masked,
@@ -151,23 +150,23 @@ class LSTM(RecurrentStack):
         batch_first: bool = True,
         dropout: float = 0.0,
         bidirectional: bool = False,
-        proj_size: int = 0,
+        proj_size: NonNegativeInt = 0,
         *,
-        forget_gate: bool = True,
-        input_gate_bias: float = 0.0,
+        forget_gate: Flag = True,
+        input_gate_bias: Real = 0.0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device, dtype)
-        self.proj_size = check_int("proj_size", proj_size, min_value=0)
+        self.proj_size = proj_size
         if self.proj_size >= self.hidden_size:
             raise ValueError(
                 f"proj_size must be smaller than hidden_size ({self.hidden_size}), got "
                 f"{proj_size}"
             )
-        self.forget_gate = check_flag("forget_gate", forget_gate)
-        self.input_gate_bias = check_real("input_gate_bias", input_gate_bias)
+        self.forget_gate = forget_gate
+        self.input_gate_bias = input_gate_bias
         if not math.isfinite(self.input_gate_bias):
             raise ValueError(f"input_gate_bias must be finite, got {input_gate_bias}")
         if self.input_gate_bias and not self.bias:
@@ -479,7 +478,7 @@ class LSTM(RecurrentStack):
 
 
 def chrono_init(
-    lstm: LSTM, t_max: float, generator: torch.Generator | None = None
+    lstm: LSTM, t_max: RealIn(2.0), generator: RandomGenerator = None
 ) -> LSTM:
     r"""Tallec and Ollivier's *chrono initialisation* of an LSTM's gate biases.
 
@@ -519,10 +518,8 @@ def chrono_init(
                          "initialisation sets the forget-gate biases b_f")
     if not lstm.bias:
         raise ValueError("lstm must have biases (bias=True): chrono initialisation sets them")
-    t_max = check_real("t_max", t_max, min_value=2.0)
     if not math.isfinite(t_max):
         raise ValueError(f"t_max must be finite, got {t_max}")
-    check_generator("generator", generator)
     with torch.no_grad():
         _chrono_init(lstm, t_max, generator)
     return lstm
@@ -542,3 +539,6 @@ def _chrono_init(
             )
             b_f.copy_(torch.log(u))  # (eq-lstm-chrono)
             b_i.copy_(-b_f)  # (eq-lstm-chrono)
+
+
+check_signatures(globals())

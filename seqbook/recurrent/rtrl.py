@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_callable
+from seqbook._contracts import CallableAs, check_signatures
 from seqbook.recurrent._sequence import check_sequence_batch, check_state
 from seqbook.recurrent.rnn import RNN
 
@@ -46,7 +46,7 @@ class RTRLResult:
 def rtrl(
     rnn: RNN,
     x: torch.Tensor,
-    step_loss: Callable[[int, torch.Tensor], torch.Tensor | None],
+    step_loss: CallableAs('step_loss(t, h_t)'),
     h0: torch.Tensor | None = None,
 ) -> RTRLResult:
     r"""Gradients of an Elman RNN's losses, computed forward in time by RTRL.
@@ -98,7 +98,6 @@ def rtrl(
             f"layer), got num_layers={rnn.num_layers}, bidirectional={rnn.bidirectional}"
         )
     x = check_sequence_batch(x, rnn.input_size, True, rnn.W_hh)
-    check_callable("step_loss", step_loss, signature="step_loss(t, h_t)")
     B, H = x.shape[0], rnn.hidden_size
     if h0 is not None:
         check_state("h0", h0, (1, B, H), rnn.W_hh, "(num_layers * num_directions, B, H)")
@@ -185,3 +184,6 @@ def _step_gradient(
 def _gradient_term(g: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
     """One step's term of (eq-rnn-rtrl-grad): ``sum_k g_k S_{kij}``."""
     return torch.einsum("bk,bkij->ij" if S.dim() == 4 else "bk,bki->i", g, S)
+
+
+check_signatures(globals())

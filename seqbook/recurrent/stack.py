@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-from seqbook._checks import check_positive_int, check_probability, check_tensor
+from seqbook._checks import check_tensor
+from seqbook._contracts import Flag, PositiveInt, Probability, check_signatures
 from seqbook.recurrent._sequence import (
     State,
-    check_flag,
     check_lengths,
     check_sequence_batch,
     check_state,
@@ -91,24 +91,24 @@ class RecurrentStack(nn.Module):
 
     def __init__(
         self,
-        input_size: int,
-        hidden_size: int,
-        num_layers: int,
-        bias: bool,
-        batch_first: bool,
-        dropout: float,
-        bidirectional: bool,
+        input_size: PositiveInt,
+        hidden_size: PositiveInt,
+        num_layers: PositiveInt,
+        bias: Flag,
+        batch_first: Flag,
+        dropout: Probability,
+        bidirectional: Flag,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        self.input_size = check_positive_int("input_size", input_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.num_layers = check_positive_int("num_layers", num_layers)
-        self.bias = check_flag("bias", bias)
-        self.batch_first = check_flag("batch_first", batch_first)
-        self.dropout = check_probability("dropout", dropout)
-        self.bidirectional = check_flag("bidirectional", bidirectional)
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = dropout
+        self.bidirectional = bidirectional
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be a floating-point torch.dtype or None, got {dtype!r}")
         self._factory = {"device": device, "dtype": dtype}  # for the parameters, as in torch
@@ -411,3 +411,6 @@ def _repack(out: torch.Tensor, like: PackedSequence) -> PackedSequence:
         out = out[like.sorted_indices.to(out.device)]  # (B, T, .) longest first
     data = torch.cat([out[:n, t] for t, n in enumerate(like.batch_sizes.tolist())])  # (N, .)
     return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
+
+
+check_signatures(globals())

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_positive_int, check_probability
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.attention import AdditiveAttention
 from seqbook.seq2seq.decoder import check_decoder_inputs, check_decoder_state, check_encoded
 from seqbook.seq2seq.encoder import Encoded
@@ -67,18 +68,17 @@ class BahdanauDecoder(nn.Module):
 
     def __init__(
         self,
-        vocab_size: int,
-        embed_size: int,
-        hidden_size: int,
-        context_size: int,
+        vocab_size: PositiveInt,
+        embed_size: PositiveInt,
+        hidden_size: PositiveInt,
+        context_size: PositiveInt,
         attention_size: int | None = None,
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        check_positive_int("embed_size", embed_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.context_size = check_positive_int("context_size", context_size)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.context_size = context_size
         attention_size = hidden_size if attention_size is None else attention_size
         check_positive_int("attention_size", attention_size)
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
@@ -126,3 +126,6 @@ class BahdanauDecoder(nn.Module):
         check_decoder_inputs("y_prev", y_prev, 1, encoded, self, self.vocab_size, self.context_size)
         check_decoder_state(state, self, y_prev.shape[0], self.hidden_size)
         return self._step(self.embedding(y_prev), state, encoded)
+
+
+check_signatures(globals())

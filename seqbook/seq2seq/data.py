@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 import torch
 
-from seqbook._checks import check_bool, check_choice, check_int, check_positive_int
+from seqbook._checks import check_choice, check_positive_int
+from seqbook._contracts import Flag, NonNegativeInt, PositiveInt, check_signatures
 from seqbook.data import (
     NumberPair,
     Splits,
@@ -134,7 +135,11 @@ class TranslationTask:
         return TranslationBatch(src, src_lengths, tgt_in, tgt_out, tgt_mask)
 
     def batches(
-        self, pairs: Sequence[NumberPair], batch_size: int, shuffle: bool = False, seed: int = 0
+        self,
+        pairs: Sequence[NumberPair],
+        batch_size: PositiveInt,
+        shuffle: Flag = False,
+        seed: NonNegativeInt = 0,
     ) -> list[TranslationBatch]:
         """Cut ``pairs`` into batches, optionally shuffled with ``seed``.
 
@@ -142,9 +147,6 @@ class TranslationTask:
         longest source and target.
         """
         check_pairs(pairs)
-        batch_size = check_positive_int("batch_size", batch_size)
-        check_bool("shuffle", shuffle)
-        seed = check_int("seed", seed, min_value=0)
         whole = self.batch(pairs)
         tgt_lengths = whole.tgt_mask.sum(1)  # (B,)
         if shuffle:
@@ -200,12 +202,12 @@ def _balanced_numbers(max_number: int, count: int, seed: int) -> list[int]:
 def number_translation_task(
     tgt: str = "de",
     target_tokens: str | None = None,
-    max_number: int = 9999,
-    num_valid: int = 500,
-    num_test: int = 500,
+    max_number: NonNegativeInt = 9999,
+    num_valid: NonNegativeInt = 500,
+    num_test: NonNegativeInt = 500,
     num_train: int | None = None,
-    seed: int = 0,
-    balanced: bool = False,
+    seed: NonNegativeInt = 0,
+    balanced: Flag = False,
 ) -> TranslationTask:
     """English number words to ``tgt`` number words, split disjointly by number.
 
@@ -229,20 +231,15 @@ def number_translation_task(
         >>> task.target_tokens_of("vierunddreißig")
         ['vier', 'und', 'dreißig']
     """
-    check_bool("balanced", balanced)
     if target_tokens is None:
         target_tokens = "pieces" if tgt == "de" else "word"
     check_choice("target_tokens", target_tokens, ("pieces", "word", "char"))
     if not balanced:
         splits = number_translation("en", tgt, max_number, num_valid, num_test, num_train, seed)
         return TranslationTask(splits, tgt, target_tokens)
-    max_number = check_int("max_number", max_number, min_value=0)
-    num_valid = check_int("num_valid", num_valid, min_value=0)
-    num_test = check_int("num_test", num_test, min_value=0)
     if num_train is None:
         raise ValueError("balanced=True needs num_train (the numbers are drawn, not all used)")
     num_train = check_positive_int("num_train", num_train)
-    seed = check_int("seed", seed, min_value=0)
     if num_valid + num_test + num_train > max_number + 1:
         raise ValueError(
             f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "
@@ -257,3 +254,6 @@ def number_translation_task(
     valid, test = numbers[:num_valid], numbers[num_valid : num_valid + num_test]
     train = numbers[num_valid + num_test :]
     return TranslationTask(Splits(pairs(train), pairs(valid), pairs(test)), tgt, target_tokens)
+
+
+check_signatures(globals())

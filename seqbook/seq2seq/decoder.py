@@ -13,11 +13,11 @@ from torch import nn
 from seqbook._checks import (
     check_batch,
     check_input,
-    check_positive_int,
     check_probability,
     check_tensor,
     check_token_ids,
 )
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.seq2seq.encoder import Encoded
 
 __all__ = ["Seq2SeqDecoder", "check_decoder_inputs", "check_decoder_state", "check_encoded"]
@@ -99,17 +99,16 @@ class Seq2SeqDecoder(nn.Module):
 
     def __init__(
         self,
-        vocab_size: int,
-        embed_size: int,
-        hidden_size: int,
-        context_size: int,
+        vocab_size: PositiveInt,
+        embed_size: PositiveInt,
+        hidden_size: PositiveInt,
+        context_size: PositiveInt,
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        self.vocab_size = check_positive_int("vocab_size", vocab_size)
-        check_positive_int("embed_size", embed_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.context_size = check_positive_int("context_size", context_size)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.context_size = context_size
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
         self.W_s = nn.Linear(context_size, hidden_size)
@@ -157,3 +156,6 @@ class Seq2SeqDecoder(nn.Module):
         _, s = self.rnn(x, s_prev.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
         s = s.squeeze(0)  # (B, H)
         return self.W_o(torch.cat([s, c], dim=-1)), s, None  # (B, V)  (eq-s2s-output)
+
+
+check_signatures(globals())

@@ -14,12 +14,11 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbook._checks import (
-    check_bool,
-    check_positive_int,
     check_probability,
     check_tensor,
     check_token_ids,
 )
+from seqbook._contracts import Flag, PositiveInt, check_signatures
 from seqbook.data import lengths_to_mask
 
 __all__ = ["Encoded", "Seq2SeqEncoder"]
@@ -73,17 +72,15 @@ class Seq2SeqEncoder(nn.Module):
 
     def __init__(
         self,
-        vocab_size: int,
-        embed_size: int,
-        hidden_size: int,
-        bidirectional: bool = False,
+        vocab_size: PositiveInt,
+        embed_size: PositiveInt,
+        hidden_size: PositiveInt,
+        bidirectional: Flag = False,
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        check_positive_int("vocab_size", vocab_size)
-        check_positive_int("embed_size", embed_size)
-        self.hidden_size = check_positive_int("hidden_size", hidden_size)
-        self.bidirectional = check_bool("bidirectional", bidirectional)
+        self.hidden_size = hidden_size
+        self.bidirectional = bidirectional
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
         # torch's fused GRU; the GRU chapter's own GRU computes the same to 1e-6
@@ -125,3 +122,6 @@ class Seq2SeqEncoder(nn.Module):
         state = torch.cat(list(h_n), dim=-1)  # (B, D)  (eq-s2s-context)
         mask = lengths_to_mask(src_lengths.to(src.device), T)  # (B, T)
         return Encoded(outputs, mask, state)
+
+
+check_signatures(globals())

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, check_tensor, check_token_ids
+from seqbook._checks import check_tensor, check_token_ids
+from seqbook._contracts import NonNegativeInt, check_signatures
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
@@ -108,9 +109,9 @@ class EncoderDecoder(nn.Module):
         self,
         encoder: Seq2SeqEncoder,
         decoder: Seq2SeqDecoder | BahdanauDecoder,
-        pad_id: int = 0,
-        bos_id: int = 1,
-        eos_id: int = 2,
+        pad_id: NonNegativeInt = 0,
+        bos_id: NonNegativeInt = 1,
+        eos_id: NonNegativeInt = 2,
     ) -> None:
         super().__init__()
         if not isinstance(encoder, Seq2SeqEncoder):
@@ -125,9 +126,9 @@ class EncoderDecoder(nn.Module):
                 f"output_size ({encoder.output_size})"
             )
         self.encoder, self.decoder = encoder, decoder
-        self.pad_id = check_int("pad_id", pad_id, min_value=0)
-        self.bos_id = check_int("bos_id", bos_id, min_value=0)
-        self.eos_id = check_int("eos_id", eos_id, min_value=0)
+        self.pad_id = pad_id
+        self.bos_id = bos_id
+        self.eos_id = eos_id
         V = decoder.vocab_size
         for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
             if value >= V:
@@ -194,3 +195,6 @@ class EncoderDecoder(nn.Module):
     ) -> Hypotheses:
         """Translate a batch with beam search (``beam_size=1``: greedy)."""
         return search_in_eval_mode(self, src, src_lengths, max_len, beam_size, length_penalty)
+
+
+check_signatures(globals())

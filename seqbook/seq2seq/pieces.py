@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from seqbook._checks import check_positive_int
+from seqbook._contracts import PositiveInt, check_signatures
 
 __all__ = ["PieceTokenizer", "join_words"]
 
@@ -104,8 +104,8 @@ class PieceTokenizer:
         cls,
         texts: Sequence[str],
         seed_pieces: Iterable[str],
-        min_count: int = 2,
-        max_new: int = 100,
+        min_count: PositiveInt = 2,
+        max_new: PositiveInt = 100,
     ) -> "PieceTokenizer":
         """Grow ``seed_pieces`` until the pieces explain ``texts``.
 
@@ -132,8 +132,6 @@ class PieceTokenizer:
         bad = next((t for t in texts if not isinstance(t, str)), None)
         if bad is not None:
             raise TypeError(f"texts must hold str items, got {bad!r:.60} ({type(bad).__name__})")
-        min_count = check_positive_int("min_count", min_count)
-        max_new = check_positive_int("max_new", max_new)
         tokenizer = cls(_check_strings("seed_pieces", seed_pieces, allow_empty_list=True))
         for _ in range(max_new):
             counts = Counter(s for text in texts for s in tokenizer.unexplained(text))
@@ -167,3 +165,6 @@ def join_words(tokens: Sequence[str]) -> str:
     tokens = _check_strings("tokens", tokens, allow_empty_list=True, allow_empty_str=True)
     text = " ".join(tokens)
     return text.replace(" - ", "-").replace(" , ", ", ")
+
+
+check_signatures(globals())

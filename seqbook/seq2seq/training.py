@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_positive_int, check_real
+from seqbook._contracts import PositiveInt, check_signatures
 from seqbook.data import NumberPair
 from seqbook.metrics import corpus_bleu
 from seqbook.seq2seq.bahdanau import BahdanauDecoder
@@ -123,7 +124,7 @@ def evaluate_translator(
     beam_size: int = 1,
     length_penalty: float = 0.0,
     max_len: int | None = None,
-    batch_size: int = 1000,
+    batch_size: PositiveInt = 1000,
 ) -> Translations:
     """Translate ``pairs`` (batched) and score them: corpus BLEU and exact matches.
 
@@ -137,7 +138,6 @@ def evaluate_translator(
                         f"Transformer), got {type(model).__name__}")
     check_task(task)
     check_pairs(pairs)
-    check_positive_int("batch_size", batch_size)
     if max_len is None:
         max_len = max(len(task.encode(p)[1]) for p in task.splits.train) + 5
     device = next(model.parameters()).device
@@ -152,3 +152,6 @@ def evaluate_translator(
     bleu = corpus_bleu(hypotheses, [[r] for r in references])
     accuracy = sum(h == r for h, r in zip(hypotheses, references)) / len(pairs)
     return Translations(hypotheses, references, bleu, accuracy)
+
+
+check_signatures(globals())

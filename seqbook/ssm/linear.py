@@ -19,15 +19,14 @@ import torch
 from torch import nn
 
 from seqbook._checks import (
-    check_generator,
     check_input,
-    check_int,
     check_last_dim,
     check_positive_int,
     check_real,
     check_same_dtype,
     check_tensor,
 )
+from seqbook._contracts import IntAtLeast, PositiveInt, RandomGenerator, check_signatures
 
 __all__ = ["zoh", "ssm_recurrence", "ssm_kernel", "ssm_convolution", "S4D"]
 
@@ -196,14 +195,13 @@ class S4D(nn.Module):
         True
     """
 
-    def __init__(self, channels: int, state_size: int = 64,
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(self, channels: PositiveInt, state_size: IntAtLeast(2) = 64,
+                 generator: RandomGenerator = None) -> None:
         super().__init__()
-        D = check_positive_int("channels", channels)
-        N = check_int("state_size", state_size, min_value=2)
+        D = channels
+        N = state_size
         if N % 2:
             raise ValueError(f"state_size must be even (conjugate pairs), got {N}")
-        generator = check_generator("generator", generator)
         modes = torch.arange(N // 2, dtype=torch.float32)
         self.A_real_log = nn.Parameter(torch.full((D, N // 2), math.log(0.5)))
         self.A_imag = nn.Parameter(math.pi * modes.repeat(D, 1))  # (D, N/2)
@@ -247,3 +245,6 @@ class S4D(nn.Module):
             h = a_bar * h + b_bar * x[:, t, :, None]  # (b, D, N/2), (eq-ssm-recurrence)
             ys.append(2 * (c * h).sum(-1).real + self.D * x[:, t])  # (b, D)
         return torch.stack(ys, dim=1)  # (b, L, D)
+
+
+check_signatures(globals())

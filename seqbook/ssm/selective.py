@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_input, check_positive_int, check_same_dtype, check_tensor
+from seqbook._contracts import PositiveInt, check_signatures
 
 __all__ = [
     "selective_scan",
@@ -236,13 +237,11 @@ class MambaBlock(nn.Module):
         torch.Size([2, 5, 8])
     """
 
-    def __init__(self, d_model: int, state_size: int = 16, expand: int = 2,
-                 conv_size: int = 4, dt_rank: int | None = None) -> None:
+    def __init__(self, d_model: PositiveInt, state_size: PositiveInt = 16, expand: int = 2,
+                 conv_size: PositiveInt = 4, dt_rank: int | None = None) -> None:
         super().__init__()
-        d_model = check_positive_int("d_model", d_model)
-        N = check_positive_int("state_size", state_size)
+        N = state_size
         inner = check_positive_int("expand", expand) * d_model
-        conv_size = check_positive_int("conv_size", conv_size)
         r = math.ceil(d_model / 16) if dt_rank is None else check_positive_int("dt_rank", dt_rank)
         self.in_proj = nn.Linear(d_model, 2 * inner, bias=False)
         self.conv1d = nn.Conv1d(inner, inner, conv_size, groups=inner, padding=conv_size - 1)
@@ -283,3 +282,6 @@ class MambaBlock(nn.Module):
         ours.load_state_dict(
             {k: v for k, v in block.state_dict().items() if k in ours.state_dict()})
         return ours.to(next(block.parameters()).dtype)
+
+
+check_signatures(globals())

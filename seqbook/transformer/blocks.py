@@ -23,10 +23,9 @@ from seqbook._checks import (
     check_batch,
     check_bool,
     check_input,
-    check_positive_int,
     check_probability,
-    check_real,
 )
+from seqbook._contracts import Flag, PositiveInt, PositiveReal, Probability, check_signatures
 from seqbook.attention import MultiHeadAttention
 from seqbook.attention.multihead import check_attention_masks
 from seqbook.transformer.norm import AddNorm, LayerNorm
@@ -73,18 +72,16 @@ class FeedForward(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
-        d_ff: int,
+        d_model: PositiveInt,
+        d_ff: PositiveInt,
         dropout: float = 0.0,
         activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
-        bias: bool = True,
+        bias: Flag = True,
     ) -> None:
         super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        check_positive_int("d_ff", d_ff)
+        self.d_model = d_model
         self.activation_spec = _check_activation(activation)
         self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
-        check_bool("bias", bias)
         self.linear_1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1
         self.linear_2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
@@ -180,20 +177,19 @@ class EncoderBlock(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
+        d_model: PositiveInt,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.1,
+        dropout: Probability = 0.1,
         activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
-        layer_norm_eps: float = 1e-5,
+        layer_norm_eps: PositiveReal = 1e-5,
         *,
         norm_first: bool = False,
         bias: bool = True,
     ) -> None:
         super().__init__()
-        dropout = check_probability("dropout", dropout)
-        eps = check_real("layer_norm_eps", layer_norm_eps, min_value=0.0, strict_min=True)
-        self.d_model = check_positive_int("d_model", d_model)
+        eps = layer_norm_eps
+        self.d_model = d_model
         self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps, bias)
@@ -338,20 +334,19 @@ class DecoderBlock(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
+        d_model: PositiveInt,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.1,
+        dropout: Probability = 0.1,
         activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
-        layer_norm_eps: float = 1e-5,
+        layer_norm_eps: PositiveReal = 1e-5,
         *,
         norm_first: bool = False,
         bias: bool = True,
     ) -> None:
         super().__init__()
-        dropout = check_probability("dropout", dropout)
-        eps = check_real("layer_norm_eps", layer_norm_eps, min_value=0.0, strict_min=True)
-        self.d_model = check_positive_int("d_model", d_model)
+        eps = layer_norm_eps
+        self.d_model = d_model
         self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
         self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
@@ -492,3 +487,6 @@ class DecoderBlock(nn.Module):
             for i, norm in enumerate((theirs.norm1, theirs.norm2, theirs.norm3)):
                 _copy_norm_to_torch(getattr(self, f"add_norm_{i + 1}").norm, norm)
         return theirs
+
+
+check_signatures(globals())

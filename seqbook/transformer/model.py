@@ -20,12 +20,10 @@ from torch import nn
 from seqbook._checks import (
     check_batch,
     check_input,
-    check_int,
-    check_positive_int,
-    check_real,
     check_tensor,
     check_token_ids,
 )
+from seqbook._contracts import NonNegativeInt, PositiveInt, RealIn, check_signatures
 from seqbook.attention.masking import check_mask
 from seqbook.data import lengths_to_mask
 from seqbook.decoding import Hypotheses
@@ -91,32 +89,32 @@ class Transformer(nn.Module):
 
     def __init__(
         self,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        d_model: int = 64,
+        src_vocab_size: PositiveInt,
+        tgt_vocab_size: PositiveInt,
+        d_model: PositiveInt = 64,
         num_heads: int = 4,
-        num_layers: int = 2,
+        num_layers: PositiveInt = 2,
         d_ff: int = 256,
         dropout: float = 0.1,
         norm_first: bool = False,
-        max_len: int = 128,
-        pad_id: int = 0,
-        bos_id: int = 1,
-        eos_id: int = 2,
+        max_len: PositiveInt = 128,
+        pad_id: NonNegativeInt = 0,
+        bos_id: NonNegativeInt = 1,
+        eos_id: NonNegativeInt = 2,
         *,
         activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
     ) -> None:
         super().__init__()
-        V_src = check_positive_int("src_vocab_size", src_vocab_size)
-        V_tgt = check_positive_int("tgt_vocab_size", tgt_vocab_size)
-        self.d_model = check_positive_int("d_model", d_model)
-        self.num_layers = check_positive_int("num_layers", num_layers)
-        self.max_len = check_positive_int("max_len", max_len)
-        self.pad_id = check_int("pad_id", pad_id, min_value=0)
-        self.bos_id = check_int("bos_id", bos_id, min_value=0)
-        self.eos_id = check_int("eos_id", eos_id, min_value=0)
+        V_src = src_vocab_size
+        V_tgt = tgt_vocab_size
+        self.d_model = d_model
+        self.num_layers = num_layers
+        self.max_len = max_len
+        self.pad_id = pad_id
+        self.bos_id = bos_id
+        self.eos_id = eos_id
         for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
             if value >= V_tgt:
                 raise ValueError(f"{name} must be < tgt_vocab_size={V_tgt}, got {value}")
@@ -228,9 +226,12 @@ class Transformer(nn.Module):
         self._check_ids("tgt_in", tgt_in, self.tgt_embedding)
         return self._decode(tgt_in, *self._encode(src, src_lengths))
 
-    def loss(self, batch: TranslationBatch, label_smoothing: float = 0.0) -> torch.Tensor:
+    def loss(
+        self,
+        batch: TranslationBatch,
+        label_smoothing: RealIn(0.0, 1.0) = 0.0,
+    ) -> torch.Tensor:
         """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
-        check_real("label_smoothing", label_smoothing, min_value=0.0, max_value=1.0)
         logits = self(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
         target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
         return label_smoothing_loss(logits, target, label_smoothing, ignore_index=-100)
@@ -297,3 +298,6 @@ class Transformer(nn.Module):
     ) -> Hypotheses:
         """Translate a batch with beam search (``beam_size=1``: greedy)."""
         return search_in_eval_mode(self, src, src_lengths, max_len, beam_size, length_penalty)
+
+
+check_signatures(globals())

@@ -26,14 +26,13 @@ from torch import nn
 
 from seqbook._checks import (
     check_bool,
-    check_callable,
     check_input,
-    check_positive_int,
     check_probability,
     check_real,
     check_same_dtype,
     check_tensor,
 )
+from seqbook._contracts import CallableAs, Flag, PositiveInt, PositiveReal, check_signatures
 
 __all__ = ["layer_norm", "LayerNorm", "AddNorm"]
 
@@ -123,10 +122,10 @@ class LayerNorm(nn.Module):
         (0.0, 1.0)
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True) -> None:
+    def __init__(self, d_model: PositiveInt, eps: PositiveReal = 1e-5, bias: bool = True) -> None:
         super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.eps = check_real("eps", eps, min_value=0.0, strict_min=True)
+        self.d_model = d_model
+        self.eps = eps
         self.a = nn.Parameter(torch.ones(d_model))
         if check_bool("bias", bias):
             self.b = nn.Parameter(torch.zeros(d_model))
@@ -241,20 +240,19 @@ class AddNorm(nn.Module):
         self,
         d_model: int,
         dropout: float = 0.0,
-        norm_first: bool = False,
+        norm_first: Flag = False,
         eps: float = 1e-5,
         bias: bool = True,
     ) -> None:
         super().__init__()
-        self.norm_first = check_bool("norm_first", norm_first)
+        self.norm_first = norm_first
         self.norm = LayerNorm(d_model, eps=eps, bias=bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def forward(
-        self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
+        self, x: torch.Tensor, sublayer: CallableAs('sublayer(x)', nargs=1)
     ) -> torch.Tensor:
         check_input("x", x, self, size=self.norm.d_model, what="d_model")
-        check_callable("sublayer", sublayer, signature="sublayer(x)", nargs=1)
         return self._add_norm(x, partial(_check_sublayer, sublayer))
 
     def _add_norm(
@@ -267,3 +265,6 @@ class AddNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"
+
+
+check_signatures(globals())

@@ -21,13 +21,13 @@ from torch import nn
 
 from seqbook._checks import (
     check_device,
-    check_int,
     check_last_dim,
     check_positive_int,
     check_probability,
     check_real,
     check_tensor,
 )
+from seqbook._contracts import Int, PositiveInt, RealIn, check_signatures
 
 __all__ = ["positional_encoding", "relative_position_map", "PositionalEncoding"]
 
@@ -110,7 +110,7 @@ def _positional_encoding(
 
 
 def relative_position_map(
-    offset: int,
+    offset: Int,
     d_model: int,
     base: float = 10000.0,
     device: torch.device | str | None = None,
@@ -147,7 +147,6 @@ def relative_position_map(
         >>> torch.allclose(pe[:17] @ M.T, pe[3:], atol=1e-6)
         True
     """
-    check_int("offset", offset)
     dtype, device = _check_table(1, d_model, base, device, dtype)
     if d_model % 2:  # type: ignore[operator]
         raise ValueError(f"d_model must be even for the rotation map, got {d_model}")
@@ -202,13 +201,16 @@ class PositionalEncoding(nn.Module):
     pe: torch.Tensor
 
     def __init__(
-        self, d_model: int, max_len: int = 512, dropout: float = 0.0, base: float = 10000.0
+        self,
+        d_model: PositiveInt,
+        max_len: PositiveInt = 512,
+        dropout: float = 0.0,
+        base: RealIn(1.0, strict_min=True) = 10000.0,
     ) -> None:
         super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.max_len = check_positive_int("max_len", max_len)
+        self.d_model = d_model
+        self.max_len = max_len
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
-        check_real("base", base, min_value=1.0, strict_min=True)
         table = _positional_encoding(max_len, d_model, base, None, torch.float64)  # (L, D)
         self.register_buffer("pe", table, persistent=False)
 
@@ -224,3 +226,6 @@ class PositionalEncoding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
+
+
+check_signatures(globals())

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import check_int, check_positive_int, check_real
+from seqbook._contracts import NonNegativeInt, PositiveInt, PositiveReal, check_signatures
 from seqbook.seq2seq.data import TranslationTask
 from seqbook.train import History, fit
 from seqbook.transformer.model import Transformer
@@ -39,7 +40,12 @@ class TransformerConfig:
     seed: int = 0
 
 
-def warmup_lr(step: int, lr: float, warmup: int, total: int) -> float:
+def warmup_lr(
+    step: PositiveInt,
+    lr: PositiveReal,
+    warmup: NonNegativeInt,
+    total: PositiveInt,
+) -> float:
     r"""Linear warm-up to ``lr`` over ``warmup`` steps, then linear decay to 0 at ``total``.
 
     .. math::
@@ -54,10 +60,6 @@ def warmup_lr(step: int, lr: float, warmup: int, total: int) -> float:
         >>> [round(warmup_lr(s, 1.0, 2, 6), 2) for s in range(1, 7)]
         [0.5, 1.0, 0.75, 0.5, 0.25, 0.0]
     """
-    check_positive_int("step", step)
-    check_real("lr", lr, min_value=0.0, strict_min=True)
-    check_int("warmup", warmup, min_value=0)
-    check_positive_int("total", total)
     return _warmup_lr(step, lr, warmup, total)
 
 
@@ -143,3 +145,6 @@ def train_transformer(
     )
     model.eval()
     return model, history
+
+
+check_signatures(globals())

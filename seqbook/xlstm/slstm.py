@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_input, check_positive_int, check_same_dtype, check_tensor
+from seqbook._contracts import PositiveInt, check_signatures
 
 __all__ = ["SLSTMState", "SLSTM"]
 
@@ -69,10 +70,10 @@ class SLSTM(nn.Module):
 
     gate_names = ("i", "f", "z", "o")
 
-    def __init__(self, input_size: int, hidden_size: int) -> None:
+    def __init__(self, input_size: PositiveInt, hidden_size: PositiveInt) -> None:
         super().__init__()
-        D = check_positive_int("input_size", input_size)
-        H = check_positive_int("hidden_size", hidden_size)
+        D = input_size
+        H = hidden_size
         bound = 1 / math.sqrt(H)
         self.W = nn.Parameter(torch.empty(4 * H, D).uniform_(-bound, bound))  # i, f, z, o
         self.R = nn.Parameter(torch.empty(4 * H, H).uniform_(-bound, bound))
@@ -129,3 +130,6 @@ class SLSTM(nn.Module):
         n = f * state.n + i  # (eq-slstm-normaliser)
         h = torch.sigmoid(o_pre) * c / n  # (eq-slstm-hidden)
         return SLSTMState(h, c, n, m)
+
+
+check_signatures(globals())

@@ -1,0 +1,314 @@
+"""Argument contracts written in the signature, checked once at the public boundary.
+
+A public function says what each argument must be in its type hints::
+
+    def beam_search(..., beam_size: PositiveInt, length_penalty: NonNegativeReal = 0.0,
+                    generator: Generator = None) -> ...:
+
+and its module ends with ``check_signatures(globals())``. That call wraps every function
+of the module's ``__all__`` whose hints carry a contract, and the ``__init__``,
+``forward`` and other public methods of every class of ``__all__``, so that each call
+first validates its arguments, defaults included, with the helpers of
+:mod:`seqbook._checks` (same messages, same ``TypeError``/``ValueError``), then runs the
+body with the values the helpers return (``check_real`` turns ``1`` into ``1.0``). The
+body reads like the math; the kernels it calls trust their arguments; internal calls of
+private functions are never re-checked.
+
+A contract is ``Annotated[type, Check(helper, **options)]``: the helper is called as
+``helper(name, value, **options)``. ``X | None`` lets ``None`` through unchecked.
+Tensors name their dimensions, ``query: Shaped("B T_q d_model", floating=True)``, and a
+name means one size throughout a call: an int argument, the module's attribute of that
+name, or the size the first tensor that has it brings (see :class:`Dims`). Scalars are
+checked first, then tensors in the order of the signature. What a signature cannot say
+(a number that must divide another, ids below a size computed in the body) stays in the
+body, after the signature's checks.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import torch
+
+from seqbook._checks import (
+    _describe,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_device,
+    check_generator,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_real,
+    check_same_dtype,
+    check_tensor,
+    check_token_ids,
+    parameter_dtype,
+)
+
+__all__ = [
+    "Check", "check_signatures", "Int", "PositiveInt", "NonNegativeInt", "IntAtLeast",
+    "Real", "RealIn", "PositiveReal", "NonNegativeReal", "Probability", "Flag", "OneOf",
+    "RandomGenerator", "Device", "CallableAs", "TensorOf", "Shaped", "Dims", "InstanceOf",
+]
+
+
+class Check:
+    """The metadata of a contract: ``helper(name, value, **options)`` validates a value."""
+
+    __slots__ = ("helper", "options")
+
+    def __init__(self, helper: Callable[..., Any], /, **options: Any) -> None:
+        self.helper, self.options = helper, options
+
+    def __call__(self, name: str, value: Any) -> Any:
+        return self.helper(name, value, **self.options)
+
+    def __repr__(self) -> str:
+        options = "".join(f", {k}={v!r}" for k, v in self.options.items())
+        return f"Check({self.helper.__name__}{options})"
+
+
+# the contracts the package uses; each is its type with the check that enforces it
+Int = Annotated[int, Check(check_int)]
+PositiveInt = Annotated[int, Check(check_positive_int)]
+NonNegativeInt = Annotated[int, Check(check_int, min_value=0)]
+Real = Annotated[float, Check(check_real)]
+PositiveReal = Annotated[float, Check(check_real, min_value=0.0, strict_min=True)]
+NonNegativeReal = Annotated[float, Check(check_real, min_value=0.0)]
+Probability = Annotated[float, Check(check_probability)]  # a dropout rate, in [0, 1)
+Flag = Annotated[bool, Check(check_bool)]
+RandomGenerator = Annotated[typing.Optional[torch.Generator], Check(check_generator)]
+Device = Annotated[typing.Union[torch.device, str, None], Check(check_device)]
+
+
+def IntAtLeast(min_value: int) -> Any:
+    """An int (not a bool) of at least ``min_value``."""
+    return Annotated[int, Check(check_int, min_value=min_value)]
+
+
+def RealIn(
+    min_value: float | None = None, max_value: float | None = None, *, strict_min: bool = False
+) -> Any:
+    """A real number (not NaN, not a bool) in the given range; returned as a float."""
+    return Annotated[float, Check(check_real, min_value=min_value, max_value=max_value,
+                                  strict_min=strict_min)]
+
+
+def OneOf(*choices: Any) -> Any:
+    """One of ``choices``."""
+    return Annotated[Any, Check(check_choice, choices=choices)]
+
+
+def CallableAs(signature: str = "", nargs: int | None = None) -> Any:
+    """A callable, used as ``signature`` with ``nargs`` positional arguments."""
+    return Annotated[Callable[..., Any], Check(check_callable, signature=signature,
+                                               nargs=nargs)]
+
+
+def TensorOf(
+    ndim: int | tuple[int, ...] | None = None, *, floating: bool | None = None,
+    shape: tuple[int | str | None, ...] | None = None,
+) -> Any:
+    """A tensor of the given rank(s), shape and kind of dtype (see ``check_tensor``)."""
+    return Annotated[torch.Tensor, Check(check_tensor, ndim=ndim, floating=floating,
+                                         shape=shape)]
+
+
+class Dims(Check):
+    """A tensor contract with named dimensions, checked against the other arguments.
+
+    ``dims`` spells the shape, e.g. ``"B T input_size"`` or ``"... T_q d_k"``: an
+    integer is a fixed size, ``*`` any size, a leading ``...`` any leading dimensions,
+    and a name stands for one size throughout the call. A name is, in this order, an int
+    argument of the call (``input_size``), an int attribute of the module the method
+    belongs to (``self.d_model``), or bound by the first tensor that has it, which every
+    later tensor of the call must then match (``T_k`` of ``key`` and ``value``).
+    """
+
+    __slots__ = ("dims", "floating", "dtype_of", "ids")
+
+    def __init__(
+        self, dims: str, *, floating: bool | None = None, dtype_of: str | None = None,
+        ids: str | None = None,
+    ) -> None:
+        super().__init__(check_tensor, floating=floating)
+        self.dims, self.dtype_of, self.ids = dims.split(), dtype_of, ids
+
+    def __repr__(self) -> str:
+        return f"Dims({' '.join(self.dims)!r})"
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        """Check ``value`` within a call (its ``arguments``) whose named sizes so far are
+        ``bound`` (``{name: (size, where it comes from)}``); bind the new ones."""
+        value = check_tensor(name, value, floating=self.options["floating"])
+        dims, shape = self.dims, tuple(value.shape)
+        spec = ", ".join(dims)
+        fixed = dims[1:] if dims[:1] == ["..."] else dims
+        if len(shape) != len(fixed) and not (dims[:1] == ["..."] and len(shape) >= len(fixed)):
+            at_least = "at least " if dims[:1] == ["..."] else ""
+            raise ValueError(f"{name} must have {at_least}{len(fixed)} dimensions ({spec}), "
+                             f"got shape {shape}")
+        for symbol, size in zip(fixed, shape[len(shape) - len(fixed):]):
+            expected = _size_of(symbol, call, bound)
+            if expected is None:
+                if symbol != "*":
+                    bound[symbol] = (size, f"as in {name}")
+            elif expected[0] != size:
+                where = f" with {symbol} = {expected[0]} ({expected[1]})" if expected[1] else ""
+                raise ValueError(f"{name} must have shape ({spec}){where}, got {shape}")
+        if self.dtype_of is not None:
+            _check_dtype_like(name, value, self.dtype_of, call)
+        if self.ids is not None:
+            vocab = _size_of(self.ids, call, bound)
+            check_token_ids(name, value, vocab[0], of=vocab[1] or self.ids)
+        return value
+
+
+def _size_of(symbol: str, call: dict[str, Any], bound: dict[str, Any]) -> tuple[int, str] | None:
+    """The size a dimension's symbol stands for in a call, and where it comes from."""
+    if symbol.isdigit():
+        return int(symbol), ""
+    if symbol == "*":
+        return None
+    if isinstance(call.get(symbol), int) and not isinstance(call[symbol], bool):
+        return call[symbol], f"the argument {symbol}"
+    owner = call.get("self")
+    if isinstance(getattr(owner, symbol, None), int):
+        return getattr(owner, symbol), f"the module's {symbol}"
+    return bound.get(symbol)
+
+
+def _check_dtype_like(name: str, value: torch.Tensor, other: str, call: dict[str, Any]) -> None:
+    """``value`` has the dtype of the module's parameters (``other="module"``) or of the
+    argument ``other``."""
+    if other == "module":
+        dtype = parameter_dtype(call["self"])
+        if dtype is not None:
+            check_same_dtype(name, value, dtype, of="the module's parameters")
+    elif isinstance(call.get(other), torch.Tensor):
+        check_same_dtype(name, value, call[other].dtype, of=other)
+
+
+def Shaped(
+    dims: str, *, floating: bool | None = None, dtype_of: str | None = None,
+    ids: str | None = None,
+) -> Any:
+    """A tensor with named dimensions (see :class:`Dims`); ``floating`` asks for a
+    floating (True) or integer (False) dtype, ``dtype_of`` for the dtype of the module's
+    parameters (``"module"``) or of another argument, ``ids`` for token ids below the
+    size that name stands for (``"vocab_size"``)."""
+    return Annotated[torch.Tensor, Dims(dims, floating=floating, dtype_of=dtype_of, ids=ids)]
+
+
+def _instance_of(name: str, value: Any, *, classes: tuple[type, ...], what: str) -> Any:
+    if not isinstance(value, classes):
+        raise TypeError(f"{name} must be {what}, got {_describe(value)}")
+    return value
+
+
+def InstanceOf(*classes: type, what: str = "") -> Any:
+    """An instance of one of ``classes``; ``what`` describes it in the message (default:
+    "a " and the class names)."""
+    what = what or "a " + " or ".join(c.__name__ for c in classes)
+    return Annotated[classes[0], Check(_instance_of, classes=classes, what=what)]
+
+
+def _contract(hint: Any) -> tuple[Check, bool] | None:
+    """The check of a hint and whether ``None`` passes, or None if it carries no check."""
+    optional = False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        members = typing.get_args(hint)
+        optional = type(None) in members
+        rest = [m for m in members if m is not type(None)]
+        if len(rest) != 1:
+            return None
+        hint = rest[0]
+    if typing.get_origin(hint) is not Annotated:
+        return None
+    checks = [m for m in hint.__metadata__ if isinstance(m, Check)]
+    return (checks[0], optional) if checks else None
+
+
+def _contracts_of(function: Callable[..., Any]) -> dict[str, tuple[Check, bool]]:
+    """``{parameter: (check, None passes)}`` from a function's hints (each read alone,
+    so that a hint naming an import made only for type checkers is skipped)."""
+    namespace = inspect.unwrap(function).__globals__  # past decorators such as no_grad
+    contracts = {}
+    for name, hint in function.__annotations__.items():
+        if name == "return":
+            continue
+        if isinstance(hint, str):
+            try:
+                hint = eval(hint, namespace)  # noqa: S307 (the package's own hints)
+            except NameError:
+                continue
+        contract = _contract(hint)
+        if contract is not None:
+            contracts[name] = contract
+    return contracts
+
+
+def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` with its arguments validated by the contracts of its hints: scalars
+    first, then tensors in the order of the signature (which binds their sizes)."""
+    contracts = _contracts_of(function)
+    if not contracts:
+        return function
+    signature = inspect.signature(function)
+    order = sorted(contracts, key=lambda name: isinstance(contracts[name][0], Dims))
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        call, sizes = bound.arguments, {}
+        for name in order:
+            check, optional = contracts[name]
+            value = call[name]
+            if optional and value is None:
+                continue
+            if isinstance(check, Dims):
+                call[name] = check.check_in(name, value, call, sizes)
+            else:
+                call[name] = check(name, value)
+        return function(*bound.args, **bound.kwargs)
+
+    checked.__contracts__ = contracts  # type: ignore[attr-defined]
+    return checked
+
+
+def _public_methods(cls: type) -> list[str]:
+    return [name for name, member in vars(cls).items()
+            if (not name.startswith("_") or name in ("__init__", "__call__"))
+            and isinstance(member, (types.FunctionType, staticmethod, classmethod))]
+
+
+def check_signatures(namespace: dict[str, Any]) -> None:
+    """Wrap the public functions and methods of a module (its ``globals()``) so that
+    they check their arguments against the contracts in their hints."""
+    module = namespace["__name__"]
+    for name in namespace.get("__all__", ()):
+        obj = namespace.get(name)
+        if getattr(obj, "__module__", None) != module:
+            continue  # re-exported: wrapped where it is defined
+        if isinstance(obj, types.FunctionType):
+            namespace[name] = _checked(obj)
+        elif isinstance(obj, type):
+            for method in _public_methods(obj):
+                member = vars(obj)[method]
+                if isinstance(member, (staticmethod, classmethod)):
+                    setattr(obj, method, type(member)(_checked(member.__func__)))
+                else:
+                    setattr(obj, method, _checked(member))
+
+
+def contracts_of(obj: Any) -> dict[str, tuple[Check, bool]]:
+    """The contracts a wrapped function checks (empty if it checks none): for tests."""
+    return dict(getattr(obj, "__contracts__", {}))

@@ -1,0 +1,123 @@
+"""The argument contracts of seqbook._contracts: what they accept, what they refuse
+and with which message, and how they wrap functions and methods."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+from torch import nn
+
+from seqbook._contracts import (
+    Flag,
+    InstanceOf,
+    NonNegativeReal,
+    OneOf,
+    PositiveInt,
+    Probability,
+    RandomGenerator,
+    RealIn,
+    Shaped,
+    check_signatures,
+    contracts_of,
+)
+
+__all__ = ["scale", "Cell", "lookup"]
+
+
+def scale(x: Shaped("B T D", floating=True), factor: NonNegativeReal = 1,
+          mode: OneOf("sum", "mean") = "sum", mask: Shaped("B T") | None = None) -> float:
+    """A public function with contracts; returns ``factor`` as the body received it."""
+    return factor
+
+
+def lookup(ids: Shaped("B T", ids="vocab_size"), vocab_size: PositiveInt,
+           generator: RandomGenerator = None) -> torch.Tensor:
+    return ids
+
+
+class Cell(nn.Module):
+    def __init__(self, input_size: PositiveInt, dropout: Probability = 0.0, bias: Flag = True):
+        super().__init__()
+        self.input_size = input_size
+        self.weight = nn.Parameter(torch.zeros(input_size, 2))
+
+    def forward(self, x: Shaped("B input_size", floating=True, dtype_of="module"),
+                h: Shaped("B 2", dtype_of="x") | None = None) -> torch.Tensor:
+        return x @ self.weight
+
+    @torch.no_grad()
+    def run(self, steps: PositiveInt) -> int:
+        return steps
+
+    @staticmethod
+    def make(size: RealIn(0.0, 1.0)) -> float:
+        return size
+
+    def _kernel(self, steps: PositiveInt) -> int:  # private: trusts its arguments
+        return steps
+
+    def describe(self, other: InstanceOf(nn.Module, what="a module")) -> str:
+        return type(other).__name__
+
+
+check_signatures(globals())
+
+
+def test_good_arguments_pass_and_scalars_arrive_converted():
+    x = torch.zeros(2, 3, 4)
+    assert scale(x, 2) == 2.0 and isinstance(scale(x, 2), float)
+    assert scale(x, mask=torch.ones(2, 3, dtype=torch.bool)) == 1.0
+    cell = Cell(4)
+    assert cell(torch.zeros(5, 4)).shape == (5, 2)
+    assert cell.run(3) == 3 and Cell.make(0.5) == 0.5 and cell.describe(cell) == "Cell"
+    assert lookup(torch.tensor([[0, 2]]), 3).tolist() == [[0, 2]]
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: scale(torch.zeros(2, 3)), ValueError, r"x must have 3 dimensions \(B, T, D\)"),
+    (lambda: scale(torch.zeros(2, 3, 4, dtype=torch.long)), TypeError, "x must have a floating"),
+    (lambda: scale([1.0]), TypeError, "x must be a torch.Tensor"),
+    (lambda: scale(torch.zeros(2, 3, 4), -1), ValueError, "factor must be >= 0"),
+    (lambda: scale(torch.zeros(2, 3, 4), True), TypeError, "factor must be a real number"),
+    (lambda: scale(torch.zeros(2, 3, 4), mode="max"), ValueError, "mode must be one of"),
+    (lambda: scale(torch.zeros(2, 3, 4), mask=torch.ones(2, 4)), ValueError,
+     r"mask must have shape \(B, T\) with T = 3 \(as in x\), got \(2, 4\)"),
+    (lambda: Cell(0), ValueError, "input_size must be >= 1"),
+    (lambda: Cell(2, dropout=1.0), ValueError, r"dropout must be in \[0, 1\)"),
+    (lambda: Cell(2, bias=1), TypeError, "bias must be a bool"),
+    (lambda: Cell(4)(torch.zeros(5, 3)), ValueError,
+     r"x must have shape \(B, input_size\) with input_size = 4 \(the module's input_size\)"),
+    (lambda: Cell(4)(torch.zeros(5, 4, dtype=torch.float64)), TypeError,
+     "x has dtype torch.float64 but the module's parameters"),
+    (lambda: Cell(4)(torch.zeros(5, 4), torch.zeros(6, 2)), ValueError,
+     r"h must have shape \(B, 2\) with B = 5 \(as in x\)"),
+    (lambda: Cell(4)(torch.zeros(5, 4), torch.zeros(5, 2, dtype=torch.float64)), TypeError,
+     "h has dtype torch.float64 but x have"),
+    (lambda: Cell(4).run(0), ValueError, "steps must be >= 1"),
+    (lambda: Cell.make(2.0), ValueError, "size must be <= 1.0"),
+    (lambda: Cell(4).describe(3), TypeError, r"other must be a module, got 3 \(int\)"),
+    (lambda: lookup(torch.tensor([[0, 3]]), 3), ValueError,
+     r"ids must hold token ids in \[0, 3\) \(the argument vocab_size\)"),
+    (lambda: lookup(torch.tensor([[0]]), 3, generator=0), TypeError, "generator must be a torch"),
+])
+def test_bad_arguments_are_refused_naming_the_argument(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_defaults_are_checked_and_none_passes_only_where_allowed():
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        scale(None)
+    assert scale(torch.zeros(1, 1, 1), mask=None) == 1.0
+
+
+def test_private_methods_are_not_wrapped_and_wrappers_keep_signature_and_source():
+    assert Cell._kernel(None, -5) == -5
+    assert set(contracts_of(Cell.forward)) == {"x", "h"}
+    assert contracts_of(Cell._kernel) == {}
+    assert list(inspect.signature(scale).parameters) == ["x", "factor", "mode", "mask"]
+    assert "return factor" in inspect.getsource(scale)
+    with pytest.raises(TypeError):
+        scale(torch.zeros(1, 1, 1), 1, "sum", None, "extra")
