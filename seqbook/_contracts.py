@@ -236,20 +236,26 @@ def _contract(hint: Any) -> tuple[Check, bool] | None:
     return (checks[0], optional) if checks else None
 
 
-def _contracts_of(function: Callable[..., Any]) -> dict[str, tuple[Check, bool]]:
-    """``{parameter: (check, None passes)}`` from a function's hints (each read alone,
-    so that a hint naming an import made only for type checkers is skipped)."""
+def _hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """A function's hints, evaluated one by one in its module (a hint naming an import
+    made only for type checkers stays a string)."""
     namespace = inspect.unwrap(function).__globals__  # past decorators such as no_grad
-    contracts = {}
+    hints = {}
     for name, hint in function.__annotations__.items():
-        if name == "return":
-            continue
         if isinstance(hint, str):
             try:
                 hint = eval(hint, namespace)  # noqa: S307 (the package's own hints)
             except NameError:
-                continue
-        contract = _contract(hint)
+                pass
+        hints[name] = hint
+    return hints
+
+
+def _contracts_of(hints: dict[str, Any]) -> dict[str, tuple[Check, bool]]:
+    """``{parameter: (check, None passes)}`` from a function's evaluated hints."""
+    contracts = {}
+    for name, hint in hints.items():
+        contract = None if name == "return" else _contract(hint)
         if contract is not None:
             contracts[name] = contract
     return contracts
@@ -258,7 +264,8 @@ def _contracts_of(function: Callable[..., Any]) -> dict[str, tuple[Check, bool]]
 def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` with its arguments validated by the contracts of its hints: scalars
     first, then tensors in the order of the signature (which binds their sizes)."""
-    contracts = _contracts_of(function)
+    hints = _hints(function)
+    contracts = _contracts_of(hints)
     if not contracts:
         return function
     signature = inspect.signature(function)
@@ -280,6 +287,9 @@ def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
                 call[name] = check(name, value)
         return function(*bound.args, **bound.kwargs)
 
+    # evaluated here, where the module's names are known (typing.get_type_hints and
+    # Sphinx would look them up in this module's globals)
+    checked.__annotations__ = hints
     checked.__contracts__ = contracts  # type: ignore[attr-defined]
     return checked
 
