@@ -111,7 +111,7 @@ CASES = [
      TypeError, "threshold has dtype torch.float64"),
     ("HopfieldLayer",
      lambda: hop.HopfieldLayer(3, 2, 4)(torch.randn(1, 2, 3, dtype=D), torch.randn(1, 5, 2)),
-     TypeError, "R has dtype torch.float64 but the layer's parameters have dtype torch.float32"),
+     TypeError, "R has dtype torch.float64 but the module's parameters have dtype torch.float32"),
     ("hopfield_association",
      lambda: hop.hopfield_association(
          torch.randn(1, 1, 2, 4), torch.randn(1, 1, 5, 4, dtype=D), 1.0),

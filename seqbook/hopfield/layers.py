@@ -29,25 +29,29 @@ whose stored patterns are learned parameters.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import (
-    check_beta,
-    check_bool,
-    check_int,
-    check_positive_int,
-    check_probability,
-    check_real,
-    check_same_dtype,
-    check_tensor,
+from seqbook._checks import check_beta, check_tensor
+from seqbook._contracts import (
+    Check,
+    Flag,
+    InstanceOf,
+    NonNegativeInt,
+    PositiveInt,
+    PositiveReal,
+    Probability,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import Flag, PositiveInt, PositiveReal, TensorOf, check_signatures
 
 __all__ = ["HopfieldConfig", "HopfieldLayer", "HopfieldPooling", "hopfield_association"]
+
+Beta = Annotated[float, Check(check_beta)]  # an inverse temperature: finite and > 0
 
 
 @dataclass
@@ -59,36 +63,24 @@ class HopfieldConfig:
     where the comment says so.
     """
 
-    num_heads: int = 1  # heads, each with its own W_Q, W_K, W_V; outputs concatenated
-    beta: float | None = None  # inverse temperature; None: 1 / sqrt(d_k) (hflayers: scaling)
-    update_steps_max: int | None = 0  # state updates before the retrieval; None: to convergence
-    update_steps_eps: float = 1e-4  # a head has converged when ||A_new - A||_F <= this
-    normalize_stored_pattern: bool = False  # LayerNorm on Y (hflayers: True)
-    normalize_stored_pattern_affine: bool = True  # ... with learned gain and bias
-    normalize_state_pattern: bool = False  # LayerNorm on R (hflayers: True)
-    normalize_state_pattern_affine: bool = True  # ... with learned gain and bias
-    normalize_pattern_projection: bool = False  # LayerNorm on P (hflayers: True)
-    normalize_pattern_projection_affine: bool = True  # ... with learned gain and bias
-    normalize_hopfield_space: bool = False  # LayerNorm on Q and K, in the d_k space
-    normalize_hopfield_space_affine: bool = False  # ... with learned gain and bias
-    pattern_projection_as_connected: bool = True  # V = P W_K W_V; False: P W_V (hflayers: False)
-    state_pattern_as_static: bool = False  # Q = R, no W_Q (R then has d_k features)
-    input_bias: bool = False  # biases in W_Q, W_K, W_V and W_O (hflayers: True)
-    dropout: float = 0.0  # on the association matrix A, in training mode only
-    output_size: int | None = None  # output projection W_O to this size; None: no W_O
-
-    def __post_init__(self) -> None:
-        check_positive_int("num_heads", self.num_heads)
-        if self.beta is not None:
-            check_beta("beta", self.beta)
-        if self.update_steps_max is not None:
-            check_int("update_steps_max", self.update_steps_max, min_value=0)
-        check_real("update_steps_eps", self.update_steps_eps, min_value=0.0, strict_min=True)
-        for f in (f for f in fields(self) if f.type == "bool"):
-            check_bool(f.name, getattr(self, f.name))
-        check_probability("dropout", self.dropout)
-        if self.output_size is not None:
-            check_positive_int("output_size", self.output_size)
+    num_heads: PositiveInt = 1  # heads, each with its own W_Q, W_K, W_V; outputs concatenated
+    beta: Beta | None = None  # inverse temperature; None: 1 / sqrt(d_k) (hflayers: scaling)
+    # state updates before the retrieval; None: to convergence
+    update_steps_max: NonNegativeInt | None = 0
+    update_steps_eps: PositiveReal = 1e-4  # a head has converged when ||A_new - A||_F <= this
+    normalize_stored_pattern: Flag = False  # LayerNorm on Y (hflayers: True)
+    normalize_stored_pattern_affine: Flag = True  # ... with learned gain and bias
+    normalize_state_pattern: Flag = False  # LayerNorm on R (hflayers: True)
+    normalize_state_pattern_affine: Flag = True  # ... with learned gain and bias
+    normalize_pattern_projection: Flag = False  # LayerNorm on P (hflayers: True)
+    normalize_pattern_projection_affine: Flag = True  # ... with learned gain and bias
+    normalize_hopfield_space: Flag = False  # LayerNorm on Q and K, in the d_k space
+    normalize_hopfield_space_affine: Flag = False  # ... with learned gain and bias
+    pattern_projection_as_connected: Flag = True  # V = P W_K W_V; False: P W_V (hflayers: False)
+    state_pattern_as_static: Flag = False  # Q = R, no W_Q (R then has d_k features)
+    input_bias: Flag = False  # biases in W_Q, W_K, W_V and W_O (hflayers: True)
+    dropout: Probability = 0.0  # on the association matrix A, in training mode only
+    output_size: PositiveInt | None = None  # output projection W_O to this size; None: no W_O
 
 
 def _check_mask(mask: object, full: tuple[int, int, int, int]) -> None:
@@ -99,6 +91,18 @@ def _check_mask(mask: object, full: tuple[int, int, int, int]) -> None:
                          f"{tuple(mask.shape)}")
 
 
+def _check_stored_mask(mask: object, B: int, S: int, N: int) -> None:
+    """A layer's ``mask``: bool, ``(B, N)`` or ``(B, S, N)``, some True for every query."""
+    if check_tensor("mask", mask).dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = stored pattern present), "
+                        f"got {mask.dtype}")
+    if mask.shape not in ((B, N), (B, S, N)):
+        raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
+                         f"got {tuple(mask.shape)}")
+    if not mask.any(-1).all():
+        raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
+
+
 def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -106,10 +110,10 @@ def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Te
 
 
 def hopfield_association(
-    Q: TensorOf(4, floating=True),
-    K: TensorOf(4, floating=True),
-    beta: float,
-    update_steps_max: int | None = 0,
+    Q: Shaped("B * S d_k", floating=True),
+    K: Shaped("B * N d_k", floating=True, dtype_of="Q"),
+    beta: Beta,
+    update_steps_max: NonNegativeInt | None = 0,
     update_steps_eps: PositiveReal = 1e-4,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
@@ -146,21 +150,12 @@ def hopfield_association(
         >>> hopfield_association(Q, K, beta=1.0).round(decimals=3)
         tensor([[[[0.9820, 0.0180, 0.0000]]]])
     """
-    check_same_dtype("K", K, Q.dtype, of="the state patterns Q")
-    (B, h, S, d_k), (B_K, h_K, N, d_K) = Q.shape, K.shape
-    if d_k != d_K:
-        raise ValueError(f"Q and K must have the same last dimension d_k, got {d_k} and {d_K}")
-    if B != B_K:
-        raise ValueError(f"Q and K must have the same batch size B, got {B} and {B_K}")
+    (B, h, S, _), (h_K, N) = Q.shape, K.shape[1:3]
     if h != h_K and 1 not in (h, h_K):
         raise ValueError(f"Q and K must have the same number of heads h (or 1), got {h}, {h_K}")
-    beta = check_beta("beta", beta)
-    steps_max = update_steps_max if update_steps_max is None else check_int(
-        "update_steps_max", update_steps_max, min_value=0)
-    eps = update_steps_eps
     if mask is not None:
         _check_mask(mask, (B, max(h, h_K), S, N))
-    return _hopfield_association(Q, K, beta, steps_max, eps, mask)
+    return _hopfield_association(Q, K, beta, update_steps_max, update_steps_eps, mask)
 
 
 def _hopfield_association(
@@ -254,23 +249,18 @@ class HopfieldLayer(nn.Module):
         self,
         state_size: PositiveInt,
         stored_size: PositiveInt,
-        hidden_size: int,
-        value_size: int | None = None,
-        config: HopfieldConfig | None = None,
-        pattern_projection_size: int | None = None,
+        hidden_size: PositiveInt,
+        value_size: PositiveInt | None = None,
+        config: InstanceOf(HopfieldConfig) | None = None,
+        pattern_projection_size: PositiveInt | None = None,
     ) -> None:
         super().__init__()
-        if config is not None and not isinstance(config, HopfieldConfig):
-            raise TypeError(f"config must be a HopfieldConfig, got {type(config).__name__}")
         self.config = c = HopfieldConfig() if config is None else config
         self.state_size = state_size
         self.stored_size = stored_size
-        self.hidden_size = d_k = check_positive_int("hidden_size", hidden_size)
-        self.value_size = d_v = (
-            d_k if value_size is None else check_positive_int("value_size", value_size)
-        )
-        d_p = stored_size if pattern_projection_size is None else check_positive_int(
-            "pattern_projection_size", pattern_projection_size)
+        self.hidden_size = d_k = hidden_size
+        self.value_size = d_v = d_k if value_size is None else value_size
+        d_p = stored_size if pattern_projection_size is None else pattern_projection_size
         if c.pattern_projection_as_connected and d_p != stored_size:
             raise ValueError(f"pattern_projection_size must equal stored_size = {stored_size} "
                              f"with pattern_projection_as_connected=True, got {d_p}")
@@ -313,7 +303,9 @@ class HopfieldLayer(nn.Module):
         return c.num_heads * self.value_size if c.output_size is None else c.output_size
 
     @classmethod
-    def from_torch(cls, module: nn.MultiheadAttention) -> "HopfieldLayer":
+    def from_torch(
+        cls, module: InstanceOf(nn.MultiheadAttention, what="a torch.nn.MultiheadAttention")
+    ) -> "HopfieldLayer":
         """A Hopfield layer computing what an ``nn.MultiheadAttention`` computes.
 
         Multi-head attention is the Hopfield layer with one update
@@ -330,8 +322,6 @@ class HopfieldLayer(nn.Module):
             >>> torch.allclose(layer(x, x, x), mha(x, x, x)[0], atol=1e-6)
             True
         """
-        if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module)}")
         if not module._qkv_same_embed_dim:
             raise ValueError("module must have kdim == vdim == embed_dim")
         if module.bias_k is not None or module.add_zero_attn:
@@ -355,42 +345,25 @@ class HopfieldLayer(nn.Module):
                 layer.b_O.copy_(module.out_proj.bias)
         return layer.train(module.training)
 
-    def _check_inputs(self, R: object, Y: object, P: object, mask: object) -> None:
-        for name, x, what in (("R", R, "state_size"), ("Y", Y, "stored_size"),
-                              ("P", P, "pattern_projection_size")):
-            if check_tensor(name, x, ndim=3, floating=True).shape[-1] != getattr(self, what):
-                raise ValueError(f"{name} must have last dimension {what} = "
-                                 f"{getattr(self, what)}, got shape {tuple(x.shape)}")
-            check_same_dtype(name, x, self.W_K.dtype, of="the layer's parameters")
-        (B, S, _), (B_Y, N, _), (B_P, N_P, _) = R.shape, Y.shape, P.shape
-        if not B == B_Y == B_P:
-            raise ValueError(f"R, Y and P must have the same batch size, got {B}, {B_Y} and {B_P}")
-        if N == 0:
-            raise ValueError("Y must hold at least one stored pattern, got N = 0")
-        if N_P != N:
-            raise ValueError(f"P must have one row per stored pattern (N = {N}), got {N_P}")
-        if mask is not None and check_tensor("mask", mask).dtype != torch.bool:
-            raise TypeError(f"mask must be a bool tensor (True = stored pattern present), "
-                            f"got {mask.dtype}")
-        if mask is not None and mask.shape not in ((B, N), (B, S, N)):
-            raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
-                             f"got {tuple(mask.shape)}")
-        if mask is not None and not mask.any(-1).all():
-            raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
-
     def forward(
         self,
-        R: torch.Tensor,
-        Y: torch.Tensor,
-        P: torch.Tensor | None = None,
+        R: Shaped("B S state_size", floating=True, dtype_of="module"),
+        Y: Shaped("B N stored_size", floating=True, dtype_of="module"),
+        P: Shaped("B N pattern_projection_size", floating=True, dtype_of="module") | None = None,
         mask: torch.Tensor | None = None,
         return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
+        (B, S), N = R.shape[:2], Y.shape[1]
+        if N == 0:
+            raise ValueError("Y must hold at least one stored pattern, got N = 0")
+        if P is None and self.pattern_projection_size != self.stored_size:
+            raise ValueError(f"P must be given: pattern_projection_size = "
+                             f"{self.pattern_projection_size} differs from stored_size")
+        if mask is not None:
+            _check_stored_mask(mask, B, S, N)
+            mask = mask.reshape(B, 1, -1, N)  # (B, 1, 1 or S, N)
         P = Y if P is None else P
-        self._check_inputs(R, Y, P, mask)
-        B, N = Y.shape[:2]
-        mask = None if mask is None else mask.reshape(B, 1, -1, N)  # (B, 1, 1 or S, N)
         Z, A = self._associate(R, Y, P, mask)
         return (Z, A) if return_weights else Z
 
@@ -477,13 +450,11 @@ class HopfieldPooling(nn.Module):
         self,
         input_size: PositiveInt,
         hidden_size: PositiveInt,
-        value_size: int | None = None,
+        value_size: PositiveInt | None = None,
         num_queries: PositiveInt = 1,
-        config: HopfieldConfig | None = None,
+        config: InstanceOf(HopfieldConfig) | None = None,
     ) -> None:
         super().__init__()
-        if config is not None and not isinstance(config, HopfieldConfig):
-            raise TypeError(f"config must be a HopfieldConfig, got {type(config).__name__}")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_queries = num_queries
@@ -499,12 +470,12 @@ class HopfieldPooling(nn.Module):
         return self.hopfield.beta
 
     def forward(
-        self, Y: torch.Tensor, mask: torch.Tensor | None = None, return_weights: Flag = False
+        self,
+        Y: Shaped("B N input_size", floating=True),
+        mask: torch.Tensor | None = None,
+        return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
-        if check_tensor("Y", Y, ndim=3, floating=True).shape[-1] != self.input_size:
-            raise ValueError(f"Y must have last dimension input_size = {self.input_size}, "
-                             f"got shape {tuple(Y.shape)}")
         if Y.shape[1] == 0:
             raise ValueError("Y must hold at least one instance, got N = 0")
         B = Y.shape[0]
