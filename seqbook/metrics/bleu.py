@@ -19,8 +19,9 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from seqbook._checks import check_bool, check_choice, check_positive_int, check_real
+from seqbook._contracts import Check, Flag, NonNegativeReal, OneOf, PositiveInt, check_signatures
 from seqbook.metrics.ngrams import corpus_ngram_statistics
 
 __all__ = [
@@ -37,16 +38,7 @@ Tokens = Sequence[Hashable]
 
 #: Smoothing methods of Chen & Cherry (2014) and their default values, as in sacrebleu.
 SMOOTH_DEFAULTS: dict[str, float | None] = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
-
-
-def _check_hashable(name: str, tokens: list | tuple) -> None:
-    """A ``TypeError`` naming the first token that cannot be counted (a list, a dict)."""
-    try:
-        set(tokens)
-    except TypeError:
-        bad = next(t for t in tokens if not isinstance(t, Hashable) or _unhashable(t))
-        raise TypeError(f"{name} must hold hashable tokens (str, int, tuple, ...), got {bad!r} "
-                        f"({type(bad).__name__})") from None
+Smoothing = OneOf(*SMOOTH_DEFAULTS)
 
 
 def _unhashable(token: object) -> bool:
@@ -68,16 +60,31 @@ def _check_tokens(name: str, tokens: object) -> list:
     return tokens if isinstance(tokens, (list, tuple)) else list(tokens)
 
 
-def ngram_counts(tokens: Tokens, n: int) -> Counter:
+def _check_sentence(name: str, tokens: object) -> list | tuple:
+    """A list of tokens that can all be counted: a ``TypeError`` names the first that
+    cannot (a list, a dict)."""
+    tokens = _check_tokens(name, tokens)
+    try:
+        set(tokens)
+    except TypeError:
+        bad = next(t for t in tokens if not isinstance(t, Hashable) or _unhashable(t))
+        raise TypeError(f"{name} must hold hashable tokens (str, int, tuple, ...), got {bad!r} "
+                        f"({type(bad).__name__})") from None
+    return tokens
+
+
+#: One sentence: a list (or tuple) of hashable tokens, not a str.
+Sentence = Annotated[Sequence, Check(_check_sentence)]
+
+
+def ngram_counts(tokens: Sentence, n: PositiveInt) -> Counter:
     """Count the n-grams of one sentence (unigrams are the tokens themselves).
 
     Example:
         >>> ngram_counts("A B B C".split(), 2)
         Counter({('A', 'B'): 1, ('B', 'B'): 1, ('B', 'C'): 1})
     """
-    tokens = _check_tokens("tokens", tokens)
-    _check_hashable("tokens", tokens)
-    return _ngrams(tokens, check_positive_int("n", n))
+    return _ngrams(tokens, n)
 
 
 def _ngrams(tokens: list | tuple, n: int) -> Counter:
@@ -86,15 +93,7 @@ def _ngrams(tokens: list | tuple, n: int) -> Counter:
     return Counter(zip(*[tokens[i:] for i in range(n)]))  # C-level, no Python loop
 
 
-def _check_d2l_arguments(pred_tokens: object, label_tokens: object, k: object) -> tuple:
-    pred = _check_tokens("pred_tokens", pred_tokens)
-    label = _check_tokens("label_tokens", label_tokens)
-    _check_hashable("pred_tokens", pred)
-    _check_hashable("label_tokens", label)
-    return pred, label, check_positive_int("k", k)
-
-
-def bleu_d2l(pred_tokens: Tokens, label_tokens: Tokens, k: int) -> float:
+def bleu_d2l(pred_tokens: Sentence, label_tokens: Sentence, k: PositiveInt) -> float:
     r"""The BLEU variant of the DSCI 565 slides and *Dive into Deep Learning*.
 
     .. math::
@@ -117,7 +116,7 @@ def bleu_d2l(pred_tokens: Tokens, label_tokens: Tokens, k: int) -> float:
         >>> round(bleu_d2l("A B B C D".split(), "A B C D E F".split(), k=3), 4)
         0.594
     """
-    return _bleu_d2l(*_check_d2l_arguments(pred_tokens, label_tokens, k))
+    return _bleu_d2l(pred_tokens, label_tokens, k)
 
 
 def _clipped_matches(pred: list | tuple, label: list | tuple, n: int) -> int:
@@ -182,11 +181,13 @@ class BLEUStatistics:
         return [c / t if t else 0.0 for c, t in zip(self.correct, self.total)]
 
     def score(
-        self, smooth: str = "none", smooth_value: float | None = None, effective_order: bool = False
+        self,
+        smooth: Smoothing = "none",
+        smooth_value: NonNegativeReal | None = None,
+        effective_order: Flag = False,
     ) -> float:
         """BLEU in [0, 1] from these statistics (arguments as in :func:`corpus_bleu`)."""
-        return self._score(smooth, _check_smoothing(smooth, smooth_value, effective_order),
-                           effective_order)
+        return self._score(smooth, smooth_value, effective_order)
 
     def _score(
         self, smooth: str, smooth_value: float | None, effective_order: bool
@@ -207,6 +208,8 @@ class BLEUStatistics:
         self, smooth: str, smooth_value: float | None, effective_order: bool
     ) -> tuple[list[float], int]:
         """The precisions :math:`p_n` after smoothing, and the number of orders to average."""
+        if smooth_value is None:
+            smooth_value = SMOOTH_DEFAULTS[smooth]
         max_order = len(self.correct)
         order = max_order
         precisions = [0.0] * max_order
@@ -229,56 +232,55 @@ class BLEUStatistics:
         return precisions, order
 
 
-def _check_smoothing(smooth: object, smooth_value: object, effective_order: object) -> float | None:
-    """Validate the smoothing arguments; return the smoothing value to use."""
-    check_choice("smooth", smooth, tuple(SMOOTH_DEFAULTS))
-    check_bool("effective_order", effective_order)
-    if smooth_value is None:
-        return SMOOTH_DEFAULTS[smooth]  # type: ignore[index]
-    if smooth in ("floor", "add-k"):
-        return check_real("smooth_value", smooth_value, min_value=0.0)
-    return None
-
-
 def _check_list(name: str, value: object, what: str) -> None:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
 
 
-def _check_corpus(
-    hypotheses: object, references: object, max_order: object
-) -> tuple[list, list, int]:
-    """Validate a corpus; return its hypotheses and references as lists, and max_order."""
-    _check_list("hypotheses", hypotheses, "a list of token lists")
-    _check_list("references", references, "a list with one list of references per hypothesis")
-    if len(hypotheses) != len(references):
-        raise ValueError("hypotheses and references must have the same length (one list of "
-                         f"references per hypothesis), got {len(hypotheses)} hypotheses and "
-                         f"{len(references)} reference lists")
+def _check_hypotheses(name: str, hypotheses: object) -> list:
+    """A non-empty list of token lists (their tokens are counted, and named if
+    unhashable, by :func:`~seqbook.metrics.ngrams.corpus_ngram_statistics`)."""
+    _check_list(name, hypotheses, "a list of token lists")
     if len(hypotheses) == 0:
-        raise ValueError("hypotheses must contain at least one sentence, got an empty corpus")
-    max_order = check_positive_int("max_order", max_order)
-    hyps = [_check_tokens(f"hypotheses[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
-    refs = [_check_references(i, r) for i, r in enumerate(references)]
-    return hyps, refs, max_order
+        raise ValueError(f"{name} must contain at least one sentence, got an empty corpus")
+    return [_check_tokens(f"{name}[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
 
 
-def _check_references(i: int, refs: object) -> list:
+def _check_references(name: str, refs: object) -> list:
+    """The references of one hypothesis: a non-empty list of token lists."""
     if (type(refs) is list or type(refs) is tuple) and refs:
         if all(type(ref) is list or type(ref) is tuple for ref in refs):
             return refs  # the fast, common case: a list of token lists
-    _check_list(f"references[{i}]", refs, "a list of references")
+    _check_list(name, refs, "a list of references")
     if len(refs) == 0:
-        raise ValueError(f"references[{i}] is empty: every hypothesis needs at least one reference")
+        raise ValueError(f"{name} is empty: every hypothesis needs at least one reference")
     if isinstance(refs[0], str) and len(refs[0]) != 0:
-        raise TypeError(f"references[{i}] must be a list of references, each a list of tokens; "
+        raise TypeError(f"{name} must be a list of references, each a list of tokens; "
                         f"got a list of str ({list(refs[:3])!r}...). With one reference per "
                         "sentence, wrap each one: [[ref] for ref in refs]")
-    return [_check_tokens(f"references[{i}][{j}]", ref) for j, ref in enumerate(refs)]
+    return [_check_tokens(f"{name}[{j}]", ref) for j, ref in enumerate(refs)]
+
+
+def _check_reference_lists(name: str, references: object) -> list:
+    _check_list(name, references, "a list with one list of references per hypothesis")
+    return [_check_references(f"{name}[{i}]", refs) for i, refs in enumerate(references)]
+
+
+#: A corpus: N hypotheses (token lists) and, for each, a non-empty list of references.
+Hypotheses = Annotated[Sequence[Sequence], Check(_check_hypotheses)]
+References = Annotated[Sequence[Sequence], Check(_check_references)]
+ReferenceLists = Annotated[Sequence[Sequence[Sequence]], Check(_check_reference_lists)]
+
+
+def _bleu_statistics(hypotheses: list, references: list, max_order: int) -> BLEUStatistics:
+    """:func:`bleu_statistics` of a checked corpus."""
+    # (eq-bleu-clipped), summed over the corpus
+    correct, total, hyp_len, ref_len = corpus_ngram_statistics(hypotheses, references, max_order)
+    return BLEUStatistics(tuple(correct), tuple(total), hyp_len, ref_len)
 
 
 def bleu_statistics(
-    hypotheses: Sequence[Tokens], references: Sequence[Sequence[Tokens]], max_order: int = 4
+    hypotheses: Hypotheses, references: ReferenceLists, max_order: PositiveInt = 4
 ) -> BLEUStatistics:
     """Sum BLEU's sufficient statistics over a corpus.
 
@@ -299,19 +301,20 @@ def bleu_statistics(
         >>> stats.correct, stats.total, stats.hyp_len, stats.ref_len
         ((2, 1), (3, 2), 3, 3)
     """
-    hypotheses, references, max_order = _check_corpus(hypotheses, references, max_order)
-    # (eq-bleu-clipped), summed over the corpus
-    correct, total, hyp_len, ref_len = corpus_ngram_statistics(hypotheses, references, max_order)
-    return BLEUStatistics(tuple(correct), tuple(total), hyp_len, ref_len)
+    if len(hypotheses) != len(references):
+        raise ValueError("hypotheses and references must have the same length (one list of "
+                         f"references per hypothesis), got {len(hypotheses)} hypotheses and "
+                         f"{len(references)} reference lists")
+    return _bleu_statistics(hypotheses, references, max_order)
 
 
 def corpus_bleu(
     hypotheses: Sequence[Tokens],
     references: Sequence[Sequence[Tokens]],
     max_order: int = 4,
-    smooth: str = "none",
-    smooth_value: float | None = None,
-    effective_order: bool = False,
+    smooth: Smoothing = "none",
+    smooth_value: NonNegativeReal | None = None,
+    effective_order: Flag = False,
 ) -> float:
     r"""Standard corpus BLEU (Papineni et al., 2002), in [0, 1].
 
@@ -345,18 +348,19 @@ def corpus_bleu(
         >>> round(corpus_bleu(hyp, refs), 4)
         0.9554
     """
-    return bleu_statistics(hypotheses, references, max_order).score(
+    # bleu_statistics checks the corpus and max_order
+    return bleu_statistics(hypotheses, references, max_order)._score(
         smooth, smooth_value, effective_order
     )
 
 
 def sentence_bleu(
-    hypothesis: Tokens,
-    references: Sequence[Tokens],
-    max_order: int = 4,
-    smooth: str = "none",
-    smooth_value: float | None = None,
-    effective_order: bool = False,
+    hypothesis: Sentence,
+    references: References,
+    max_order: PositiveInt = 4,
+    smooth: Smoothing = "none",
+    smooth_value: NonNegativeReal | None = None,
+    effective_order: Flag = False,
 ) -> float:
     """BLEU of one sentence: :func:`corpus_bleu` of a corpus of one.
 
@@ -371,7 +375,8 @@ def sentence_bleu(
         ...                     smooth="exp"), 4)
         0.3872
     """
-    hypothesis = _check_tokens("hypothesis", hypothesis)
-    _check_hashable("hypothesis", hypothesis)
-    _check_list("references", references, "a list of token lists")
-    return corpus_bleu([hypothesis], [references], max_order, smooth, smooth_value, effective_order)
+    stats = _bleu_statistics([hypothesis], [references], max_order)
+    return stats._score(smooth, smooth_value, effective_order)
+
+
+check_signatures(globals())
