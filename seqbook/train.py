@@ -10,18 +10,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from seqbook._checks import (
-    check_bool,
-    check_callable,
-    check_device,
-    check_positive_int,
-    check_real,
+from seqbook._contracts import (
+    CallableAs,
+    Check,
+    Device,
+    Flag,
+    InstanceOf,
+    PositiveInt,
+    PositiveReal,
+    check_signatures,
 )
 from seqbook.utils import Timer, to_device
 
@@ -43,32 +46,18 @@ class History:
         return self.epoch_loss[-1]
 
 
-def _check_fit_arguments(
-    model: object, loss_fn: object, batches: object, optimizer: object, epochs: object,
-    clip: object, eval_fn: object, device: object, progress: object, desc: object,
-) -> tuple[int, float | None, torch.device]:
-    """Validate the arguments of :func:`fit`; return epochs, clip and the device (None:
-    the model's)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    check_callable("loss_fn", loss_fn, signature="loss_fn(model, batch)", nargs=2)
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got "
-                        f"{type(optimizer).__name__}")
-    epochs = check_positive_int("epochs", epochs)
-    clip = None if clip is None else check_real("clip", clip, min_value=0.0, strict_min=True)
+def _check_batches(name: str, batches: Any) -> Any:
+    """A re-iterable collection of batches, or a function returning a fresh iterable."""
     if not callable(batches) and (isinstance(batches, (str, bytes))
                                   or not isinstance(batches, Iterable)):
-        raise TypeError(f"batches must be iterable, got {type(batches).__name__}")
+        raise TypeError(f"{name} must be iterable, got {type(batches).__name__}")
     if not callable(batches) and iter(batches) is batches:  # a generator: empty from epoch 2
-        raise TypeError("batches must be re-iterable (a list, a DataLoader) or a function "
+        raise TypeError(f"{name} must be re-iterable (a list, a DataLoader) or a function "
                         "returning an iterable; got a one-shot iterator")
-    if eval_fn is not None:
-        check_callable("eval_fn", eval_fn, signature="eval_fn(model) -> dict", nargs=1)
-    check_bool("progress", progress)
-    if not isinstance(desc, str):
-        raise TypeError(f"desc must be a str, got {type(desc).__name__}")
-    return epochs, clip, check_device("device", device)
+    return batches
+
+
+Batches = Annotated[Any, Check(_check_batches)]
 
 
 def _check_loss(loss: object, epoch: int, step: int) -> None:
@@ -82,17 +71,17 @@ def _check_loss(loss: object, epoch: int, step: int) -> None:
 
 
 def fit(
-    model: nn.Module,
-    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
-    batches: Iterable[Any] | Callable[[], Iterable[Any]],
-    optimizer: torch.optim.Optimizer,
-    epochs: int,
-    clip: float | None = None,
+    model: InstanceOf(nn.Module, what="a torch.nn.Module"),
+    loss_fn: CallableAs("loss_fn(model, batch)", nargs=2),
+    batches: Batches,
+    optimizer: InstanceOf(torch.optim.Optimizer, what="a torch.optim.Optimizer"),
+    epochs: PositiveInt,
+    clip: PositiveReal | None = None,
     *,
-    eval_fn: Callable[[nn.Module], dict[str, float]] | None = None,
-    device: torch.device | str | None = None,
-    progress: bool = True,
-    desc: str = "training",
+    eval_fn: CallableAs("eval_fn(model) -> dict", nargs=1) | None = None,
+    device: Device = None,
+    progress: Flag = True,
+    desc: InstanceOf(str, what="a str") = "training",
 ) -> History:
     """Train ``model`` for ``epochs`` passes over ``batches`` and return the history.
 
@@ -131,9 +120,6 @@ def fit(
         >>> history.final_loss < history.epoch_loss[0]
         True
     """
-    epochs, clip, device = _check_fit_arguments(
-        model, loss_fn, batches, optimizer, epochs, clip, eval_fn, device, progress, desc
-    )
     return _fit(model, loss_fn, batches, optimizer, epochs, clip, eval_fn, device, progress,
                 desc)
 
@@ -185,3 +171,6 @@ def _fit(
             bar.set_postfix(postfix)
     history.seconds = timer.seconds
     return history
+
+
+check_signatures(globals())
