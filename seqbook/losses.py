@@ -11,10 +11,19 @@ for bits.
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import torch
 
-from seqbook._checks import check_choice, check_int, check_real, check_same_dtype, check_tensor
-from seqbook._contracts import RealIn, check_signatures
+from seqbook._contracts import (
+    Check,
+    Int,
+    IntAtLeast,
+    OneOf,
+    RealIn,
+    Shaped,
+    check_signatures,
+)
 
 __all__ = [
     "cross_entropy",
@@ -25,23 +34,20 @@ __all__ = [
 ]
 
 
-def _check_distribution(name: str, p: object) -> torch.Tensor:
-    """A floating tensor with a class dimension (its values are the caller's contract:
-    non-negative, summing to 1 over the last dimension; the tests check the results)."""
-    if check_tensor(name, p, floating=True).dim() == 0:
-        raise ValueError(f"{name} must have a class dimension, got a scalar")
-    return p
-
-
-def _check_pair(p: object, q: object) -> None:
-    p, q = _check_distribution("p", p), _check_distribution("q", q)
-    check_same_dtype("q", q, p.dtype, of="p")
+def _check_same_shape(p: torch.Tensor, q: torch.Tensor) -> None:
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {tuple(p.shape)} and "
                          f"{tuple(q.shape)}")
 
 
-def cross_entropy(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+# a distribution over the last dimension (its values are the caller's contract:
+# non-negative, summing to 1 over the last dimension; the tests check the results)
+Distribution = Shaped("... C", floating=True)
+
+
+def cross_entropy(
+    p: Distribution, q: Shaped("... C", floating=True, dtype_of="p")
+) -> torch.Tensor:
     r"""The cross-entropy :math:`H(p, q)` of two distributions over the last dimension.
 
     .. math::
@@ -65,7 +71,7 @@ def cross_entropy(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         >>> round(cross_entropy(p, q).item(), 4)            # log 2 nats
         0.6931
     """
-    _check_pair(p, q)
+    _check_same_shape(p, q)
     return _cross_entropy(p, q)
 
 
@@ -74,7 +80,7 @@ def _cross_entropy(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return -torch.xlogy(p, q).sum(-1)  # (eq-loss-cross-entropy)
 
 
-def entropy(p: torch.Tensor) -> torch.Tensor:
+def entropy(p: Distribution) -> torch.Tensor:
     r"""The entropy :math:`H(p) = -\sum_x p(x) \log p(x) = H(p, p)`.
 
     Shapes:
@@ -85,11 +91,12 @@ def entropy(p: torch.Tensor) -> torch.Tensor:
         >>> round(entropy(torch.full((4,), 0.25)).item(), 4)      # log 4
         1.3863
     """
-    _check_distribution("p", p)
     return -torch.xlogy(p, p).sum(-1)
 
 
-def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+def kl_divergence(
+    p: Distribution, q: Shaped("... C", floating=True, dtype_of="p")
+) -> torch.Tensor:
     r"""The Kullback-Leibler divergence :math:`D_{KL}(p \,\|\, q) \ge 0`.
 
     .. math::
@@ -107,7 +114,7 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         >>> round(kl_divergence(p, q).item(), 4), round(kl_divergence(q, p).item(), 4)
         (0.5108, 0.3681)
     """
-    _check_pair(p, q)
+    _check_same_shape(p, q)
     return _kl_divergence(p, q)
 
 
@@ -116,19 +123,20 @@ def _kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(-1)  # (eq-loss-kl)
 
 
-def _check_targets(target: object, num_classes: int, *, where: str = "") -> None:
-    if check_tensor("target", target, floating=False).dtype == torch.bool:
-        raise TypeError("target must hold integer class indices, got dtype torch.bool")
-    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= num_classes):
-        raise ValueError(f"target must hold class indices in [0, {num_classes}){where}, got "
-                         f"values from {int(target.min())} to {int(target.max())}")
+def _check_float_dtype(name: str, dtype: Any) -> torch.dtype:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
+    return dtype
+
+
+FloatDtype = Annotated[torch.dtype, Check(_check_float_dtype)]
 
 
 def smoothed_targets(
-    target: torch.Tensor,
-    num_classes: int,
+    target: Shaped("...", floating=False, ids="num_classes"),
+    num_classes: IntAtLeast(2),
     epsilon: RealIn(0.0, 1.0),
-    dtype: torch.dtype | None = None,
+    dtype: FloatDtype | None = None,
 ) -> torch.Tensor:
     r"""The label-smoothed target distribution with the uniform prior.
 
@@ -155,11 +163,8 @@ def smoothed_targets(
         >>> smoothed_targets(torch.tensor([2]), num_classes=4, epsilon=0.2)
         tensor([[0.0500, 0.0500, 0.8500, 0.0500]])
     """
-    _check_targets(target, C := check_int("num_classes", num_classes, min_value=2))
     dtype = torch.get_default_dtype() if dtype is None else dtype
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    return _smoothed_targets(target, C, epsilon, dtype)
+    return _smoothed_targets(target, num_classes, epsilon, dtype)
 
 
 def _smoothed_targets(
@@ -174,35 +179,12 @@ def _smoothed_targets(
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def _check_loss_arguments(
-    logits: object, target: object, epsilon: object, ignore_index: object, reduction: object
-) -> torch.Tensor:
-    """Validate the arguments of :func:`label_smoothing_loss`; return the positions kept."""
-    logits = check_tensor("logits", logits, floating=True)
-    target = check_tensor("target", target, floating=False)
-    check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
-    check_int("ignore_index", ignore_index)
-    check_choice("reduction", reduction, REDUCTIONS)
-    if logits.dim() == 0 or logits.shape[:-1] != target.shape:
-        raise ValueError("target must have the shape of logits without the class dimension, "
-                         f"got logits {tuple(logits.shape)} and target {tuple(target.shape)}")
-    if logits.shape[-1] < 2:
-        raise ValueError(f"logits must score at least 2 classes, got shape {tuple(logits.shape)}")
-    keep = target != ignore_index  # (...)
-    if reduction == "mean" and not bool(keep.any()):
-        raise ValueError("target must have at least one entry that is not ignore_index (the "
-                         "mean of no losses is undefined; reduction='sum' gives 0)")
-    _check_targets(target[keep], logits.shape[-1], where=f" (the classes of logits) or "
-                   f"ignore_index={ignore_index}")
-    return keep
-
-
 def label_smoothing_loss(
-    logits: torch.Tensor,
-    target: torch.Tensor,
-    epsilon: float,
-    ignore_index: int = -100,
-    reduction: str = "mean",
+    logits: Shaped("... C", floating=True),
+    target: Shaped("...", floating=False),
+    epsilon: RealIn(0.0, 1.0),
+    ignore_index: Int = -100,
+    reduction: OneOf(*REDUCTIONS) = "mean",
 ) -> torch.Tensor:
     r"""Cross-entropy between smoothed targets and ``softmax(logits)``.
 
@@ -240,8 +222,21 @@ def label_smoothing_loss(
         >>> round(label_smoothing_loss(logits, target, 0.3).item(), 4)
         0.6395
     """
-    keep = _check_loss_arguments(logits, target, epsilon, ignore_index, reduction)
-    return _label_smoothing_loss(logits, target, float(epsilon), keep, reduction)
+    if logits.shape[:-1] != target.shape:
+        raise ValueError("target must have the shape of logits without the class dimension, "
+                         f"got logits {tuple(logits.shape)} and target {tuple(target.shape)}")
+    if logits.shape[-1] < 2:
+        raise ValueError(f"logits must score at least 2 classes, got shape {tuple(logits.shape)}")
+    keep = target != ignore_index  # (...)
+    if reduction == "mean" and not bool(keep.any()):
+        raise ValueError("target must have at least one entry that is not ignore_index (the "
+                         "mean of no losses is undefined; reduction='sum' gives 0)")
+    kept, C = target[keep], logits.shape[-1]
+    if kept.numel() and (int(kept.min()) < 0 or int(kept.max()) >= C):
+        raise ValueError(f"target must hold class indices in [0, {C}) (the classes of logits) "
+                         f"or ignore_index={ignore_index}, got values from {int(kept.min())} "
+                         f"to {int(kept.max())}")
+    return _label_smoothing_loss(logits, target, epsilon, keep, reduction)
 
 
 def _label_smoothing_loss(

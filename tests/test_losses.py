@@ -90,10 +90,12 @@ def test_optimal_logit_gap_is_finite_with_smoothing():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="class dimension"):
+    with pytest.raises(ValueError, match=r"p must have at least 1 dimensions \(\.\.\., C\)"):
         entropy(torch.tensor(1.0))
-    with pytest.raises(ValueError, match="same shape"):
+    with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., C\) with C = 2 \(as in p\)"):
         kl_divergence(torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.25, 0.25]))
+    with pytest.raises(ValueError, match="p and q must have the same shape"):
+        cross_entropy(torch.ones(2, 3) / 3, torch.ones(3, 3) / 3)
     with pytest.raises(TypeError, match="floating"):
         entropy(torch.tensor([1, 0]))
     with pytest.raises(ValueError, match="epsilon"):
