@@ -85,8 +85,9 @@ def test_forms_run_in_float32_and_keep_the_dtype():
     "kwargs, error, match",
     [
         ({"phi_Q": torch.ones(2, 3)}, ValueError, "phi_Q must have 3 dimensions"),
-        ({"phi_K": torch.ones(1, 4, 2)}, ValueError, r"phi_K must have shape \(1, 3, 2\)"),
-        ({"V": torch.ones(1, 4, 3)}, ValueError, r"V must have shape \(1, 3, d_v\)"),
+        ({"phi_K": torch.ones(1, 4, 2)}, ValueError,
+         r"phi_K must have shape \(B, T, d_k\) with T = 3"),
+        ({"V": torch.ones(1, 4, 3)}, ValueError, r"V must have shape \(B, T, d_v\) with T = 3"),
         ({"V": torch.ones(1, 3, 2, dtype=torch.float64)}, TypeError, "V has dtype torch.float64"),
         ({"phi_K": torch.ones(1, 3, 2, dtype=torch.int64)}, TypeError, "phi_K has dtype"),
         ({"phi_Q": [[1.0]]}, TypeError, "phi_Q must be a torch.Tensor"),
@@ -108,11 +109,11 @@ def test_bad_memory_arguments():
         associative_memory(K, V, "delta", beta=0.0)
     with pytest.raises(TypeError, match="chunk_size must be an int"):
         linear_attention_chunked(K, K, V, chunk_size=2.0)
-    with pytest.raises(ValueError, match=r"Q must have shape \(1, 3, 2\)"):
+    with pytest.raises(ValueError, match=r"K must have shape \(B, T, d_k\) with T = 2 \(as in Q\)"):
         delta_rule_attention(torch.ones(1, 2, 2), K, V)
     with pytest.raises(TypeError, match="Q has dtype torch.float64 but K"):
         delta_rule_attention(K.double(), K, V)
-    with pytest.raises(ValueError, match=r"V must have shape \(1, 3, d_v\)"):
+    with pytest.raises(ValueError, match=r"V must have shape \(B, T, d_v\) with B = 1"):
         associative_memory(K, torch.ones(2, 3, 2))
     with pytest.raises(TypeError, match="beta must be a real number"):
         delta_rule_attention(K, K, V, beta="1")

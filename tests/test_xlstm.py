@@ -104,7 +104,8 @@ def test_mlstm_with_open_gates_is_linear_attention_with_a_bounded_normaliser():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: SLSTM(3, 4)(torch.ones(1, 5, 2)), ValueError, "x must have input_size=3 features"),
+        (lambda: SLSTM(3, 4)(torch.ones(1, 5, 2)), ValueError,
+         r"x must have shape \(B, T, input_size\) with input_size = 3"),
         (lambda: SLSTM(3, 4)(torch.ones(2, 5, 3), SLSTM(3, 4).init_state(1)), ValueError,
          r"state.h must have shape \(2, 4\)"),
         (lambda: SLSTM(3, 4)(torch.ones(2, 5, 3), (torch.zeros(2, 4),) * 4), TypeError,
@@ -122,7 +123,7 @@ def test_mlstm_with_open_gates_is_linear_attention_with_a_bounded_normaliser():
         (lambda: SLSTM(0, 4), ValueError, "input_size"),
         (lambda: mlstm_parallel(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 4),
                                 torch.ones(1, 3), torch.ones(1, 3)), ValueError,
-         r"v must have shape \(1, 3, 2\)"),
+         r"v must have shape \(B, T, d\) with d = 2"),
         (lambda: mlstm_parallel(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 2),
                                 torch.ones(1, 3), torch.ones(1, 3, dtype=torch.float64)),
          TypeError, "f_pre has dtype torch.float64 but q"),

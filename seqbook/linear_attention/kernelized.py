@@ -15,8 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_same_dtype, check_tensor
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import PositiveInt, Shaped, TensorOf, check_signatures
 
 __all__ = [
     "elu_feature_map",
@@ -26,7 +25,7 @@ __all__ = [
 ]
 
 
-def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
+def elu_feature_map(x: TensorOf(floating=True)) -> torch.Tensor:
     r"""Katharopoulos et al.'s positive feature map :math:`\phi(x) = \mathrm{elu}(x) + 1`.
 
     .. math::
@@ -39,20 +38,20 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
         >>> elu_feature_map(torch.tensor([-1.0, 0.0, 2.0]))
         tensor([0.3679, 1.0000, 3.0000])
     """
-    return _phi(check_tensor("x", x, floating=True))
+    return _phi(x)
 
 
 def _phi(x: torch.Tensor) -> torch.Tensor:
     return F.elu(x) + 1  # (eq-linattn-phi)
 
 
-def _check_qkv(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> None:
-    B, T, d_k = check_tensor("phi_Q", Q, ndim=3, floating=True).shape
-    check_same_dtype("phi_K", check_tensor("phi_K", K, shape=(B, T, d_k)), Q.dtype, of="phi_Q")
-    check_same_dtype("V", check_tensor("V", V, shape=(B, T, "d_v")), Q.dtype, of="phi_Q")
+# the queries and keys after the feature map, and the values
+PhiQ = Shaped("B T d_k", floating=True)
+PhiK = Shaped("B T d_k", dtype_of="phi_Q")
+Values = Shaped("B T d_v", dtype_of="phi_Q")
 
 
-def linear_attention(phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+def linear_attention(phi_Q: PhiQ, phi_K: PhiK, V: Values) -> torch.Tensor:
     r"""Causal linear attention in its parallel form: a masked matrix of kernel weights.
 
     .. math::
@@ -82,7 +81,6 @@ def linear_attention(phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor) 
         >>> torch.allclose(Y[:, 0], V[:, 0])   # the first query sees only itself
         True
     """
-    _check_qkv(phi_Q, phi_K, V)
     return _parallel(phi_Q, phi_K, V)
 
 
@@ -95,9 +93,7 @@ def _parallel(
     return (A @ V) / A.sum(-1, keepdim=True)  # (eq-linattn-parallel)
 
 
-def linear_attention_recurrent(
-    phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor
-) -> torch.Tensor:
+def linear_attention_recurrent(phi_Q: PhiQ, phi_K: PhiK, V: Values) -> torch.Tensor:
     r"""Causal linear attention as a recurrent network with a matrix state.
 
     .. math::
@@ -118,7 +114,6 @@ def linear_attention_recurrent(
         >>> torch.allclose(linear_attention_recurrent(Q, K, V), linear_attention(Q, K, V))
         True
     """
-    _check_qkv(phi_Q, phi_K, V)
     B, T, d_k = phi_K.shape
     S = phi_K.new_zeros(B, V.shape[2], d_k)  # (B, d_v, d_k)
     z = phi_K.new_zeros(B, d_k)  # (B, d_k)
@@ -145,7 +140,7 @@ def _step(
 
 
 def linear_attention_chunked(
-    phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor, chunk_size: PositiveInt = 64
+    phi_Q: PhiQ, phi_K: PhiK, V: Values, chunk_size: PositiveInt = 64
 ) -> torch.Tensor:
     r"""Causal linear attention by chunks: a masked matrix inside, the recurrence across.
 
@@ -173,7 +168,6 @@ def linear_attention_chunked(
         >>> torch.allclose(Y, linear_attention(Q, K, V))
         True
     """
-    _check_qkv(phi_Q, phi_K, V)
     B, T, d_k = phi_K.shape
     S = phi_K.new_zeros(B, V.shape[2], d_k)  # (B, d_v, d_k)
     z = phi_K.new_zeros(B, d_k)  # (B, d_k)

@@ -14,23 +14,21 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_real, check_same_dtype, check_tensor
-from seqbook._contracts import OneOf, check_signatures
+from seqbook._contracts import OneOf, PositiveReal, Shaped, check_signatures
 
 __all__ = ["associative_memory", "delta_rule_attention"]
 
 
-def _check_pairs(K: torch.Tensor, V: torch.Tensor, beta: float) -> float:
-    B, T, _ = check_tensor("K", K, ndim=3, floating=True).shape
-    check_same_dtype("V", check_tensor("V", V, shape=(B, T, "d_v")), K.dtype, of="K")
-    return check_real("beta", beta, min_value=0.0, strict_min=True)
+# the keys and the values written with them
+Keys = Shaped("B T d_k", floating=True)
+Values = Shaped("B T d_v", dtype_of="K")
 
 
 def associative_memory(
-    K: torch.Tensor,
-    V: torch.Tensor,
+    K: Keys,
+    V: Values,
     rule: OneOf('hebbian', 'delta') = "hebbian",
-    beta: float = 1.0,
+    beta: PositiveReal = 1.0,
 ) -> torch.Tensor:
     r"""Write the pairs :math:`(\mathbf{k}_t, \mathbf{v}_t)` one after the other into a
     matrix memory, starting from :math:`\mathbf{S}_0 = 0`, and return the final state.
@@ -60,7 +58,6 @@ def associative_memory(
         >>> (associative_memory(K, V) @ K[0, 1])   # reads the second value
         tensor([[2.]])
     """
-    beta = _check_pairs(K, V, beta)
     S = K.new_zeros(K.shape[0], V.shape[2], K.shape[2])  # (B, d_v, d_k)
     for t in range(K.shape[1]):
         if rule == "hebbian":
@@ -83,8 +80,12 @@ def _delta_write(S: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return S + beta * (v - v_old)[:, :, None] * k[:, None, :]
 
 
-def delta_rule_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
-                         beta: float = 1.0) -> torch.Tensor:
+def delta_rule_attention(
+    Q: Shaped("B T d_k", floating=True, dtype_of="K"),
+    K: Keys,
+    V: Values,
+    beta: PositiveReal = 1.0,
+) -> torch.Tensor:
     r"""Causal attention with a delta-rule memory: write each pair, then read.
 
     .. math::
@@ -104,8 +105,6 @@ def delta_rule_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
         >>> delta_rule_attention(K, K, V)[0, :, 0]  # the later values overwrite
         tensor([1., 2., 5., 7.])
     """
-    beta = _check_pairs(K, V, beta)
-    check_same_dtype("Q", check_tensor("Q", Q, shape=tuple(K.shape)), K.dtype, of="K")
     S = K.new_zeros(K.shape[0], V.shape[2], K.shape[2])  # (B, d_v, d_k)
     outputs = []
     for t in range(K.shape[1]):

@@ -18,20 +18,26 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_input,
-    check_last_dim,
-    check_positive_int,
-    check_real,
-    check_same_dtype,
-    check_tensor,
+from seqbook._contracts import (
+    IntAtLeast,
+    PositiveInt,
+    PositiveReal,
+    RandomGenerator,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import IntAtLeast, PositiveInt, RandomGenerator, check_signatures
 
 __all__ = ["zoh", "ssm_recurrence", "ssm_kernel", "ssm_convolution", "S4D"]
 
+# a discrete one-channel system: its state, input and output matrices
+StateMatrix = Shaped("N N", floating=True)
+InputMatrix = Shaped("N 1", dtype_of="A_bar")
+OutputMatrix = Shaped("1 N", dtype_of="A_bar")
 
-def zoh(A: torch.Tensor, B: torch.Tensor, delta: float) -> tuple[torch.Tensor, torch.Tensor]:
+
+def zoh(
+    A: Shaped("N N", floating=True), B: Shaped("N M", dtype_of="A"), delta: PositiveReal
+) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Zero-order-hold discretisation of :math:`\mathbf{h}' = \mathbf{A}\mathbf{h} +
     \mathbf{B}x`: the exact solution over a step :math:`\Delta` when :math:`x` is held
     constant during the step.
@@ -54,9 +60,7 @@ def zoh(A: torch.Tensor, B: torch.Tensor, delta: float) -> tuple[torch.Tensor, t
         >>> A_bar, B_bar        # e^{-ln 2} = 1/2, and (1 - 1/2) / 1
         (tensor([[0.5000]]), tensor([[0.5000]]))
     """
-    N = _check_square("A", A)
-    check_same_dtype("B", check_tensor("B", B, shape=(N, "M")), A.dtype, of="A")
-    return _zoh(A, B, check_real("delta", delta, min_value=0.0, strict_min=True))
+    return _zoh(A, B, delta)
 
 
 def _zoh(
@@ -69,8 +73,9 @@ def _zoh(
     return A_bar, B_bar
 
 
-def ssm_recurrence(x: torch.Tensor, A_bar: torch.Tensor, B_bar: torch.Tensor,
-                   C: torch.Tensor) -> torch.Tensor:
+def ssm_recurrence(
+    x: Shaped("b L", dtype_of="A_bar"), A_bar: StateMatrix, B_bar: InputMatrix, C: OutputMatrix
+) -> torch.Tensor:
     r"""Run the discrete SSM as a recurrence over a one-channel input signal.
 
     .. math::
@@ -86,8 +91,6 @@ def ssm_recurrence(x: torch.Tensor, A_bar: torch.Tensor, B_bar: torch.Tensor,
         >>> ssm_recurrence(torch.tensor([[1.0, 0.0, 0.0]]), A_bar, B_bar, torch.ones(1, 1))
         tensor([[1.0000, 0.5000, 0.2500]])
     """
-    _check_system(A_bar, B_bar, C)
-    check_same_dtype("x", check_tensor("x", x, ndim=2), A_bar.dtype, of="A_bar")
     h = x.new_zeros(x.shape[0], A_bar.shape[0])  # (b, N)
     ys = []
     for t in range(x.shape[1]):
@@ -96,8 +99,9 @@ def ssm_recurrence(x: torch.Tensor, A_bar: torch.Tensor, B_bar: torch.Tensor,
     return torch.stack(ys, dim=1)  # (b, L)
 
 
-def ssm_kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
-               length: int) -> torch.Tensor:
+def ssm_kernel(
+    A_bar: StateMatrix, B_bar: InputMatrix, C: OutputMatrix, length: PositiveInt
+) -> torch.Tensor:
     r"""The convolution kernel of the discrete SSM: its response to a unit impulse.
 
     .. math::
@@ -111,8 +115,7 @@ def ssm_kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
         >>> ssm_kernel(torch.tensor([[0.5]]), torch.ones(1, 1), torch.ones(1, 1), 3)
         tensor([1.0000, 0.5000, 0.2500])
     """
-    _check_system(A_bar, B_bar, C)
-    return _kernel(A_bar, B_bar, C, check_positive_int("length", length))
+    return _kernel(A_bar, B_bar, C, length)
 
 
 def _kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
@@ -124,7 +127,9 @@ def _kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
     return torch.stack(terms)  # (L,)
 
 
-def ssm_convolution(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+def ssm_convolution(
+    x: Shaped("... L", floating=True), K: Shaped("... L", floating=True)
+) -> torch.Tensor:
     r"""Causal convolution of each signal with a kernel, by FFT.
 
     .. math::
@@ -140,8 +145,6 @@ def ssm_convolution(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
         >>> ssm_convolution(torch.tensor([[1.0, 2.0, 0.0]]), torch.tensor([1.0, 0.5, 0.0]))
         tensor([[1.0000, 2.5000, 1.0000]])
     """
-    L = check_tensor("x", x, floating=True).shape[-1]
-    check_last_dim("K", check_tensor("K", K, floating=True), L, what="L (x's length)")
     if any(k not in (1, n) for k, n in zip(K.shape[-2::-1], x.shape[-2::-1])):
         raise ValueError(f"K must broadcast against x {tuple(x.shape)}, got {tuple(K.shape)}")
     return _convolution(x, K)
@@ -151,17 +154,6 @@ def _convolution(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     L = x.shape[-1]
     y = torch.fft.irfft(torch.fft.rfft(x, n=2 * L) * torch.fft.rfft(K, n=2 * L), n=2 * L)
     return y[..., :L]  # (eq-ssm-convolution)
-
-
-def _check_square(name: str, A: torch.Tensor) -> int:
-    N = check_tensor(name, A, ndim=2, floating=True).shape[0]
-    return check_tensor(name, A, shape=(N, N)).shape[0]
-
-
-def _check_system(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor) -> None:
-    N = _check_square("A_bar", A_bar)
-    check_same_dtype("B_bar", check_tensor("B_bar", B_bar, shape=(N, 1)), A_bar.dtype, of="A_bar")
-    check_same_dtype("C", check_tensor("C", C, shape=(1, N)), A_bar.dtype, of="A_bar")
 
 
 class S4D(nn.Module):
@@ -200,6 +192,7 @@ class S4D(nn.Module):
         super().__init__()
         D = channels
         N = state_size
+        self.channels = D
         if N % 2:
             raise ValueError(f"state_size must be even (conjugate pairs), got {N}")
         modes = torch.arange(N // 2, dtype=torch.float32)
@@ -216,9 +209,9 @@ class S4D(nn.Module):
         dt_a = self.log_dt.exp()[:, None] * a  # (D, N/2)
         return torch.exp(dt_a), (torch.exp(dt_a) - 1) / a  # (eq-ssm-zoh), diagonal
 
-    def kernel(self, length: int) -> torch.Tensor:
+    def kernel(self, length: PositiveInt) -> torch.Tensor:
         r"""The kernels :math:`\bar{K}` of every channel, ``(D, L)``."""
-        return self._kernel(check_positive_int("length", length))
+        return self._kernel(length)
 
     def _kernel(self, length: int) -> torch.Tensor:
         a_bar, b_bar = self.discretize()
@@ -228,15 +221,17 @@ class S4D(nn.Module):
         # (eq-ssm-kernel)
         return 2 * torch.einsum("dn,dnl->dl", c * b_bar, powers).real
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input("x", x, self, ndim=3, size=self.D.shape[0], what="channels")
+    def forward(
+        self, x: Shaped("b L channels", floating=True, dtype_of="module")
+    ) -> torch.Tensor:
         u = x.transpose(1, 2)  # (b, D, L)
         y = _convolution(u, self._kernel(u.shape[-1])) + self.D[:, None] * u
         return y.transpose(1, 2)  # (b, L, D)
 
-    def recurrent(self, x: torch.Tensor) -> torch.Tensor:
+    def recurrent(
+        self, x: Shaped("b L channels", floating=True, dtype_of="module")
+    ) -> torch.Tensor:
         r"""The same layer as a recurrence, one step per position (how it generates)."""
-        check_input("x", x, self, ndim=3, size=self.D.shape[0], what="channels")
         a_bar, b_bar = self.discretize()  # (D, N/2)
         c = torch.view_as_complex(self.C)  # (D, N/2)
         h = torch.zeros(x.shape[0], *a_bar.shape, dtype=a_bar.dtype, device=x.device)

@@ -14,8 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_input, check_positive_int, check_same_dtype, check_tensor
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import PositiveInt, Shaped, check_signatures
 
 __all__ = [
     "selective_scan",
@@ -25,13 +24,13 @@ __all__ = [
 ]
 
 
-def _check_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
-                C: torch.Tensor, D: torch.Tensor) -> None:
-    b, L, channels = check_tensor("x", x, ndim=3, floating=True).shape
-    N = check_tensor("A", A, shape=(channels, "N")).shape[1]
-    for name, value, shape in (("delta", delta, (b, L, channels)), ("A", A, (channels, N)),
-                               ("B", B, (b, L, N)), ("C", C, (b, L, N)), ("D", D, (channels,))):
-        check_same_dtype(name, check_tensor(name, value, shape=shape), x.dtype, of="x")
+# the arguments of a selective scan: the input and step of each channel, each channel's
+# diagonal state matrix and skip weight, the input and output vectors of each position
+Signal = Shaped("b L channels", floating=True)
+Steps = Shaped("b L channels", dtype_of="x")
+StateMatrix = Shaped("channels N", dtype_of="x")
+Vectors = Shaped("b L N", dtype_of="x")
+Skip = Shaped("channels", dtype_of="x")
 
 
 def _discretize(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
@@ -43,9 +42,8 @@ def _discretize(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
     return A_bar, Bx
 
 
-def selective_scan_sequential(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
-                              B: torch.Tensor, C: torch.Tensor,
-                              D: torch.Tensor) -> torch.Tensor:
+def selective_scan_sequential(x: Signal, delta: Steps, A: StateMatrix, B: Vectors,
+                              C: Vectors, D: Skip) -> torch.Tensor:
     r"""Mamba's selective SSM, one step at a time.
 
     .. math::
@@ -73,7 +71,6 @@ def selective_scan_sequential(x: torch.Tensor, delta: torch.Tensor, A: torch.Ten
         >>> selective_scan_sequential(x, delta, A, B, C, D)[0, :, 0]   # h = h / 2 + ln 2
         tensor([0.6931, 1.0397, 1.2130])
     """
-    _check_scan(x, delta, A, B, C, D)
     A_bar, Bx = _discretize(x, delta, A, B)
     h = torch.zeros_like(Bx[:, 0])  # (b, D, N)
     hs = []
@@ -87,8 +84,8 @@ def _read(h: torch.Tensor, C: torch.Tensor, D: torch.Tensor, x: torch.Tensor) ->
     return (h @ C[..., None])[..., 0] + D * x  # y_t = C_t^T h_t + D x_t, (b, L, D)
 
 
-def selective_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
-                   C: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
+def selective_scan(x: Signal, delta: Steps, A: StateMatrix, B: Vectors, C: Vectors,
+                   D: Skip) -> torch.Tensor:
     r"""Mamba's selective SSM by a parallel associative scan.
 
     The recurrence :math:`\mathbf{h}_t = \bar{\mathbf{a}}_t \odot \mathbf{h}_{t-1} +
@@ -113,7 +110,6 @@ def selective_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: tor
         ...                selective_scan_sequential(x, delta, A, B, C, D), atol=1e-6)
         True
     """
-    _check_scan(x, delta, A, B, C, D)
     return _selective_scan(x, delta, A, B, C, D)
 
 
@@ -141,7 +137,11 @@ def _combine(a: torch.Tensor, u: torch.Tensor, a_next: torch.Tensor,
     return a_next * a, a_next * u + u_next
 
 
-def semiseparable_matrix(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+def semiseparable_matrix(
+    log_a: Shaped("b L", floating=True),
+    B: Shaped("b L N", dtype_of="log_a"),
+    C: Shaped("b L N", dtype_of="log_a"),
+) -> torch.Tensor:
     r"""Mamba-2's form of a selective SSM with a scalar decay per step: one matrix that
     maps the inputs to the outputs, attention with a 1-semiseparable mask.
 
@@ -173,9 +173,6 @@ def semiseparable_matrix(log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor) 
                 [0.5000, 1.0000, 0.0000],
                 [0.2500, 0.5000, 1.0000]])
     """
-    b, L = check_tensor("log_a", log_a, ndim=2, floating=True).shape
-    check_same_dtype("B", check_tensor("B", B, shape=(b, L, "N")), log_a.dtype, of="log_a")
-    check_same_dtype("C", check_tensor("C", C, shape=tuple(B.shape)), log_a.dtype, of="log_a")
     return _semiseparable(log_a, B, C)
 
 
@@ -237,12 +234,13 @@ class MambaBlock(nn.Module):
         torch.Size([2, 5, 8])
     """
 
-    def __init__(self, d_model: PositiveInt, state_size: PositiveInt = 16, expand: int = 2,
-                 conv_size: PositiveInt = 4, dt_rank: int | None = None) -> None:
+    def __init__(self, d_model: PositiveInt, state_size: PositiveInt = 16,
+                 expand: PositiveInt = 2, conv_size: PositiveInt = 4,
+                 dt_rank: PositiveInt | None = None) -> None:
         super().__init__()
         N = state_size
-        inner = check_positive_int("expand", expand) * d_model
-        r = math.ceil(d_model / 16) if dt_rank is None else check_positive_int("dt_rank", dt_rank)
+        inner = expand * d_model
+        r = math.ceil(d_model / 16) if dt_rank is None else dt_rank
         self.in_proj = nn.Linear(d_model, 2 * inner, bias=False)
         self.conv1d = nn.Conv1d(inner, inner, conv_size, groups=inner, padding=conv_size - 1)
         self.x_proj = nn.Linear(inner, r + 2 * N, bias=False)
@@ -251,10 +249,11 @@ class MambaBlock(nn.Module):
         self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1.0)).repeat(inner, 1))
         self.D = nn.Parameter(torch.ones(inner))
         self.out_proj = nn.Linear(inner, d_model, bias=False)
-        self.dt_rank, self.state_size = r, N
+        self.d_model, self.dt_rank, self.state_size = d_model, r, N
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:
-        check_input("u", u, self, ndim=3, size=self.in_proj.in_features, what="d_model")
+    def forward(
+        self, u: Shaped("b L d_model", floating=True, dtype_of="module")
+    ) -> torch.Tensor:
         return self._block(u)
 
     def _block(self, u: torch.Tensor) -> torch.Tensor:

@@ -11,21 +11,18 @@ import math
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_same_dtype, check_tensor
+from seqbook._contracts import Shaped, check_signatures
 
 __all__ = ["mlstm_recurrent", "mlstm_parallel"]
 
 
-def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: torch.Tensor,
-           f_pre: torch.Tensor) -> None:
-    B, T, d = check_tensor("q", q, ndim=3, floating=True).shape
-    for name, value, shape in (("k", k, (B, T, d)), ("v", v, (B, T, d)),
-                               ("i_pre", i_pre, (B, T)), ("f_pre", f_pre, (B, T))):
-        check_same_dtype(name, check_tensor(name, value, shape=shape), q.dtype, of="q")
-
-
-def mlstm_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: torch.Tensor,
-                    f_pre: torch.Tensor) -> torch.Tensor:
+def mlstm_recurrent(
+    q: Shaped("B T d", floating=True),
+    k: Shaped("B T d", dtype_of="q"),
+    v: Shaped("B T d", dtype_of="q"),
+    i_pre: Shaped("B T", dtype_of="q"),
+    f_pre: Shaped("B T", dtype_of="q"),
+) -> torch.Tensor:
     r"""The mLSTM's memory, one step at a time.
 
     .. math::
@@ -56,7 +53,6 @@ def mlstm_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: to
         ...                mlstm_parallel(q, k, v, i_pre, f_pre), atol=1e-6)
         True
     """
-    _check(q, k, v, i_pre, f_pre)
     B, T, d = q.shape
     C = q.new_zeros(B, d, d)  # (B, d, d): values x keys
     n = q.new_zeros(B, d)
@@ -94,8 +90,13 @@ def _step(
     return C, n, m_new, numerator / bound[:, None]
 
 
-def mlstm_parallel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: torch.Tensor,
-                   f_pre: torch.Tensor) -> torch.Tensor:
+def mlstm_parallel(
+    q: Shaped("B T d", floating=True),
+    k: Shaped("B T d", dtype_of="q"),
+    v: Shaped("B T d", dtype_of="q"),
+    i_pre: Shaped("B T", dtype_of="q"),
+    f_pre: Shaped("B T", dtype_of="q"),
+) -> torch.Tensor:
     r"""The mLSTM's memory for all positions at once: gated, masked linear attention.
 
     .. math::
@@ -111,7 +112,6 @@ def mlstm_parallel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i_pre: tor
         >>> mlstm_parallel(q, k, v, torch.zeros(1, 3), torch.full((1, 3), 50.0))[0, :, 0]
         tensor([1., 1., 1.])
     """
-    _check(q, k, v, i_pre, f_pre)
     return _parallel(q, k / math.sqrt(q.shape[-1]), v, i_pre, f_pre)
 
 
@@ -132,3 +132,6 @@ def _parallel(
     scores = (q @ k.transpose(1, 2)) * torch.exp(log_D - m)  # (B, T, T)
     bound = torch.maximum(scores.sum(-1, keepdim=True).abs(), torch.exp(-m))
     return (scores @ v) / bound  # (eq-mlstm-read)
+
+
+check_signatures(globals())

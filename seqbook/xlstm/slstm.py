@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_input, check_positive_int, check_same_dtype, check_tensor
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._checks import check_same_dtype, check_tensor
+from seqbook._contracts import InstanceOf, PositiveInt, Shaped, check_signatures
 
 __all__ = ["SLSTMState", "SLSTM"]
 
@@ -29,11 +29,10 @@ class SLSTMState(NamedTuple):
     m: torch.Tensor
 
 
-def _check_state(state: object, shape: tuple[int, int], dtype: torch.dtype) -> SLSTMState:
-    if not isinstance(state, SLSTMState):
-        raise TypeError(f"state must be an SLSTMState or None, got {type(state).__name__}")
+def _check_state(state: SLSTMState, B: int, H: int, dtype: torch.dtype) -> SLSTMState:
+    """Each of the state's tensors is ``(B, H)`` with the input's dtype."""
     for name, value in zip(("state.h", "state.c", "state.n", "state.m"), state):
-        check_same_dtype(name, check_tensor(name, value, shape=shape), dtype, of="the input")
+        check_same_dtype(name, check_tensor(name, value, shape=(B, H)), dtype, of="the input")
     return state
 
 
@@ -78,21 +77,23 @@ class SLSTM(nn.Module):
         self.W = nn.Parameter(torch.empty(4 * H, D).uniform_(-bound, bound))  # i, f, z, o
         self.R = nn.Parameter(torch.empty(4 * H, H).uniform_(-bound, bound))
         self.b = nn.Parameter(torch.zeros(4 * H))
-        self.hidden_size = H
+        self.input_size, self.hidden_size = D, H
 
-    def init_state(self, batch_size: int) -> SLSTMState:
+    def init_state(self, batch_size: PositiveInt) -> SLSTMState:
         """Zero memory; the stabiliser starts at minus infinity (nothing written yet)."""
-        return self._init_state(check_positive_int("batch_size", batch_size))
+        return self._init_state(batch_size)
 
     def _init_state(self, batch_size: int) -> SLSTMState:
         zeros = self.b.new_zeros(batch_size, self.hidden_size)
         return SLSTMState(zeros, zeros, zeros, torch.full_like(zeros, -math.inf))
 
-    def forward(self, x: torch.Tensor,
-                state: SLSTMState | None = None) -> tuple[torch.Tensor, SLSTMState]:
-        check_input("x", x, self, ndim=3, size=self.W.shape[1], what="input_size")
+    def forward(
+        self,
+        x: Shaped("B T input_size", floating=True, dtype_of="module"),
+        state: InstanceOf(SLSTMState, what="an SLSTMState or None") | None = None,
+    ) -> tuple[torch.Tensor, SLSTMState]:
         B, H = x.shape[0], self.hidden_size
-        state = self._init_state(B) if state is None else _check_state(state, (B, H), x.dtype)
+        state = self._init_state(B) if state is None else _check_state(state, B, H, x.dtype)
         pre_x = x @ self.W.T + self.b  # (B, T, 4H): the input's part, all steps at once
         hs = []
         for t in range(x.shape[1]):
@@ -101,7 +102,10 @@ class SLSTM(nn.Module):
         return torch.stack(hs, dim=1), state  # (B, T, H)
 
     @staticmethod
-    def step(pre: torch.Tensor, state: SLSTMState) -> SLSTMState:
+    def step(
+        pre: Shaped("B *", floating=True),
+        state: InstanceOf(SLSTMState, what="an SLSTMState"),
+    ) -> SLSTMState:
         r"""One stabilised step from the pre-activations ``pre`` = :math:`(\tilde{\mathbf{i}},
         \tilde{\mathbf{f}}, \tilde{\mathbf{z}}, \tilde{\mathbf{o}})`, ``(B, 4H)``.
 
@@ -115,9 +119,9 @@ class SLSTM(nn.Module):
         every exponential is at most 1, and :math:`\mathbf{h}_t = \mathbf{o}_t \odot
         \mathbf{c}_t / \mathbf{n}_t` is unchanged.
         """
-        B, width = check_tensor("pre", pre, ndim=2, floating=True).shape
-        state = _check_state(state, (B, width // 4), pre.dtype)
-        return SLSTM._step(check_tensor("pre", pre, shape=(B, 4 * state.h.shape[1])), state)
+        B, width = pre.shape
+        state = _check_state(state, B, width // 4, pre.dtype)
+        return SLSTM._step(check_tensor("pre", pre, shape=(B, 4 * (width // 4))), state)
 
     @staticmethod
     def _step(pre: torch.Tensor, state: SLSTMState) -> SLSTMState:
