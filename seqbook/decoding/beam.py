@@ -8,36 +8,37 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_bool, check_positive_int
+from seqbook._contracts import (
+    Device,
+    Flag,
+    NonNegativeInt,
+    NonNegativeReal,
+    PositiveInt,
+    check_signatures,
+)
 from seqbook.decoding.common import (
     Hypotheses,
-    StepFn,
+    Step,
+    _check_bos_eos,
     _length_normalized,
     _reorder_state,
     call_step,
-    check_length_penalty,
-    check_search_args,
     strip,
 )
 
 __all__ = ["beam_search"]
 
 
-def _check_beam_args(beam_size: object, length_penalty: object, trace: object) -> tuple:
-    return (check_positive_int("beam_size", beam_size), check_length_penalty(length_penalty),
-            check_bool("trace", trace))
-
-
 def beam_search(
-    step_fn: StepFn,
-    bos: int,
-    eos: int,
-    beam_size: int,
-    max_len: int,
-    length_penalty: float = 0.0,
-    batch_size: int = 1,
-    device: torch.device | str | None = None,
-    trace: bool = False,
+    step_fn: Step,
+    bos: NonNegativeInt,
+    eos: NonNegativeInt,
+    beam_size: PositiveInt,
+    max_len: PositiveInt,
+    length_penalty: NonNegativeReal = 0.0,
+    batch_size: PositiveInt = 1,
+    device: Device = None,
+    trace: Flag = False,
 ) -> Hypotheses:
     r"""Keep the ``beam_size`` best prefixes of every sentence at every step.
 
@@ -85,8 +86,8 @@ def beam_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
-    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
-    K, alpha, trace = _check_beam_args(beam_size, length_penalty, trace)
+    _check_bos_eos(bos, eos)
+    N, K, alpha = batch_size, beam_size, length_penalty
     prefixes = torch.full((N, K, 1), bos, dtype=torch.long, device=device)  # (N, K, 1)
     # all beams start as the same prefix; only the first is alive, or the k best
     # candidates of step 1 would be k copies of the best one
@@ -180,3 +181,6 @@ def search_in_eval_mode(
         )
     finally:
         model.train(was_training)
+
+
+check_signatures(globals())

@@ -27,14 +27,7 @@ from typing import Any
 
 import torch
 
-from seqbook._checks import (
-    check_callable,
-    check_device,
-    check_int,
-    check_positive_int,
-    check_real,
-)
-from seqbook._contracts import TensorOf, check_signatures
+from seqbook._contracts import CallableAs, NonNegativeReal, TensorOf, check_signatures
 
 __all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
 
@@ -67,30 +60,17 @@ class Hypotheses:
         return self.log_prob.exp()
 
 
-def check_search_args(
-    step_fn: object, bos: object, eos: object, max_len: object, batch_size: object,
-    device: object,
-) -> tuple[int, int, int, int, torch.device | None]:
-    """Validate the arguments every search shares; return ``bos, eos, max_len, N,
-    device``.
+# the contract of every search's step function (see the module docstring)
+Step = CallableAs("step_fn(prefixes, state)", nargs=2)
 
-    ``bos`` need not be an id the step function can *predict* (a probability table
-    may have no row for ``<bos>``, as in the decoding chapter), only one it can read;
-    ``eos`` must be a column of its output, which :func:`call_step` checks at the
-    first step, when the vocabulary size is known.
-    """
-    check_callable("step_fn", step_fn, signature="step_fn(prefixes, state)", nargs=2)
-    bos = check_int("bos", bos, min_value=0)
-    eos = check_int("eos", eos, min_value=0)
+
+def _check_bos_eos(bos: int, eos: int) -> None:
+    """``bos`` and ``eos`` differ. ``bos`` need not be an id the step function can
+    *predict* (a probability table may have no row for ``<bos>``, as in the decoding
+    chapter), only one it can read; ``eos`` must be a column of its output, which
+    :func:`call_step` checks at the first step, when the vocabulary size is known."""
     if bos == eos:
         raise ValueError(f"bos and eos must differ, both are {bos}")
-    max_len = check_positive_int("max_len", max_len)
-    N = check_positive_int("batch_size", batch_size)
-    return bos, eos, max_len, N, check_device("device", device)
-
-
-def check_length_penalty(length_penalty: float) -> float:
-    return check_real("length_penalty", length_penalty, min_value=0.0)
 
 
 def call_step(
@@ -176,7 +156,7 @@ def _check_parent(state: torch.Tensor, parent: torch.Tensor) -> None:
 
 
 def length_normalized(
-    log_prob: TensorOf(floating=True), length: TensorOf(), length_penalty: float
+    log_prob: TensorOf(floating=True), length: TensorOf(), length_penalty: NonNegativeReal
 ) -> torch.Tensor:
     r"""The score :math:`\frac{1}{L^\alpha} \log P` that ranks finished sequences.
 
@@ -190,7 +170,7 @@ def length_normalized(
         >>> length_normalized(torch.tensor([-2.0]), torch.tensor([4]), 0.5).item()
         -1.0
     """
-    return _length_normalized(log_prob, length, check_length_penalty(length_penalty))
+    return _length_normalized(log_prob, length, length_penalty)
 
 
 def _length_normalized(

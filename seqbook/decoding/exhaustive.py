@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import (
+    Device,
+    NonNegativeInt,
+    NonNegativeReal,
+    PositiveInt,
+    check_signatures,
+)
 from seqbook.decoding.common import (
     Hypotheses,
-    StepFn,
+    Step,
+    _check_bos_eos,
     _length_normalized,
     _reorder_state,
     call_step,
-    check_length_penalty,
-    check_search_args,
     strip,
 )
 
@@ -24,13 +29,13 @@ __all__ = ["exhaustive_search"]
 
 
 def exhaustive_search(
-    step_fn: StepFn,
-    bos: int,
-    eos: int,
-    max_len: int,
-    length_penalty: float = 0.0,
-    batch_size: int = 1,
-    device: torch.device | str | None = None,
+    step_fn: Step,
+    bos: NonNegativeInt,
+    eos: NonNegativeInt,
+    max_len: PositiveInt,
+    length_penalty: NonNegativeReal = 0.0,
+    batch_size: PositiveInt = 1,
+    device: Device = None,
     max_prefixes: PositiveInt = 1_000_000,
 ) -> Hypotheses:
     r"""Enumerate every sequence of at most ``max_len`` tokens and return the best.
@@ -75,8 +80,8 @@ def exhaustive_search(
         >>> result.tokens, round(result.probability.item(), 2), result.candidates
         ([[0, 1]], 0.2, 16)
     """
-    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
-    alpha = check_length_penalty(length_penalty)
+    _check_bos_eos(bos, eos)
+    N, alpha = batch_size, length_penalty
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, M, t)
     log_prob = torch.zeros(N, 1, device=device)  # (N, M)
     best_score = torch.full((N,), float("-inf"), device=device)  # (N,)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import torch
 
+from seqbook._contracts import Device, NonNegativeInt, PositiveInt, check_signatures
 from seqbook.decoding.common import (
     Hypotheses,
-    StepFn,
+    Step,
+    _check_bos_eos,
     _length_normalized,
     call_step,
-    check_search_args,
     strip,
 )
 
@@ -20,12 +21,12 @@ __all__ = ["greedy_search"]
 
 
 def greedy_search(
-    step_fn: StepFn,
-    bos: int,
-    eos: int,
-    max_len: int,
-    batch_size: int = 1,
-    device: torch.device | str | None = None,
+    step_fn: Step,
+    bos: NonNegativeInt,
+    eos: NonNegativeInt,
+    max_len: PositiveInt,
+    batch_size: PositiveInt = 1,
+    device: Device = None,
 ) -> Hypotheses:
     r"""Decode ``batch_size`` sentences at once by always taking the argmax.
 
@@ -59,7 +60,8 @@ def greedy_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
-    bos, eos, max_len, N, device = check_search_args(step_fn, bos, eos, max_len, batch_size, device)
+    _check_bos_eos(bos, eos)
+    N = batch_size
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, 1, 1)
     log_prob = torch.zeros(N, device=device)
     finished = torch.zeros(N, dtype=torch.bool, device=device)
@@ -97,3 +99,6 @@ def _greedy_step(
     )
     length = length + (~finished).long()
     return best, log_prob, length, finished | (best == eos)
+
+
+check_signatures(globals())
