@@ -209,15 +209,15 @@ def test_explicit_head_sizes_need_no_divisibility():
 def test_bad_forward_input():
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 5, 8)
-    with pytest.raises(ValueError, match="d_model=8"):
+    with pytest.raises(ValueError, match=r"query must have shape .* with d_model = 8 \(the module"):
         mha(torch.randn(2, 5, 6), x, x)
-    with pytest.raises(ValueError, match="kdim=8"):
+    with pytest.raises(ValueError, match=r"key must have shape \(B, T_k, kdim\) with kdim = 8"):
         mha(x, torch.randn(2, 5, 6), x)
     with pytest.raises(ValueError, match="query"):
         mha(torch.randn(5, 8), x, x)
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match=r"value must have shape .* with T_k = 5 \(as in key\)"):
         mha(x, x, x[:, :4])
-    with pytest.raises(ValueError, match="key must have the batch size of query"):
+    with pytest.raises(ValueError, match=r"key must have shape .* with B = 2 \(as in query\)"):
         mha(x, x[:1], x[:1])
     with pytest.raises(ValueError, match="key_padding_mask must broadcast"):
         mha(x, x, x, key_padding_mask=torch.ones(2, 4, dtype=torch.bool))

@@ -9,13 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_batch,
-    check_input,
-    check_same_dtype,
-    check_tensor,
-)
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import PositiveInt, Shaped, TensorOf, check_signatures
 from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AdditiveAttention"]
@@ -87,40 +81,27 @@ class AdditiveAttention(nn.Module):
         # (B, T_q, T_k)  (eq-attn-additive)
         return self.w_v(torch.tanh(hidden)).squeeze(-1)
 
-    def _check_forward(
-        self, queries: object, keys: object, values: object, mask: object
-    ) -> torch.Tensor | None:
-        """Validate the arguments of :meth:`forward`; return the mask as
-        ``(B, T_q, T_k)``-broadcastable (a 2-D key padding mask gets a query axis)."""
-        queries = check_input("queries", queries, self, ndim=(2, 3), size=self.query_size,
-                              what="query_size")
-        keys = check_input("keys", keys, self, ndim=3, size=self.key_size, what="key_size")
-        values = check_tensor("values", values, ndim=3, floating=True)
-        check_same_dtype("values", values, keys.dtype, of="keys")
-        B, T_k = queries.shape[0], keys.shape[1]
-        T_q = 1 if queries.dim() == 2 else queries.shape[1]
-        check_batch("keys", keys, B, of="queries")
-        check_batch("values", values, B, of="queries")
-        if values.shape[1] != T_k:
-            raise ValueError(f"values must have one row per key of keys ({T_k}), got shape "
-                             f"{tuple(values.shape)}")
-        if mask is None:
-            return None
-        mask = check_tensor("mask", mask, ndim=(2, 3))
-        if mask.dim() == 2:  # a key padding mask (B, T_k)
-            check_mask("mask", mask, (B, T_k), of="keys (B, T_k)")
-            mask = mask.unsqueeze(1)  # (B, 1, T_k)
-        return check_mask("mask", mask, (B, T_q, T_k), of="the scores of queries and keys")
-
     def forward(
         self,
-        queries: torch.Tensor,
-        keys: torch.Tensor,
-        values: torch.Tensor,
-        mask: torch.Tensor | None = None,
+        queries: Shaped("... query_size", floating=True, dtype_of="module"),
+        keys: Shaped("B T_k key_size", floating=True, dtype_of="module"),
+        values: Shaped("B T_k *", floating=True, dtype_of="keys"),
+        mask: TensorOf((2, 3)) | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(context, weights)`` for each query (shapes in the class docstring)."""
-        return self._attend(queries, keys, values, self._check_forward(queries, keys, values, mask))
+        B, T_k, _ = keys.shape
+        if queries.dim() not in (2, 3):
+            raise ValueError(f"queries must have 2 or 3 dimensions (B, query_size) or (B, T_q, "
+                             f"query_size), got shape {tuple(queries.shape)}")
+        if queries.shape[0] != B:
+            raise ValueError(f"queries must have the batch size B = {B} of keys in their first "
+                             f"dimension, got shape {tuple(queries.shape)}")
+        T_q = 1 if queries.dim() == 2 else queries.shape[1]
+        if mask is not None and mask.dim() == 2:  # a key padding mask (B, T_k)
+            mask = check_mask("mask", mask, (B, T_k), of="keys (B, T_k)").unsqueeze(1)
+        elif mask is not None:
+            check_mask("mask", mask, (B, T_q, T_k), of="the scores of queries and keys")
+        return self._attend(queries, keys, values, mask)
 
     def _attend(
         self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,

@@ -12,67 +12,42 @@ import math
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_bool, check_probability, check_real, check_tensor
+from seqbook._contracts import Flag, Probability, Real, Shaped, check_signatures
 from seqbook.attention.masking import _masked_softmax, causal_mask, check_mask
 
 __all__ = ["scaled_dot_product_attention"]
 
 
-def _check_qkv(name: str, x: object) -> torch.Tensor:
-    if check_tensor(name, x, floating=True).dim() < 2:
-        raise ValueError(f"{name} must have at least 2 dimensions (..., T, d), got shape "
-                         f"{tuple(x.shape)}")  # type: ignore[attr-defined]
-    return x  # type: ignore[return-value]
-
-
-def _check_arguments(
-    Q: object, K: object, V: object, attn_mask: object, dropout_p: object, is_causal: object,
-    scale: object,
-) -> tuple[torch.Tensor | None, float]:
-    """Validate the arguments; return the mask to apply (causal included) and the scale."""
-    Q, K, V = (_check_qkv(name, x) for name, x in (("Q", Q), ("K", K), ("V", V)))
-    if K.dtype != Q.dtype or V.dtype != Q.dtype:
-        raise TypeError(f"Q, K and V must have the same dtype, got Q {Q.dtype}, K {K.dtype} and "
-                        f"V {V.dtype}; convert them, e.g. K.to(Q.dtype)")
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"Q and K must have the same d_k (last dimension), got Q "
-                         f"{tuple(Q.shape)} and K {tuple(K.shape)}")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(f"K and V must have one value per key (dimension -2), got K "
-                         f"{tuple(K.shape)} and V {tuple(V.shape)}")
+def _check_mask(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, attn_mask: torch.Tensor | None,
+    is_causal: bool,
+) -> None:
+    """What the signature cannot say: the leading dimensions of Q, K and V broadcast,
+    and ``attn_mask`` (not together with ``is_causal``) fits the scores."""
     try:
         torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-        leading = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2])  # the scores'
     except RuntimeError:
         raise ValueError("the leading (batch) dimensions of Q, K and V must broadcast, got "
                          f"shapes Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
                          ) from None
-    check_probability("dropout_p", dropout_p)
-    is_causal = check_bool("is_causal", is_causal)
-    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else check_real("scale", scale)
-    T_q, T_k = Q.shape[-2], K.shape[-2]
     if attn_mask is not None and is_causal:
         raise ValueError("pass either attn_mask or is_causal=True, not both (as in F.scaled_dot_"
                          "product_attention); merge the causal mask into attn_mask")
     if attn_mask is not None:
-        attn_mask = check_mask("attn_mask", attn_mask, leading + (T_q, T_k), floating=True,
-                               of="the scores Q K^T (..., T_q, T_k)")
-        if attn_mask.is_floating_point():  # -inf and 0 are exact in every dtype
-            attn_mask = attn_mask.to(Q.dtype)
-    if is_causal:
-        attn_mask = causal_mask(T_q, T_k, device=Q.device)
-    return attn_mask, scale  # type: ignore[return-value]
+        scores = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
+        check_mask("attn_mask", attn_mask, scores, floating=True,
+                   of="the scores Q K^T (..., T_q, T_k)")
 
 
 def scaled_dot_product_attention(
-    Q: torch.Tensor,
-    K: torch.Tensor,
-    V: torch.Tensor,
+    Q: Shaped("... T_q d_k", floating=True),
+    K: Shaped("... T_k d_k", floating=True, dtype_of="Q"),
+    V: Shaped("... T_k d_v", floating=True, dtype_of="Q"),
     attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
+    dropout_p: Probability = 0.0,
+    is_causal: Flag = False,
     *,
-    scale: float | None = None,
+    scale: Real | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Attention of every query to all keys, with the weights it used.
 
@@ -129,8 +104,13 @@ def scaled_dot_product_attention(
         >>> output
         tensor([[13.3024]])
     """
-    mask, scale = _check_arguments(Q, K, V, attn_mask, dropout_p, is_causal, scale)
-    return _sdpa(Q, K, V, mask, scale, dropout_p)
+    _check_mask(Q, K, V, attn_mask, is_causal)
+    if is_causal:
+        attn_mask = causal_mask(Q.shape[-2], K.shape[-2], device=Q.device)
+    elif attn_mask is not None and attn_mask.is_floating_point():
+        attn_mask = attn_mask.to(Q.dtype)  # -inf and 0 are exact in every dtype
+    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    return _sdpa(Q, K, V, attn_mask, scale, dropout_p)
 
 
 def _sdpa(
@@ -153,3 +133,6 @@ def _sdpa(
     weights = _masked_softmax(scores, mask)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+check_signatures(globals())

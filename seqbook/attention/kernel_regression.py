@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_choice, check_real, check_same_dtype, check_tensor
-from seqbook._contracts import TensorOf, check_signatures
+from seqbook._checks import check_same_dtype
+from seqbook._contracts import OneOf, PositiveReal, TensorOf, check_signatures
 
 __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 
@@ -18,7 +18,9 @@ __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 KERNELS = ("gaussian", "boxcar", "epanechnikov", "triangular")
 
 
-def kernel_function(u: TensorOf(floating=True), kernel: str = "gaussian") -> torch.Tensor:
+def kernel_function(
+    u: TensorOf(floating=True), kernel: OneOf(*KERNELS) = "gaussian"
+) -> torch.Tensor:
     r"""A similarity kernel of the scaled distance :math:`u = \lVert q - k \rVert / h`.
 
     .. math::
@@ -44,7 +46,7 @@ def kernel_function(u: TensorOf(floating=True), kernel: str = "gaussian") -> tor
         >>> kernel_function(u, "triangular")
         tensor([1.0000, 0.5000, 0.0000, 0.0000])
     """
-    return _kernel_function(u, check_choice("kernel", kernel, KERNELS))
+    return _kernel_function(u, kernel)
 
 
 def _kernel_function(u: torch.Tensor, kernel: str) -> torch.Tensor:
@@ -58,12 +60,9 @@ def _kernel_function(u: torch.Tensor, kernel: str) -> torch.Tensor:
     return torch.clamp(1 - u, min=0)  # triangular, the slides' "Epanechikov"
 
 
-def _check_arguments(
-    queries: object, keys: object, values: object, kernel: object, bandwidth: object
-) -> float:
-    """Validate the arguments of :func:`nadaraya_watson`; return the bandwidth."""
-    named = (("queries", queries), ("keys", keys), ("values", values))
-    queries, keys, values = (check_tensor(name, x, ndim=(1, 2), floating=True) for name, x in named)
+def _check_arguments(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
+    """What the signature cannot say of :func:`nadaraya_watson`'s 1-D or 2-D tensors:
+    one dtype, one size ``D`` of queries and keys, one value per key, at least one key."""
     check_same_dtype("keys", keys, queries.dtype, of="queries")
     check_same_dtype("values", values, queries.dtype, of="queries")
     if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):
@@ -74,16 +73,14 @@ def _check_arguments(
                          f"shape {tuple(values.shape)}")
     if keys.shape[0] == 0:
         raise ValueError("keys must contain at least one key, got none")
-    check_choice("kernel", kernel, KERNELS)
-    return check_real("bandwidth", bandwidth, min_value=0.0, strict_min=True)
 
 
 def nadaraya_watson(
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    kernel: str = "gaussian",
-    bandwidth: float = 1.0,
+    queries: TensorOf((1, 2), floating=True),
+    keys: TensorOf((1, 2), floating=True),
+    values: TensorOf((1, 2), floating=True),
+    kernel: OneOf(*KERNELS) = "gaussian",
+    bandwidth: PositiveReal = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Predict at each query the kernel-weighted average of the training values.
 
@@ -130,11 +127,12 @@ def nadaraya_watson(
         >>> predictions
         tensor([5.])
     """
-    h = _check_arguments(queries, keys, values, kernel, bandwidth)
+    _check_arguments(queries, keys, values)
     q = queries.unsqueeze(-1) if queries.dim() == 1 else queries  # (N, D)
     k = keys.unsqueeze(-1) if keys.dim() == 1 else keys  # (M, D)
     v = values.unsqueeze(-1) if values.dim() == 1 else values  # (M, V)
-    predictions, weights = _nadaraya_watson(q, k, v, kernel, h)  # (N, V), (N, M)
+    # (N, V), (N, M)
+    predictions, weights = _nadaraya_watson(q, k, v, kernel, bandwidth)
     return (predictions.squeeze(-1) if values.dim() == 1 else predictions), weights
 
 

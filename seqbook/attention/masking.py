@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_int, check_tensor
-from seqbook._contracts import Device, PositiveInt, check_signatures
+from seqbook._checks import check_tensor
+from seqbook._contracts import Device, Int, PositiveInt, TensorOf, check_signatures
 
 __all__ = ["masked_softmax", "causal_mask", "check_mask", "merge_masks"]
 
@@ -100,18 +100,8 @@ def _keep_to_bias(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return bias.masked_fill(~keep, float("-inf"))
 
 
-def _check_softmax_arguments(scores: object, mask: object, dim: object) -> None:
-    scores = check_tensor("scores", scores, floating=True)
-    check_int("dim", dim)
-    if not -scores.dim() <= dim < max(scores.dim(), 1):  # type: ignore[operator]
-        raise ValueError(f"dim must index one of the {scores.dim()} dimensions of scores, "
-                         f"got {dim}")
-    if mask is not None:
-        check_mask("mask", mask, scores.shape, of="scores")
-
-
 def masked_softmax(
-    scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1
+    scores: TensorOf(floating=True), mask: torch.Tensor | None = None, dim: Int = -1
 ) -> torch.Tensor:
     r"""Softmax over ``dim`` that gives masked entries exactly zero weight.
 
@@ -146,7 +136,11 @@ def masked_softmax(
         tensor([[0.2689, 0.7311, 0.0000],
                 [0.0000, 0.0000, 0.0000]])
     """
-    _check_softmax_arguments(scores, mask, dim)
+    if not -scores.dim() <= dim < max(scores.dim(), 1):
+        raise ValueError(f"dim must index one of the {scores.dim()} dimensions of scores, "
+                         f"got {dim}")
+    if mask is not None:
+        check_mask("mask", mask, scores.shape, of="scores")
     return _masked_softmax(scores, mask, dim)
 
 
@@ -166,7 +160,7 @@ def _masked_softmax(
 
 
 def causal_mask(
-    T_q: PositiveInt, T_k: int | None = None, device: Device = None
+    T_q: PositiveInt, T_k: PositiveInt | None = None, device: Device = None
 ) -> torch.Tensor:
     r"""The keep mask that lets query :math:`i` attend to keys :math:`j \le i` only.
 
@@ -193,7 +187,7 @@ def causal_mask(
                 [ True,  True, False],
                 [ True,  True,  True]])
     """
-    T_k = T_q if T_k is None else check_int("T_k", T_k, min_value=1)
+    T_k = T_q if T_k is None else T_k
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)
 
 

@@ -17,14 +17,15 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_batch,
-    check_bool,
-    check_input,
-    check_positive_int,
-    check_tensor,
+from seqbook._checks import check_tensor
+from seqbook._contracts import (
+    Flag,
+    InstanceOf,
+    PositiveInt,
+    Probability,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import Flag, PositiveInt, Probability, check_signatures
 from seqbook.attention.dot_product import _sdpa
 from seqbook.attention.masking import causal_mask, check_mask, merge_masks
 
@@ -148,22 +149,22 @@ class MultiHeadAttention(nn.Module):
         dropout: Probability = 0.0,
         bias: Flag = True,
         *,
-        kdim: int | None = None,
-        vdim: int | None = None,
-        d_k: int | None = None,
-        d_v: int | None = None,
+        kdim: PositiveInt | None = None,
+        vdim: PositiveInt | None = None,
+        d_k: PositiveInt | None = None,
+        d_v: PositiveInt | None = None,
     ) -> None:
         super().__init__()
         self.d_model = d_model
         self.num_heads = num_heads
         self.dropout = dropout
-        self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
-        self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
+        self.kdim = d_model if kdim is None else kdim
+        self.vdim = d_model if vdim is None else vdim
         if (d_k is None or d_v is None) and d_model % num_heads:
             raise ValueError(f"num_heads must divide d_model when d_k or d_v is not given, got "
                              f"d_model={d_model} and num_heads={num_heads}")
-        self.d_k = d_model // num_heads if d_k is None else check_positive_int("d_k", d_k)
-        self.d_v = d_model // num_heads if d_v is None else check_positive_int("d_v", d_v)
+        self.d_k = d_model // num_heads if d_k is None else d_k
+        self.d_v = d_model // num_heads if d_v is None else d_v
         h, d_k, d_v = self.num_heads, self.d_k, self.d_v
         self.W_Q = nn.Parameter(torch.empty(h, d_model, d_k))
         self.W_K = nn.Parameter(torch.empty(h, self.kdim, d_k))
@@ -200,7 +201,9 @@ class MultiHeadAttention(nn.Module):
                 nn.init.zeros_(b)
 
     @classmethod
-    def from_torch(cls, module: nn.MultiheadAttention) -> "MultiHeadAttention":
+    def from_torch(
+        cls, module: InstanceOf(nn.MultiheadAttention, what="a torch.nn.MultiheadAttention")
+    ) -> "MultiHeadAttention":
         """A copy of an ``nn.MultiheadAttention``'s weights, computing the same function.
 
         ``nn.MultiheadAttention`` keeps all heads in one ``(3 d_model, d_model)``
@@ -218,9 +221,6 @@ class MultiHeadAttention(nn.Module):
             >>> torch.allclose(ours(x, x, x)[0], torch_mha(x, x, x)[0], atol=1e-6)
             True
         """
-        if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError("module must be a torch.nn.MultiheadAttention, got "
-                            f"{type(module).__name__}")
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("module must not use add_bias_kv or add_zero_attn (unsupported)")
         E, h = module.embed_dim, module.num_heads
@@ -279,33 +279,16 @@ class MultiHeadAttention(nn.Module):
                 theirs.out_proj.bias.copy_(self.b_O)
         return theirs
 
-    def _check_forward(
-        self,
-        query: object,
-        key: object,
-        value: object,
-        key_padding_mask: object,
-        need_weights: object,
-        attn_mask: object,
-        average_attn_weights: object,
-        is_causal: object,
+    def _mask(
+        self, query: torch.Tensor, key: torch.Tensor, key_padding_mask: torch.Tensor | None,
+        attn_mask: torch.Tensor | None, is_causal: bool,
     ) -> torch.Tensor | None:
-        """Validate the arguments of :meth:`forward`; return the one mask to apply,
-        as a keep mask or an additive float mask broadcastable to ``(B, h, T_q, T_k)``."""
-        query = check_input("query", query, self, ndim=3, size=self.d_model, what="d_model")
-        key = check_input("key", key, self, ndim=3, size=self.kdim, what="kdim")
-        value = check_input("value", value, self, ndim=3, size=self.vdim, what="vdim")
-        check_bool("need_weights", need_weights)
-        check_bool("average_attn_weights", average_attn_weights)
-        check_bool("is_causal", is_causal)
-        (B, T_q, _), T_k, h = query.shape, key.shape[1], self.num_heads
-        check_batch("key", key, B, of="query")
-        check_batch("value", value, B, of="query")
-        if value.shape[1] != T_k:
-            raise ValueError(f"key and value must have the same length T_k, got shapes "
-                             f"{tuple(key.shape)} and {tuple(value.shape)}")
-        key_padding_mask, attn_mask = check_attention_masks(key_padding_mask, attn_mask, B, h,
-                                                            T_q, T_k)
+        """The one mask to apply, as a keep mask or an additive float mask broadcastable
+        to ``(B, h, T_q, T_k)``, from :meth:`forward`'s masks (checked here: their shapes
+        depend on the inputs')."""
+        (B, T_q, _), T_k = query.shape, key.shape[1]
+        key_padding_mask, attn_mask = check_attention_masks(
+            key_padding_mask, attn_mask, B, self.num_heads, T_q, T_k)
         causal = causal_mask(T_q, T_k, device=query.device) if is_causal else None
         return merge_masks(
             _as_keep(key_padding_mask, query.dtype), _as_keep(attn_mask, query.dtype), causal
@@ -320,14 +303,14 @@ class MultiHeadAttention(nn.Module):
 
     def forward(
         self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
+        query: Shaped("B T_q d_model", floating=True, dtype_of="module"),
+        key: Shaped("B T_k kdim", floating=True, dtype_of="module"),
+        value: Shaped("B T_k vdim", floating=True, dtype_of="module"),
         key_padding_mask: torch.Tensor | None = None,
-        need_weights: bool = True,
+        need_weights: Flag = True,
         attn_mask: torch.Tensor | None = None,
-        average_attn_weights: bool = True,
-        is_causal: bool = False,
+        average_attn_weights: Flag = True,
+        is_causal: Flag = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Return ``(output, weights)`` (shapes in the class docstring).
 
@@ -341,10 +324,7 @@ class MultiHeadAttention(nn.Module):
             is_causal: also apply the causal mask (query :math:`i` sees keys
                 :math:`j \\le i`); unlike torch, needs no ``attn_mask``.
         """
-        mask = self._check_forward(
-            query, key, value, key_padding_mask, need_weights, attn_mask,
-            average_attn_weights, is_causal,
-        )
+        mask = self._mask(query, key, key_padding_mask, attn_mask, is_causal)
         output, weights = self._attend(query, key, value, mask)
         if not need_weights:
             return output, None

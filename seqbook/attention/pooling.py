@@ -14,8 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_input, check_tensor
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import PositiveInt, Shaped, TensorOf, check_signatures
 from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AttentionPooling"]
@@ -63,14 +62,12 @@ class AttentionPooling(nn.Module):
         self.w = nn.Linear(hidden_size, 1, bias=False)
 
     def forward(
-        self, bags: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        bags: Shaped("B N input_size", floating=True, dtype_of="module"),
+        mask: TensorOf(2) | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(pooled, weights)`` for each bag (shapes in the class docstring)."""
-        check_input(
-            "bags", bags, self, ndim=3, size=self.input_size, what="input_size"
-        )
         if mask is not None:
-            check_tensor("mask", mask, ndim=2)
             check_mask("mask", mask, bags.shape[:2], of="bags (B, N)")
         # (B, N)  (eq-attn-bag)
         scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)
