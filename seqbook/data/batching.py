@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from typing import Annotated
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from seqbook._checks import check_int
-from seqbook._contracts import Real, TensorOf, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, Real, TensorOf, check_signatures
 
 __all__ = ["pad_batch", "lengths_to_mask"]
 
 
 def lengths_to_mask(
     lengths: TensorOf(1, floating=False),
-    max_len: int | None = None,
+    max_len: NonNegativeInt | None = None,
 ) -> torch.Tensor:
     """Boolean mask that is True at the real (non-padding) positions.
 
@@ -41,7 +41,6 @@ def lengths_to_mask(
     longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is None:
         max_len = longest
-    check_int("max_len", max_len)
     if max_len < longest:
         raise ValueError(f"max_len must be >= the longest of lengths ({longest}), got {max_len}")
     return _lengths_to_mask(lengths, max_len)
@@ -53,8 +52,20 @@ def _lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
 
 
+def _check_sequences(name: str, sequences: object) -> Sequence:
+    """A non-empty list (not a str, not a tensor); its items are checked as they are
+    converted to tensors."""
+    if isinstance(sequences, (str, torch.Tensor)) or not isinstance(sequences, Sequence):
+        raise TypeError(f"{name} must be a list of sequences (lists of ids or tensors), "
+                        f"got {type(sequences).__name__}")
+    if len(sequences) == 0:
+        raise ValueError(f"{name} must contain at least one sequence, got an empty list")
+    return sequences
+
+
 def pad_batch(
-    sequences: Sequence[Sequence[int] | torch.Tensor], pad_value: Real = 0
+    sequences: Annotated[Sequence[Sequence[int] | torch.Tensor], Check(_check_sequences)],
+    pad_value: Real = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Stack sequences of different lengths into one padded, batch-first tensor.
 
@@ -77,11 +88,6 @@ def pad_batch(
         >>> lengths.tolist(), mask.sum().item()
         ([3, 1], 4)
     """
-    if isinstance(sequences, (str, torch.Tensor)) or not isinstance(sequences, Sequence):
-        raise TypeError("sequences must be a list of sequences (lists of ids or tensors), "
-                        f"got {type(sequences).__name__}")
-    if len(sequences) == 0:
-        raise ValueError("sequences must contain at least one sequence, got an empty list")
     tensors = []
     for b, seq in enumerate(sequences):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (Iterable, torch.Tensor)):

@@ -11,20 +11,40 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Annotated
 
-from seqbook._contracts import NonNegativeInt, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, check_signatures
 
 __all__ = ["learn_bpe", "apply_bpe"]
+
+
+def _check_word(name: str, word: object) -> str:
+    if not isinstance(word, str) or not word:
+        raise TypeError(f"{name} must be a non-empty str, got {word!r}")
+    return word
 
 
 def _check_words(name: str, words: object) -> list[str]:
     if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
         raise TypeError(f"{name} must be a list of str words, got {type(words).__name__}")
-    out = list(words)
-    for i, word in enumerate(out):
-        if not isinstance(word, str) or not word:
-            raise TypeError(f"{name}[{i}] must be a non-empty str, got {word!r}")
-    return out
+    return [_check_word(f"{name}[{i}]", word) for i, word in enumerate(words)]
+
+
+def _check_merges(name: str, merges: object) -> list[tuple[str, str]]:
+    if isinstance(merges, (str, bytes)) or not isinstance(merges, Iterable):
+        raise TypeError(f"{name} must be a list of (str, str) pairs, got {type(merges).__name__}")
+    merges = list(merges)
+    for i, pair in enumerate(merges):
+        if not (
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        ):
+            raise TypeError(f"{name}[{i}] must be a (str, str) pair, got {pair!r}")
+    return merges
+
+
+Word = Annotated[str, Check(_check_word)]  # a non-empty str
+Words = Annotated[Sequence[str], Check(_check_words)]  # a list of non-empty str
+Merges = Annotated[Sequence[tuple[str, str]], Check(_check_merges)]  # (str, str) pairs
 
 
 def _merge(symbols: list[str], pair: tuple[str, str]) -> list[str]:
@@ -40,7 +60,7 @@ def _merge(symbols: list[str], pair: tuple[str, str]) -> list[str]:
     return merged
 
 
-def learn_bpe(words: Sequence[str], num_merges: NonNegativeInt) -> list[tuple[str, str]]:
+def learn_bpe(words: Words, num_merges: NonNegativeInt) -> list[tuple[str, str]]:
     r"""Learn up to ``num_merges`` byte-pair merges from a list of words.
 
     Each word starts as its characters. At every step the adjacent pair of symbols that
@@ -65,7 +85,6 @@ def learn_bpe(words: Sequence[str], num_merges: NonNegativeInt) -> list[tuple[st
         >>> learn_bpe(words, num_merges=3)       # e s: 9 times, es t: 9, l o: 7
         [('e', 's'), ('es', 't'), ('l', 'o')]
     """
-    words = _check_words("words", words)
     vocab = Counter(tuple(word) for word in words)  # symbols -> count
     merges: list[tuple[str, str]] = []
     for _ in range(num_merges):
@@ -84,7 +103,7 @@ def learn_bpe(words: Sequence[str], num_merges: NonNegativeInt) -> list[tuple[st
     return merges
 
 
-def apply_bpe(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
+def apply_bpe(word: Word, merges: Merges) -> list[str]:
     """Split ``word`` into subword tokens by applying ``merges`` in their learned order.
 
     Args:
@@ -99,16 +118,8 @@ def apply_bpe(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
         >>> apply_bpe("lowest", learn_bpe(words, num_merges=3))
         ['lo', 'w', 'est']
     """
-    if not isinstance(word, str) or not word:
-        raise TypeError(f"word must be a non-empty str, got {word!r}")
-    if isinstance(merges, (str, bytes)) or not isinstance(merges, Iterable):
-        raise TypeError(f"merges must be a list of (str, str) pairs, got {type(merges).__name__}")
     symbols = list(word)
-    for i, pair in enumerate(merges):
-        if not (
-            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
-        ):
-            raise TypeError(f"merges[{i}] must be a (str, str) pair, got {pair!r}")
+    for pair in merges:
         symbols = _merge(symbols, pair)
     return symbols
 

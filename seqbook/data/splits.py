@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
-from seqbook._checks import check_callable
-from seqbook._contracts import NonNegativeInt, NonNegativeReal, check_signatures
+from seqbook._contracts import (
+    CallableAs,
+    Check,
+    NonNegativeInt,
+    NonNegativeReal,
+    check_signatures,
+)
 
 __all__ = ["Splits", "split_dataset"]
 
@@ -31,12 +36,18 @@ class Splits(Generic[T]):
         return len(self.train), len(self.valid), len(self.test)
 
 
+def _check_items(name: str, items: object) -> Sequence:
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise TypeError(f"{name} must be a sequence (e.g. a list), got {type(items).__name__}")
+    return items
+
+
 def split_dataset(
-    items: Sequence[T],
+    items: Annotated[Sequence[T], Check(_check_items)],
     valid_fraction: NonNegativeReal = 0.1,
     test_fraction: NonNegativeReal = 0.1,
     seed: NonNegativeInt = 0,
-    stratify: Callable[[T], Hashable] | None = None,
+    stratify: CallableAs("stratify(item)", nargs=1) | None = None,
 ) -> Splits[T]:
     """Shuffle ``items`` with ``seed`` and cut them into disjoint train/valid/test lists.
 
@@ -53,15 +64,11 @@ def split_dataset(
         >>> len(train), len(valid), len(test), sorted(train + valid + test) == list(range(10))
         (6, 2, 2, True)
     """
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise TypeError(f"items must be a sequence (e.g. a list), got {type(items).__name__}")
     if valid_fraction + test_fraction >= 1:
         raise ValueError(
             "valid_fraction + test_fraction must be < 1 so that training data remains, "
             f"got {valid_fraction} + {test_fraction}"
         )
-    if stratify is not None:
-        check_callable("stratify", stratify, signature="stratify(item)", nargs=1)
     groups: dict[Hashable, list[T]] = defaultdict(list)
     for item in items:
         groups[stratify(item) if stratify else None].append(item)

@@ -14,9 +14,9 @@ import importlib
 import random
 import warnings
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
-from seqbook._contracts import NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, PositiveInt, check_signatures
 from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["Surname", "SURNAME_LOCALES", "surnames"]
@@ -61,8 +61,21 @@ def _locale_surnames(locale: str) -> frozenset[str]:
     return frozenset(name.strip() for name in names if name.strip())
 
 
+def _check_languages(name: str, languages: object) -> list[str] | tuple[str, ...]:
+    """A non-empty list of labels of :data:`SURNAME_LOCALES`."""
+    if (isinstance(languages, str) or not isinstance(languages, (list, tuple))
+            or not languages or not all(isinstance(lang, str) for lang in languages)):
+        raise TypeError(f"{name} must be a non-empty list of names, got {languages!r:.60}")
+    unknown = [lang for lang in languages if lang not in SURNAME_LOCALES]
+    if unknown:
+        raise ValueError(
+            f"{name} has unknown entries {unknown}; choose from {sorted(SURNAME_LOCALES)}"
+        )
+    return languages
+
+
 def surnames(
-    languages: list[str] | None = None,
+    languages: Annotated[list[str], Check(_check_languages)] | None = None,
     per_language: PositiveInt = 180,
     valid_fraction: float = 0.1,
     test_fraction: float = 0.1,
@@ -91,15 +104,6 @@ def surnames(
     """
     if languages is None:
         languages = list(SURNAME_LOCALES)
-    if (isinstance(languages, str) or not isinstance(languages, (list, tuple))
-            or not languages or not all(isinstance(lang, str) for lang in languages)):
-        raise TypeError(f"languages must be a non-empty list of names, got {languages!r:.60}")
-    unknown = [lang for lang in languages if lang not in SURNAME_LOCALES]
-    if unknown:
-        raise ValueError(
-            f"languages has unknown entries {unknown}; choose from {sorted(SURNAME_LOCALES)}"
-        )
-
     pools = {lang: _locale_surnames(SURNAME_LOCALES[lang]) for lang in languages}
     examples: list[Surname] = []
     rng = random.Random(seed)

@@ -6,10 +6,11 @@ import numbers
 import re
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
+from typing import Annotated
 
 import torch
 
-from seqbook._contracts import Flag, OneOf, PositiveInt, check_signatures
+from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt, check_signatures
 
 __all__ = ["Vocab", "tokenize"]
 
@@ -18,7 +19,9 @@ __all__ = ["Vocab", "tokenize"]
 _WORD_PATTERN = re.compile(r"\w+|[^\w\s]")
 
 
-def tokenize(text: str, level: OneOf('char', 'word') = "char") -> list[str]:
+def tokenize(
+    text: InstanceOf(str, what="a str"), level: OneOf('char', 'word') = "char"
+) -> list[str]:
     """Split ``text`` into tokens at the character or the word level.
 
     Args:
@@ -32,14 +35,28 @@ def tokenize(text: str, level: OneOf('char', 'word') = "char") -> list[str]:
         >>> tokenize("abc")
         ['a', 'b', 'c']
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
     if level == "char":
         return list(text)
     return _WORD_PATTERN.findall(text)
 
 
-def _check_tokens(name: str, tokens: object) -> None:
+def _check_iterable(name: str, value: object, *, of: str, hint: str = "") -> Iterable:
+    """An iterable of ``of`` (not a str or bytes; ``hint`` follows the message for a str)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be an iterable of {of}, got {type(value).__name__}"
+                        f"{hint if isinstance(value, str) else ''}")
+    return value
+
+
+def _check_tokens(name: str, tokens: object) -> Sequence:
+    """A sequence of tokens, not a str of several characters (which would be split)."""
+    if isinstance(tokens, str) and len(tokens) != 1:
+        raise TypeError(f"{name} must be a sequence of tokens, got the str {tokens!r}; "
+                        "tokenize it first")
+    return tokens
+
+
+def _check_hashable_tokens(name: str, tokens: object) -> None:
     """A TypeError naming ``name`` unless ``tokens`` is an iterable of hashable tokens."""
     if not isinstance(tokens, Iterable):
         raise TypeError(f"{name} must be a sequence of tokens, got {type(tokens).__name__}")
@@ -47,6 +64,12 @@ def _check_tokens(name: str, tokens: object) -> None:
         if not isinstance(token, Hashable):
             raise TypeError(f"{name} must hold hashable tokens (str), got {token!r:.40} "
                             f"({type(token).__name__})")
+
+
+Corpus = Annotated[Iterable[Sequence[str]], Check(
+    _check_iterable, of="token sequences", hint="; wrap it, e.g. Vocab([tokenize(text)])")]
+Tokens = Annotated[Sequence[str], Check(_check_tokens)]
+Ids = Annotated[Iterable[int], Check(_check_iterable, of="int ids")]
 
 
 class Vocab:
@@ -72,26 +95,15 @@ class Vocab:
     PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
     SPECIALS = (PAD, BOS, EOS, UNK)
 
-    def __init__(self, corpus: Iterable[Sequence[str]], min_freq: PositiveInt = 1) -> None:
+    def __init__(self, corpus: Corpus, min_freq: PositiveInt = 1) -> None:
         self.min_freq = min_freq
-        if isinstance(corpus, str):
-            raise TypeError("corpus must be an iterable of token sequences, got a single str; "
-                            "wrap it, e.g. Vocab([tokenize(text)])")
-        if not isinstance(corpus, Iterable):
-            raise TypeError(
-                f"corpus must be an iterable of token sequences, got {type(corpus).__name__}"
-            )
         counts: Counter[str] = Counter()
         for position, tokens in enumerate(corpus):
-            if isinstance(tokens, str) and len(tokens) != 1:
-                # A str of length > 1 would be silently split into characters.
-                raise TypeError(
-                    f"corpus[{position}] must be a sequence of tokens, got the str {tokens!r}"
-                )
+            _check_tokens(f"corpus[{position}]", tokens)  # a str would be split
             try:
                 counts.update(tokens)
             except TypeError:  # not iterable, or an unhashable token: say which
-                _check_tokens(f"corpus[{position}]", tokens)
+                _check_hashable_tokens(f"corpus[{position}]", tokens)
                 raise
         for special in self.SPECIALS:
             counts.pop(special, None)
@@ -126,24 +138,17 @@ class Vocab:
         """All tokens, in id order (specials first)."""
         return list(self._id_to_token)
 
-    def encode(
-        self, tokens: Sequence[str], add_bos: Flag = False, add_eos: Flag = False
-    ) -> list[int]:
+    def encode(self, tokens: Tokens, add_bos: Flag = False, add_eos: Flag = False) -> list[int]:
         """Map tokens to ids, optionally framed by ``<bos>`` and ``<eos>``."""
-        if isinstance(tokens, str) and len(tokens) != 1:
-            raise TypeError(f"tokens must be a sequence of tokens, got the str {tokens!r}; "
-                            "tokenize it first")
         try:
             ids = [self[token] for token in tokens]
         except TypeError:  # not iterable, or an unhashable token: say which
-            _check_tokens("tokens", tokens)
+            _check_hashable_tokens("tokens", tokens)
             raise
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
 
-    def decode(self, ids: Iterable[int], skip_specials: Flag = True) -> list[str]:
+    def decode(self, ids: Ids, skip_specials: Flag = True) -> list[str]:
         """Map ids back to tokens; stops at the first ``<eos>`` when skipping specials."""
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            raise TypeError(f"ids must be an iterable of int ids, got {type(ids).__name__}")
         tokens = []
         for i in ids:
             if isinstance(i, torch.Tensor) and i.numel() == 1 and not i.is_floating_point():
