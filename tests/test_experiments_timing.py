@@ -25,7 +25,7 @@ from seqbook.experiments import (
 
 @pytest.mark.slow  # the flop counter's first use takes seconds (it loads its rules)
 def test_count_flops_counts_matrix_products_exactly():
-    with pytest.raises(TypeError, match="fn must be a function"):
+    with pytest.raises(TypeError, match="fn must be callable as a function without arguments"):
         count_flops(3)
     a, b = torch.randn(3, 4), torch.randn(4, 5)
     assert count_flops(lambda: a @ b) == 2 * 3 * 4 * 5

@@ -1,4 +1,4 @@
-"""What the experiment modules share: the ignore label and the generator check."""
+"""What the experiment modules share: the ignore label and the generator contract."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ from contextlib import contextmanager
 
 import torch
 
+from seqbook._contracts import InstanceOf
+
 #: Target of a step without a loss, as ``F.cross_entropy``'s default ``ignore_index``.
 IGNORE = -100
 
 
-def check_generator(generator: object) -> torch.Generator:
-    """``generator`` if it is a ``torch.Generator`` (the tasks draw only from it)."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator (e.g. torch.Generator()"
-                        f".manual_seed(0)), got {type(generator).__name__}")
-    return generator
+#: A task's generator: a ``torch.Generator``, never None (the tasks draw only from it).
+Generator = InstanceOf(torch.Generator, what="a torch.Generator (e.g. torch.Generator()"
+                       ".manual_seed(0))")
 
 
 @contextmanager

@@ -19,21 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
-from seqbook._contracts import TensorOf, check_signatures
+from seqbook._checks import check_tensor
+from seqbook._contracts import InstanceOf, PositiveInt, TensorOf, check_signatures
 from seqbook.experiments._common import IGNORE
 
 __all__ = ["LastOutputClassifier", "StepClassifier", "classify_loss", "accuracy"]
-
-
-def _check_layer(recurrent: object) -> nn.Module:
-    if not isinstance(recurrent, nn.Module):
-        raise TypeError(f"recurrent must be a torch.nn.Module, got {type(recurrent).__name__}")
-    if getattr(recurrent, "batch_first", True) is not True:
-        raise ValueError(
-            "recurrent must be batch-first (batch_first=True), as the book's layers are"
-        )
-    return recurrent
 
 
 class LastOutputClassifier(nn.Module):
@@ -61,13 +51,18 @@ class LastOutputClassifier(nn.Module):
         torch.Size([5, 2])
     """
 
-    def __init__(self, recurrent: nn.Module, hidden_size: int, num_classes: int) -> None:
+    def __init__(
+        self,
+        recurrent: InstanceOf(nn.Module, what="a torch.nn.Module"),
+        hidden_size: PositiveInt,
+        num_classes: PositiveInt,
+    ) -> None:
         super().__init__()
-        self.rnn = _check_layer(recurrent)
-        self.readout = nn.Linear(
-            check_positive_int("hidden_size", hidden_size),
-            check_positive_int("num_classes", num_classes),
-        )
+        if getattr(recurrent, "batch_first", True) is not True:
+            raise ValueError("recurrent must be batch-first (batch_first=True), "
+                             "as the book's layers are")
+        self.rnn = recurrent
+        self.readout = nn.Linear(hidden_size, num_classes)
 
     def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
         return self.readout(self.rnn(x)[0][:, -1])  # (B, C)

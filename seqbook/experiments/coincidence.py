@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_positive_int, check_real
-from seqbook._contracts import PositiveInt, check_signatures
-from seqbook.experiments._common import check_generator
+from seqbook._contracts import PositiveInt, RealIn, check_signatures
+from seqbook.experiments._common import Generator
 
 __all__ = ["CoincidenceTask"]
 
@@ -50,13 +49,11 @@ class CoincidenceTask:
         True
     """
 
-    length: int = 40  # T, steps per sequence
-    p_on: float = 0.2  # chance that a feature is on at a step
+    length: PositiveInt = 40  # T, steps per sequence
+    p_on: RealIn(0.0, 1.0, strict_min=True) = 0.2  # chance that a feature is on at a step
 
     def __post_init__(self) -> None:
-        check_positive_int("length", self.length)
-        check_real("p_on", self.p_on, min_value=0.0, strict_min=True, max_value=1.0)
-        if self.p_on >= 1.0:
+        if self.p_on == 1.0:
             raise ValueError(f"p_on must be in (0, 1), got {self.p_on}")
 
     @property
@@ -72,10 +69,9 @@ class CoincidenceTask:
     def __call__(
         self,
         batch: PositiveInt,
-        generator: torch.Generator,
+        generator: Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """A fresh batch drawn from ``generator``: ``(x, y)``."""
-        check_generator(generator)
         T = self.length
         x = (torch.rand(batch, T, 3, generator=generator) < self.p_on).float()  # (B, T, 3)
         x[:, :, 1] -= x[:, :, 0] * x[:, :, 1]  # no chance coincidences

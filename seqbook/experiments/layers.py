@@ -18,17 +18,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice, check_real
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._checks import check_real
+from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt, Real, check_signatures
 from seqbook.recurrent import GRU, LSTM, chrono_init
 
 __all__ = ["LayerSpec", "recurrent_layer"]
 
 KINDS = ("rnn", "gru", "lstm")
+
+
+def _check_finite(name: str, value: object) -> float:
+    """A finite real number (a gate bias), as a float."""
+    value = check_real(name, value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+FiniteReal = Annotated[float, Check(_check_finite)]
 
 
 @dataclass(frozen=True)
@@ -60,21 +72,14 @@ class LayerSpec:
         'LSTM, chrono T_max = 100'
     """
 
-    kind: str  # "rnn", "gru" or "lstm"
-    forget_gate: bool = True  # LSTM: False is the 1997 LSTM
-    input_gate_bias: float = 0.0  # LSTM: added to b_i
-    forget_gate_bias: float = 0.0  # LSTM with forget gate: added to b_f
-    update_gate_bias: float = 0.0  # GRU: added to b_z
-    chrono_t_max: float = 0.0  # LSTM with forget gate: chrono initialisation if > 0
+    kind: OneOf(*KINDS)  # "rnn", "gru" or "lstm"
+    forget_gate: Flag = True  # LSTM: False is the 1997 LSTM
+    input_gate_bias: FiniteReal = 0.0  # LSTM: added to b_i
+    forget_gate_bias: FiniteReal = 0.0  # LSTM with forget gate: added to b_f
+    update_gate_bias: FiniteReal = 0.0  # GRU: added to b_z
+    chrono_t_max: Real = 0.0  # LSTM with forget gate: chrono initialisation if > 0
 
     def __post_init__(self) -> None:
-        check_choice("kind", self.kind, KINDS)
-        if not isinstance(self.forget_gate, bool):
-            raise TypeError(f"forget_gate must be a bool, got {self.forget_gate!r}")
-        for name in ("input_gate_bias", "forget_gate_bias", "update_gate_bias"):
-            value = check_real(name, getattr(self, name))
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value}")
         lstm_only = {
             "input_gate_bias": self.input_gate_bias,
             "forget_gate_bias": self.forget_gate_bias,
@@ -86,7 +91,7 @@ class LayerSpec:
             raise ValueError("forget_gate_bias needs forget_gate=True (the 1997 LSTM has none)")
         if self.kind != "gru" and self.update_gate_bias:
             raise ValueError(f"update_gate_bias is a GRU option; got kind={self.kind!r}")
-        chrono = check_real("chrono_t_max", self.chrono_t_max)
+        chrono = self.chrono_t_max
         if chrono:
             if not (math.isfinite(chrono) and chrono >= 2):
                 raise ValueError(
@@ -124,7 +129,7 @@ class LayerSpec:
 
 
 def recurrent_layer(
-    spec: LayerSpec,
+    spec: InstanceOf(LayerSpec),
     input_size: PositiveInt,
     hidden_size: PositiveInt,
 ) -> nn.Module:
@@ -151,8 +156,6 @@ def recurrent_layer(
         >>> bool((b_f > 0.7).all())
         True
     """
-    if not isinstance(spec, LayerSpec):
-        raise TypeError(f"spec must be a LayerSpec, got {type(spec).__name__}")
     D = input_size
     H = hidden_size
     if spec.kind == "rnn":

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from seqbook._checks import check_positive_int
-from seqbook._contracts import NonNegativeInt, check_signatures
+from seqbook._contracts import NonNegativeInt, PositiveInt, check_signatures
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.classifier import LastOutputClassifier
 from seqbook.experiments.first_symbol import FirstSymbolTask
@@ -49,7 +49,7 @@ __all__ = [
 
 def long_lag_run(
     spec: LayerSpec,
-    T: int,
+    T: PositiveInt,
     seed: NonNegativeInt,
     hidden_size: int = 32,
     max_steps: int = 150,
@@ -86,7 +86,7 @@ def long_lag_run(
         >>> result.steps, 0.0 <= result.accuracy <= 1.0
         (25, True)
     """
-    task = FirstSymbolTask(check_positive_int("T", T))
+    task = FirstSymbolTask(T)
     with one_thread():
         seed_everything(seed)
         layer = recurrent_layer(spec, task.input_size, hidden_size)

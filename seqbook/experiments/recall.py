@@ -25,9 +25,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_int, check_positive_int
+from seqbook._checks import check_int
 from seqbook._contracts import PositiveInt, PositiveReal, check_signatures
-from seqbook.experiments._common import IGNORE, check_generator, one_thread
+from seqbook.experiments._common import IGNORE, Generator, one_thread
 from seqbook.language_model.mixers import MIXERS, MixerLM, state_floats
 from seqbook.utils import seed_everything, seeded_generator
 
@@ -78,9 +78,9 @@ class AssociativeRecallTask:
         self.num_values = num_values
         self.vocab_size = num_keys + num_values
 
-    def __call__(self, batch: int,
-                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._draw(check_positive_int("batch", batch), check_generator(generator))
+    def __call__(self, batch: PositiveInt,
+                 generator: Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._draw(batch, generator)
 
     def _draw(self, batch: int,
               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._contracts import PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import CallableAs, InstanceOf, PositiveInt, TensorOf, check_signatures
 
 __all__ = ["fastest_cpu_times", "forward_backward", "forward_backward_ms", "count_flops"]
 
@@ -62,7 +62,10 @@ def fastest_cpu_times(
     return best
 
 
-def forward_backward(module: nn.Module, x: TensorOf(floating=True)) -> Callable[[], None]:
+def forward_backward(
+    module: InstanceOf(nn.Module, what="a torch.nn.Module"),
+    x: TensorOf(floating=True),
+) -> Callable[[], None]:
     r"""A function running ``module(x)`` and back-propagating the sum of its outputs.
 
     .. math::
@@ -78,9 +81,6 @@ def forward_backward(module: nn.Module, x: TensorOf(floating=True)) -> Callable[
         >>> run = forward_backward(nn.GRU(2, 3, batch_first=True), torch.randn(1, 4, 2))
         >>> run()
     """
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-
     def run() -> None:
         module(x)[0].sum().backward()
 
@@ -103,7 +103,7 @@ def forward_backward_ms(module: nn.Module, x: torch.Tensor, repeats: int = 3) ->
     return 1e3 * seconds
 
 
-def count_flops(fn: Callable[[], object]) -> int:
+def count_flops(fn: CallableAs("a function without arguments", nargs=0)) -> int:
     """Floating-point operations of ``fn()``, counted by PyTorch's ``FlopCounterMode``.
 
     Only the operations the counter knows (matrix products, convolutions, attention)
@@ -114,8 +114,6 @@ def count_flops(fn: Callable[[], object]) -> int:
         >>> count_flops(lambda: torch.randn(4, 5) @ torch.randn(5, 6))   # 2 * 4 * 5 * 6
         240
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be a function without arguments, got {fn!r}")
     with FlopCounterMode(display=False) as counter:
         fn()
     return counter.get_total_flops()

@@ -10,21 +10,29 @@ set, so the stopping rule does not flatter it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_real
-from seqbook._contracts import NonNegativeInt, PositiveInt, PositiveReal, RealIn, check_signatures
+from seqbook._checks import check_int
+from seqbook._contracts import (
+    CallableAs,
+    InstanceOf,
+    NonNegativeInt,
+    PositiveInt,
+    PositiveReal,
+    RealIn,
+    check_signatures,
+)
 from seqbook.experiments.classifier import accuracy, classify_loss
 from seqbook.train import _fit
 from seqbook.utils import seeded_generator
 
 __all__ = ["SolveResult", "train_until_solved"]
 
-Task = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
+#: A task: ``task(batch, generator) -> (x, y)``, e.g. a FirstSymbolTask.
+Task = CallableAs("task(batch, generator)", nargs=2)
 
 #: Seeds of the validation and test sets: the same sets for every run and every seed.
 VALID_SEED, TEST_SEED = 1000, 2000
@@ -44,17 +52,17 @@ class SolveResult:
 
 
 def train_until_solved(
-    model: nn.Module,
+    model: InstanceOf(nn.Module, what="a torch.nn.Module"),
     task: Task,
     seed: NonNegativeInt,
     max_steps: int = 150,
     lr: PositiveReal = 0.01,
     target: RealIn(0.0, 1.0, strict_min=True) = 0.99,
     check_every: PositiveInt = 25,
-    batch_size: int = 64,
-    valid_size: int = 500,
-    test_size: int = 2000,
-    clip: float | None = 1.0,
+    batch_size: PositiveInt = 64,
+    valid_size: PositiveInt = 500,
+    test_size: PositiveInt = 2000,
+    clip: PositiveReal | None = 1.0,
 ) -> SolveResult:
     r"""Adam in rounds of ``check_every`` steps until ``target`` validation accuracy.
 
@@ -96,16 +104,7 @@ def train_until_solved(
         >>> result.steps, 0.0 <= result.accuracy <= 1.0
         (25, True)
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(task):
-        raise TypeError(f"task must be callable as task(batch, generator), got {task!r}")
     max_steps = check_int("max_steps", max_steps, min_value=check_every)
-    for name, value in (
-        ("batch_size", batch_size), ("valid_size", valid_size), ("test_size", test_size)
-    ):
-        check_positive_int(name, value)
-    clip = None if clip is None else check_real("clip", clip, min_value=0.0, strict_min=True)
 
     generator = seeded_generator(seed)
     x_valid, y_valid = task(valid_size, seeded_generator(VALID_SEED))

@@ -34,9 +34,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, check_positive_int, check_tensor
-from seqbook._contracts import NonNegativeInt, PositiveInt, TensorOf, check_signatures
-from seqbook.experiments._common import check_generator, one_thread
+from seqbook._checks import check_int, check_tensor
+from seqbook._contracts import (
+    Flag,
+    InstanceOf,
+    NonNegativeInt,
+    PositiveInt,
+    TensorOf,
+    check_signatures,
+)
+from seqbook.experiments._common import Generator, one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.train import fit
 from seqbook.utils import seed_everything, seeded_generator
@@ -93,18 +100,14 @@ class ValueStreamTask:
     """
 
     length: int = 120  # T, steps per stream
-    min_gap: int = 10  # shortest episode
+    min_gap: PositiveInt = 10  # shortest episode
     max_gap: int = 20  # longest episode
-    num_distractors: int = 4  # M, distractor symbols
-    continual: bool = True  # False: one episode per stream (a reset before each)
+    num_distractors: PositiveInt = 4  # M, distractor symbols
+    continual: Flag = True  # False: one episode per stream (a reset before each)
 
     def __post_init__(self) -> None:
-        check_positive_int("min_gap", self.min_gap)
         check_int("max_gap", self.max_gap, min_value=self.min_gap)
         check_int("length", self.length, min_value=self.max_gap + 1)
-        check_positive_int("num_distractors", self.num_distractors)
-        if not isinstance(self.continual, bool):
-            raise TypeError(f"continual must be a bool, got {self.continual!r}")
 
     @property
     def input_size(self) -> int:
@@ -114,10 +117,9 @@ class ValueStreamTask:
     def __call__(
         self,
         batch: PositiveInt,
-        generator: torch.Generator,
+        generator: Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """A fresh batch of streams drawn from ``generator``: ``(x, y)``."""
-        check_generator(generator)
         T, M = self.length, self.num_distractors
         distractors = torch.randint(0, M, (batch, T), generator=generator)  # (B, T)
         x = torch.cat([torch.zeros(batch, T, 2), F.one_hot(distractors, M).float()], dim=2)
@@ -157,12 +159,14 @@ class StepRegressor(nn.Module):
         torch.Size([2, 30])
     """
 
-    def __init__(self, recurrent: nn.Module, hidden_size: int) -> None:
+    def __init__(
+        self,
+        recurrent: InstanceOf(nn.Module, what="a torch.nn.Module"),
+        hidden_size: PositiveInt,
+    ) -> None:
         super().__init__()
-        if not isinstance(recurrent, nn.Module):
-            raise TypeError(f"recurrent must be a torch.nn.Module, got {type(recurrent).__name__}")
         self.rnn = recurrent
-        self.readout = nn.Linear(check_positive_int("hidden_size", hidden_size), 1)
+        self.readout = nn.Linear(hidden_size, 1)
 
     def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
         return self.readout(self.rnn(x)[0])[..., 0]  # (B, T)
@@ -239,7 +243,7 @@ class ValueStreamRecord:
 
 
 def value_stream_run(
-    spec: LayerSpec,
+    spec: InstanceOf(LayerSpec),
     seed: NonNegativeInt,
     steps: PositiveInt = 300,
     train_length: int = 120,
@@ -278,8 +282,6 @@ def value_stream_run(
         >>> record.label, record.steps, isinstance(model, StepRegressor)
         ('LSTM', 2, True)
     """
-    if not isinstance(spec, LayerSpec):
-        raise TypeError(f"spec must be a LayerSpec, got {type(spec).__name__}")
     task = ValueStreamTask(train_length)
     long_task = ValueStreamTask(long_length)
     episodes = ValueStreamTask(task.max_gap + 1, continual=False)
