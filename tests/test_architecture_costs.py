@@ -46,7 +46,7 @@ def test_causal_convolution_reads_exactly_its_taps():
 
 def test_causal_convolution_bad_input():
     conv = CausalConvolution(4)
-    with pytest.raises(ValueError, match="x must have d=4 features"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, n, d\) with d = 4"):
         conv(torch.randn(1, 5, 3))
     with pytest.raises(ValueError, match="x must have 3 dimensions"):
         conv(torch.randn(5, 4))

@@ -16,12 +16,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import (
-    check_last_dim,
-    check_positive_int,
-    check_tensor,
+from seqbook._contracts import (
+    Flag,
+    InstanceOf,
+    IntAtLeast,
+    PositiveInt,
+    Shaped,
+    TensorOf,
+    check_signatures,
 )
-from seqbook._contracts import Flag, IntAtLeast, PositiveInt, TensorOf, check_signatures
 from seqbook.attention import MultiHeadAttention, causal_mask
 
 __all__ = ["CausalConvolution", "SelfAttentionLayer", "convolution_stack", "attention_stack"]
@@ -71,8 +74,7 @@ class CausalConvolution(nn.Module):
         self.W = nn.Parameter(torch.empty(kernel_size, d, d).uniform_(-bound, bound))
         self.b = nn.Parameter(torch.empty(d).uniform_(-bound, bound))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_last_dim("x", check_tensor("x", x, ndim=3, floating=True), self.d, what="d")
+    def forward(self, x: Shaped("B n d", floating=True)) -> torch.Tensor:
         return self._convolve(x)
 
     def _convolve(self, x: torch.Tensor) -> torch.Tensor:
@@ -86,7 +88,9 @@ class CausalConvolution(nn.Module):
         return y
 
     @classmethod
-    def from_torch(cls, module: nn.Conv1d) -> "CausalConvolution":
+    def from_torch(
+        cls, module: InstanceOf(nn.Conv1d, what="a torch.nn.Conv1d")
+    ) -> "CausalConvolution":
         """A copy of an ``nn.Conv1d`` with ``in_channels == out_channels`` and a bias, in
         the module's training mode.
 
@@ -102,8 +106,6 @@ class CausalConvolution(nn.Module):
             >>> torch.allclose(ours(x), theirs, atol=1e-6)
             True
         """
-        if not isinstance(module, nn.Conv1d):
-            raise TypeError(f"module must be a torch.nn.Conv1d, got {type(module).__name__}")
         if module.in_channels != module.out_channels or module.bias is None:
             raise ValueError("module must map d channels to d channels and have a bias")
         if module.groups != 1 or module.stride != (1,):
@@ -140,9 +142,8 @@ class SelfAttentionLayer(nn.Module):
         (3, 5, 8)
     """
 
-    def __init__(self, d: int, num_heads: int = 4, causal: Flag = False) -> None:
+    def __init__(self, d: PositiveInt, num_heads: PositiveInt = 4, causal: Flag = False) -> None:
         super().__init__()
-        d, num_heads = check_positive_int("d", d), check_positive_int("num_heads", num_heads)
         if d % num_heads:
             raise ValueError(f"num_heads must divide d, got d={d} and num_heads={num_heads}")
         self.attention = MultiHeadAttention(d, num_heads)
