@@ -19,6 +19,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from seqbook._contracts import InstanceOf, check_signatures
+
 __all__ = ["SourceSnippet", "glue", "show_source"]
 
 
@@ -37,11 +39,7 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     Example:
         >>> glue("answer", 42)
     """
-    if (
-        not isinstance(name, str)
-        or not name
-        or not name.replace("_", "").replace("-", "").isalnum()
-    ):
+    if not (isinstance(name, str) and name.replace("_", "").replace("-", "").isalnum()):
         raise ValueError(f"name must be a non-empty identifier-like str, got {name!r}")
     value = _plain(value)
     try:
@@ -147,8 +145,8 @@ class SourceSnippet:
 
 def show_source(
     obj: Any,
-    start: str | None = None,
-    stop: str | None = None,
+    start: InstanceOf(str, what="a str or None") | None = None,
+    stop: InstanceOf(str, what="a str or None") | None = None,
     *,
     docstring: bool = False,
 ) -> SourceSnippet:
@@ -191,10 +189,6 @@ def show_source(
         raise TypeError(
             f"obj must be a function, method, property or class, got {type(obj).__name__}"
         )
-    if start is not None and not isinstance(start, str):
-        raise TypeError(f"start must be a str or None, got {type(start).__name__}")
-    if stop is not None and not isinstance(stop, str):
-        raise TypeError(f"stop must be a str or None, got {type(stop).__name__}")
 
     lines, first = inspect.getsourcelines(target)
     lines = [line.rstrip("\n") for line in lines]
@@ -281,3 +275,6 @@ def _find(lines: list[str], keep: list[int], text: str, begin: int, name: str, o
 def _longest_backtick_run(text: str) -> int:
     runs = re.findall(r"`+", text)
     return max((len(r) for r in runs), default=0)
+
+
+check_signatures(globals())
