@@ -26,7 +26,7 @@ GOOD = torch.randn(2, 3, 4)
 BAD_TOKENS = [
     ([[1.0]], TypeError, "must be a torch.Tensor"),
     (torch.randn(3, 4), ValueError, "must have 3 dimensions"),
-    (torch.randn(2, 3, 5), ValueError, r"D = 4"),
+    (torch.randn(2, 3, 5), ValueError, r"dim = 4"),
     (torch.randn(2, 1, 4), ValueError, r"N >= 2"),
     (torch.ones(2, 3, 4, dtype=torch.long), TypeError, "floating-point"),
     (torch.randn(2, 3, 4, dtype=torch.float64), TypeError, "float64.*float32"),
@@ -67,7 +67,7 @@ def test_the_argument_is_named(name):
 
 def test_layer_norm_input():
     norm = EnergyLayerNorm(4)
-    with pytest.raises(ValueError, match="x must have D = 4 features"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., dim\) with dim = 4"):
         norm(torch.randn(2, 5))
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
         norm.lagrangian([1.0, 2.0])
@@ -133,13 +133,13 @@ def _patches(B=2):
     "patches, visible, error, message",
     [
         (torch.rand(2, 49, 16), torch.ones(2, 49, dtype=torch.bool), ValueError,
-         r"patches must have shape \(B, 196, 4\)"),
+         r"patches must have shape \(B, num_tokens, a\) with num_tokens = 196"),
         ([0.5], None, TypeError, "patches must be a torch.Tensor"),
         (torch.rand(2, 196, 4, dtype=torch.float64), torch.ones(2, 196, dtype=torch.bool),
          TypeError, "patches has dtype torch.float64"),
         (torch.rand(2, 196, 4), torch.ones(2, 196), TypeError, "visible must be a boolean"),
         (torch.rand(2, 196, 4), torch.ones(3, 196, dtype=torch.bool), ValueError,
-         r"visible must have shape \(B, N\) = \(2, 196\)"),
+         r"visible must have shape \(B, num_tokens\) with B = 2 \(as in patches\)"),
         (torch.rand(2, 196, 4), torch.ones(2, 196, 1, dtype=torch.bool), ValueError,
          "visible must have 2 dimensions"),
     ],

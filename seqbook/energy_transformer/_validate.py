@@ -1,24 +1,32 @@
-"""Argument checks shared by the Energy Transformer's modules."""
+"""Argument contracts shared by the Energy Transformer's modules."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import torch
 
-from seqbook._checks import check_same_dtype, check_tensor
+from seqbook._contracts import Dims
 
 
-def check_tokens(name: str, value: object, dim: int, dtype: torch.dtype) -> torch.Tensor:
-    """``value`` if it is a floating ``(B, N, D)`` tensor with ``N >= 2`` tokens of ``dim``
-    features.
+class _Tokens(Dims):
+    """A configuration of tokens (see :class:`~seqbook._contracts.Dims`), with ``N >= 2``
+    finite tokens.
 
     A token never attends to itself, so a configuration needs at least two tokens; the
     dtype must be the parameters' (float64 input is computed in float64 only by a
     float64 module: ``module.double()``).
     """
-    value = check_tensor(name, value, ndim=3, floating=True)
-    if value.shape[-1] != dim or value.shape[1] < 2:
-        raise ValueError(f"{name} must have shape (B, N, D) with N >= 2 tokens of D = {dim} "
-                         f"features, got {tuple(value.shape)}")
-    if not torch.isfinite(value).all():
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return check_same_dtype(name, value, dtype, of="the module's parameters")
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        value = super().check_in(name, value, call, bound)
+        if value.shape[1] < 2:
+            raise ValueError(f"{name} must have shape (B, N, dim) with N >= 2 tokens, "
+                             f"got {tuple(value.shape)}")
+        if not torch.isfinite(value).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        return value
+
+
+#: Tokens ``(B, N, D)`` of the module's ``dim`` features and dtype, at least two, finite.
+Tokens = Annotated[torch.Tensor, _Tokens("B N dim", floating=True, dtype_of="module")]

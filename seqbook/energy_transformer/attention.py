@@ -32,9 +32,14 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_real
-from seqbook._contracts import NonNegativeReal, PositiveInt, check_signatures
-from seqbook.energy_transformer._validate import check_tokens
+from seqbook._contracts import (
+    NonNegativeReal,
+    PositiveInt,
+    PositiveReal,
+    RandomGenerator,
+    check_signatures,
+)
+from seqbook.energy_transformer._validate import Tokens
 
 __all__ = ["EnergyAttention"]
 
@@ -74,17 +79,15 @@ class EnergyAttention(nn.Module):
         dim: PositiveInt,
         num_heads: PositiveInt = 2,
         head_dim: PositiveInt = 8,
-        beta: float | None = None,
+        beta: PositiveReal | None = None,
         init_std: NonNegativeReal = 0.1,
-        generator: torch.Generator | None = None,
+        generator: RandomGenerator = None,
     ) -> None:
         super().__init__()
         self.dim = dim
         self.num_heads = num_heads
         self.head_dim = head_dim
-        if beta is None:
-            beta = 1 / math.sqrt(self.head_dim)
-        self.beta = check_real("beta", beta, min_value=0.0, strict_min=True)
+        self.beta = 1 / math.sqrt(self.head_dim) if beta is None else beta
         shape = (self.num_heads, self.head_dim, self.dim)
         W = torch.randn(shape, generator=generator) * init_std
         # Keys start equal to queries: W_K^T W_Q is then positive semi-definite and
@@ -103,18 +106,17 @@ class EnergyAttention(nn.Module):
         self_pair = torch.eye(N, dtype=torch.bool, device=g.device)  # B == C
         return K, Q, S.masked_fill(self_pair, float("-inf"))
 
-    def energy(self, g: torch.Tensor) -> torch.Tensor:
+    def energy(self, g: Tokens) -> torch.Tensor:
         """The attention energy of each configuration, eq. (eq-et-attention-energy)."""
-        return self._energy(check_tokens("g", g, self.dim, self.W_Q.dtype))
+        return self._energy(g)
 
-    def weights(self, g: torch.Tensor) -> torch.Tensor:
+    def weights(self, g: Tokens) -> torch.Tensor:
         r"""The attention weights :math:`\omega_{hCB}` (row: query :math:`C`)."""
-        g = check_tokens("g", g, self.dim, self.W_Q.dtype)
         return torch.softmax(self._scores(g)[2], dim=-1)  # (B, H, N, N)
 
-    def update(self, g: torch.Tensor) -> torch.Tensor:
+    def update(self, g: Tokens) -> torch.Tensor:
         """Minus the gradient of the energy, in closed form, eq. (eq-et-attention-update)."""
-        return self._update(check_tokens("g", g, self.dim, self.W_Q.dtype))
+        return self._update(g)
 
     def _energy(self, g: torch.Tensor) -> torch.Tensor:
         _, _, S = self._scores(g)

@@ -26,9 +26,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice
-from seqbook._contracts import NonNegativeInt, OneOf, PositiveInt, PositiveReal, check_signatures
-from seqbook.energy_transformer._validate import check_tokens
+from seqbook._contracts import (
+    NonNegativeInt,
+    NonNegativeReal,
+    OneOf,
+    PositiveInt,
+    PositiveReal,
+    RandomGenerator,
+    check_signatures,
+)
+from seqbook.energy_transformer._validate import Tokens
 from seqbook.energy_transformer.attention import EnergyAttention
 from seqbook.energy_transformer.hopfield import HopfieldNetwork
 from seqbook.energy_transformer.layer_norm import EnergyLayerNorm
@@ -74,13 +81,13 @@ class EnergyTransformer(nn.Module):
     def __init__(
         self,
         dim: PositiveInt,
-        num_heads: int = 2,
-        head_dim: int = 8,
-        num_memories: int = 64,
+        num_heads: PositiveInt = 2,
+        head_dim: PositiveInt = 8,
+        num_memories: PositiveInt = 64,
         hopfield: OneOf('relu', 'softmax') = "relu",
-        beta: float | None = None,
-        init_std: float = 0.1,
-        generator: torch.Generator | None = None,
+        beta: PositiveReal | None = None,
+        init_std: NonNegativeReal = 0.1,
+        generator: RandomGenerator = None,
     ) -> None:
         super().__init__()
         self.dim = dim
@@ -89,20 +96,17 @@ class EnergyTransformer(nn.Module):
         self.hopfield = HopfieldNetwork(dim, num_memories, hopfield, init_std=init_std,
                                         generator=generator)
 
-    def _check(self, name: str, x: object) -> torch.Tensor:
-        return check_tokens(name, x, self.dim, self.norm.delta.dtype)
-
     # ------------------------------------------------------------------ energy
-    def energy(self, x: torch.Tensor) -> torch.Tensor:
+    def energy(self, x: Tokens) -> torch.Tensor:
         """The energy :math:`E(\\mathbf g(\\mathbf x))` of each configuration, eq.
         (eq-et-energy)."""
-        return self._energy(self.norm._g(self._check("x", x)))
+        return self._energy(self.norm._g(x))
 
     def _energy(self, g: torch.Tensor) -> torch.Tensor:
         # (eq-et-energy)
         return self.attention._energy(g) + self.hopfield._energy(g)
 
-    def gradient(self, g: torch.Tensor, method: str = "closed") -> torch.Tensor:
+    def gradient(self, g: Tokens, method: OneOf(*METHODS) = "closed") -> torch.Tensor:
         r""":math:`\partial E/\partial\mathbf g`, in closed form or by autograd.
 
         Args:
@@ -110,8 +114,7 @@ class EnergyTransformer(nn.Module):
             method: ``"closed"`` (eqs. (eq-et-attention-update) and
                 (eq-et-hopfield-update)) or ``"autograd"``.
         """
-        g = self._check("g", g)
-        return self._gradient(g, check_choice("method", method, METHODS))
+        return self._gradient(g, method)
 
     def _gradient(self, g: torch.Tensor, method: str) -> torch.Tensor:
         if method == "closed":
@@ -127,13 +130,12 @@ class EnergyTransformer(nn.Module):
     # ---------------------------------------------------------------- dynamics
     def step(
         self,
-        x: torch.Tensor,
+        x: Tokens,
         alpha: PositiveReal = 0.1,
-        method: str = "closed",
+        method: OneOf(*METHODS) = "closed",
     ) -> torch.Tensor:
         """One step of the token dynamics, eq. (eq-et-step)."""
-        x = self._check("x", x)
-        return self._step(x, alpha, check_choice("method", method, METHODS))
+        return self._step(x, alpha, method)
 
     def _step(self, x: torch.Tensor, alpha: float, method: str) -> torch.Tensor:
         g = self.norm._g(x)  # (eq-et-layernorm)
@@ -141,7 +143,7 @@ class EnergyTransformer(nn.Module):
 
     def run(
         self,
-        x0: torch.Tensor,
+        x0: Tokens,
         steps: NonNegativeInt,
         alpha: PositiveReal = 0.1,
         method: OneOf(*METHODS) = "closed",
@@ -151,8 +153,7 @@ class EnergyTransformer(nn.Module):
         Differentiable (train through it by backpropagation); wrap it in
         ``torch.no_grad()`` to only evaluate.
         """
-        x = self._check("x0", x0)
-        states = [x]
+        states = [x0]
         for _ in range(steps):
             states.append(self._step(states[-1], alpha, method))
         return torch.stack(states)  # (S + 1, B, N, D)

@@ -27,8 +27,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._contracts import NonNegativeReal, OneOf, PositiveInt, PositiveReal, check_signatures
-from seqbook.energy_transformer._validate import check_tokens
+from seqbook._contracts import (
+    NonNegativeReal,
+    OneOf,
+    PositiveInt,
+    PositiveReal,
+    RandomGenerator,
+    check_signatures,
+)
+from seqbook.energy_transformer._validate import Tokens
 from seqbook.hopfield import lse
 
 __all__ = ["HopfieldNetwork"]
@@ -72,7 +79,7 @@ class HopfieldNetwork(nn.Module):
         kind: OneOf('relu', 'softmax') = "relu",
         beta: PositiveReal = 1.0,
         init_std: NonNegativeReal = 0.1,
-        generator: torch.Generator | None = None,
+        generator: RandomGenerator = None,
     ) -> None:
         super().__init__()
         self.dim = dim
@@ -82,13 +89,13 @@ class HopfieldNetwork(nn.Module):
         xi = torch.randn(self.num_memories, self.dim, generator=generator) * init_std
         self.xi = nn.Parameter(xi)  # (M, D): one memory per row
 
-    def energy(self, g: torch.Tensor) -> torch.Tensor:
+    def energy(self, g: Tokens) -> torch.Tensor:
         """The Hopfield energy of each configuration, eq. (eq-et-hopfield-energy)."""
-        return self._energy(check_tokens("g", g, self.dim, self.xi.dtype))
+        return self._energy(g)
 
-    def update(self, g: torch.Tensor) -> torch.Tensor:
+    def update(self, g: Tokens) -> torch.Tensor:
         """Minus the gradient of the energy, in closed form, eq. (eq-et-hopfield-update)."""
-        return self._update(check_tokens("g", g, self.dim, self.xi.dtype))
+        return self._update(g)
 
     def _energy(self, g: torch.Tensor) -> torch.Tensor:
         h = g @ self.xi.T  # (B, N, M): xi_mu . g_A

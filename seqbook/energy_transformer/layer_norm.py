@@ -22,14 +22,17 @@ during training.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_same_dtype, check_tensor
-from seqbook._contracts import PositiveInt, PositiveReal, check_signatures
+from seqbook._contracts import Dims, PositiveInt, PositiveReal, check_signatures
 
 __all__ = ["EnergyLayerNorm"]
+
+_FEATURES = Dims("... dim", floating=True, dtype_of="module")
+Features = Annotated[torch.Tensor, _FEATURES]  # (..., D) of the module's dtype
 
 
 class EnergyLayerNorm(nn.Module):
@@ -79,23 +82,20 @@ class EnergyLayerNorm(nn.Module):
 
     def check(self, name: str, x: object) -> torch.Tensor:
         """``x`` if it is a floating tensor ``(..., D)`` of the parameters' dtype."""
-        if check_tensor(name, x, floating=True).dim() == 0 or x.shape[-1] != self.dim:
-            raise ValueError(f"{name} must have D = {self.dim} features in its last dimension, "
-                             f"got shape {tuple(x.shape)}")
-        return check_same_dtype(name, x, self.delta.dtype, of="the module's parameters")
+        return _FEATURES.check_in(name, x, {"self": self}, {})
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: Features) -> torch.Tensor:
         """The normalised tokens :math:`\\mathbf g`, eq. (eq-et-layernorm)."""
-        return self._g(self.check("x", x))
+        return self._g(x)
 
     def _g(self, x: torch.Tensor) -> torch.Tensor:
         centred = x - x.mean(-1, keepdim=True)  # (..., D)
         scale = (centred.pow(2).mean(-1, keepdim=True) + self.eps).sqrt()
         return self.gamma * centred / scale + self.delta  # (eq-et-layernorm)
 
-    def lagrangian(self, x: torch.Tensor) -> torch.Tensor:
+    def lagrangian(self, x: Features) -> torch.Tensor:
         """The Lagrangian :math:`L(\\mathbf x)` of each token, eq. (eq-et-lagrangian)."""
-        return self._lagrangian(self.check("x", x))
+        return self._lagrangian(x)
 
     def _lagrangian(self, x: torch.Tensor) -> torch.Tensor:
         centred = x - x.mean(-1, keepdim=True)  # (..., D)

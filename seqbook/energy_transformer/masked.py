@@ -28,33 +28,30 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_choice,
-    check_generator,
-    check_int,
-    check_patch_grid,
-    check_positive_int,
-    check_real,
-    check_same_dtype,
-    check_tensor,
-    check_token_mask,
-    checkpoint_path,
-)
+from seqbook._checks import check_same_dtype, check_tensor, checkpoint_path
 from seqbook._contracts import (
+    Dims,
+    InstanceOf,
     IntAtLeast,
     NonNegativeInt,
+    NonNegativeReal,
+    OneOf,
     PositiveInt,
     PositiveReal,
+    RandomGenerator,
+    Shaped,
     TensorOf,
     check_signatures,
 )
 from seqbook.attractor import image_to_patches, patches_to_image
 from seqbook.attractor.embedding import _image_to_patches
 from seqbook.attractor.tasks import _check_fraction, _mask_tokens
+from seqbook.energy_transformer._validate import Tokens
 from seqbook.energy_transformer.block import EnergyTransformer
 from seqbook.train import History, fit
 from seqbook.transformer import positional_encoding
@@ -82,16 +79,31 @@ CHECKPOINTS = Path(__file__).parent / "checkpoints"
 class MaskedConfig:
     """The architecture and dynamics of a :class:`MaskedEnergyTransformer`."""
 
-    patch_size: int = 2  # the bare attractor model's 2 x 2 patches: N = 196 tokens
-    image_size: int = 28
-    dim: int = 32  # token dimension D (the paper: 768)
-    num_heads: int = 1  # H (the paper: 12)
-    head_dim: int = 16  # Y, per head (the paper: 64)
-    num_memories: int = 128  # M (the paper: 4 D = 3,072)
-    hopfield: str = "relu"  # the paper's choice; or "softmax"
-    steps: int = 12  # T, steps of the dynamics (the paper: 12)
-    alpha: float = 0.1  # step size alpha = dt / tau (the paper: 0.1)
-    init_std: float = 0.2  # initial W_Q (= W_K) and Xi
+    patch_size: PositiveInt = 2  # the bare attractor model's 2 x 2 patches: N = 196 tokens
+    image_size: PositiveInt = 28
+    dim: PositiveInt = 32  # token dimension D (the paper: 768)
+    num_heads: PositiveInt = 1  # H (the paper: 12)
+    head_dim: PositiveInt = 16  # Y, per head (the paper: 64)
+    num_memories: PositiveInt = 128  # M (the paper: 4 D = 3,072)
+    hopfield: OneOf("relu", "softmax") = "relu"  # the paper's choice; or "softmax"
+    steps: PositiveInt = 12  # T, steps of the dynamics (the paper: 12)
+    alpha: PositiveReal = 0.1  # step size alpha = dt / tau (the paper: 0.1)
+    init_std: NonNegativeReal = 0.2  # initial W_Q (= W_K) and Xi
+
+
+class _Visible(Dims):
+    """Flags of the tokens, True = visible: a boolean tensor with named dimensions (see
+    :class:`~seqbook._contracts.Dims`)."""
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        value = super().check_in(name, value, call, bound)
+        if value.dtype != torch.bool:
+            raise TypeError(f"{name} must be a boolean tensor (True = visible), got {value.dtype}")
+        return value
+
+
+Patches = Shaped("B num_tokens a", floating=True, dtype_of="module")  # (B, N, a) pixels
+Visible = Annotated[torch.Tensor, _Visible("B num_tokens")]  # (B, N), True = visible
 
 
 def grid_encoding(side: PositiveInt, dim: IntAtLeast(2)) -> torch.Tensor:
@@ -136,16 +148,17 @@ class MaskedEnergyTransformer(nn.Module):
         ((2, 196, 4), (4, 2, 196, 8))
     """
 
-    def __init__(self, config: MaskedConfig | None = None,
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(self, config: InstanceOf(MaskedConfig) | None = None,
+                 generator: RandomGenerator = None) -> None:
         super().__init__()
         self.config = config = config or MaskedConfig()
-        self.patch_size, self.image_size = check_patch_grid(config.patch_size, config.image_size)
+        self.patch_size, self.image_size = config.patch_size, config.image_size
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size {self.image_size} must be divisible by patch_size "
+                             f"{self.patch_size}")
         self.a = self.patch_size**2
         self.num_tokens = (self.image_size // self.patch_size) ** 2
-        check_positive_int("steps", config.steps)
-        check_real("alpha", config.alpha, min_value=0.0, strict_min=True)
-        D = check_positive_int("dim", config.dim)
+        self.dim = D = config.dim
         self.encoder = nn.Linear(self.a, D)
         self.decoder = nn.Linear(D, self.a)
         self.mask_token = nn.Parameter(0.02 * torch.randn(D, generator=generator))
@@ -155,37 +168,28 @@ class MaskedEnergyTransformer(nn.Module):
             init_std=config.init_std, generator=generator,
         )
 
-    def _check(self, patches: object, visible: object) -> tuple[torch.Tensor, torch.Tensor]:
-        shape = ("B", self.num_tokens, self.a)
-        patches = check_tensor("patches", patches, shape=shape, floating=True)
-        check_same_dtype("patches", patches, self.position.dtype, of="the model's parameters")
-        visible = check_token_mask("visible", visible, patches.shape[:2], meaning="True = visible")
-        return patches, visible.to(patches.device)
-
-    def tokens(self, patches: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    def tokens(self, patches: Patches, visible: Visible) -> torch.Tensor:
         """The initial tokens :math:`\\mathbf x^{(0)}`, eq. (eq-et-tokens)."""
-        patches, visible = self._check(patches, visible)
-        return self._tokens(patches, visible)
+        return self._tokens(patches, visible.to(patches.device))
 
     def _tokens(self, patches: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         encoded = self.encoder(patches)  # (B, N, D)
         x = torch.where(visible.unsqueeze(-1), encoded, self.mask_token)
         return x + self.position  # (eq-et-tokens)  (B, N, D)
 
-    def decode(self, x: torch.Tensor) -> torch.Tensor:
+    def decode(self, x: Tokens) -> torch.Tensor:
         """The pixels of every patch read from the tokens (unclipped), eq. (eq-et-decode)."""
-        return self._decode(self.block._check("x", x))
+        return self._decode(x)
 
     def _decode(self, x: torch.Tensor) -> torch.Tensor:
         g = self.block.norm._g(x)  # (eq-et-layernorm)  (B, N, D)
         return self.decoder(g)  # (eq-et-decode)  p_hat = W_dec g + b_dec  (B, N, a)
 
-    def forward(self, patches: torch.Tensor, visible: torch.Tensor,
-                steps: int | None = None) -> torch.Tensor:
+    def forward(self, patches: Patches, visible: Visible,
+                steps: NonNegativeInt | None = None) -> torch.Tensor:
         """The predicted pixels of every patch after ``steps`` steps (default :math:`T`)."""
-        patches, visible = self._check(patches, visible)
-        steps = self.config.steps if steps is None else check_int("steps", steps, min_value=0)
-        return self._forward(patches, visible, steps)
+        steps = self.config.steps if steps is None else steps
+        return self._forward(patches, visible.to(patches.device), steps)
 
     def _forward(self, patches: torch.Tensor, visible: torch.Tensor, steps: int) -> torch.Tensor:
         x = self._tokens(patches, visible)
@@ -193,10 +197,9 @@ class MaskedEnergyTransformer(nn.Module):
             x = self.block._step(x, self.config.alpha, "closed")  # (eq-et-step)
         return self._decode(x)  # (B, N, a)
 
-    def run(self, patches: torch.Tensor, visible: torch.Tensor, steps: int) -> torch.Tensor:
+    def run(self, patches: Patches, visible: Visible, steps: NonNegativeInt) -> torch.Tensor:
         """The tokens after ``t = 0, 1, ..., steps`` steps (with the model's ``alpha``)."""
-        patches, visible = self._check(patches, visible)
-        x0 = self._tokens(patches, visible)
+        x0 = self._tokens(patches, visible.to(patches.device))
         return self.block.run(x0, steps, self.config.alpha)  # (S + 1, B, N, D)
 
     def _loss(
@@ -268,8 +271,8 @@ def paste_visible(
 
 
 def masked_loss(
-    model: MaskedEnergyTransformer, images: torch.Tensor, fraction: float = 0.3,
-    generator: torch.Generator | None = None,
+    model: InstanceOf(MaskedEnergyTransformer), images: torch.Tensor, fraction: float = 0.3,
+    generator: RandomGenerator = None,
 ) -> torch.Tensor:
     r"""The training loss: squared errors of the masked and of the visible patches after
     :math:`T` steps.
@@ -293,25 +296,24 @@ def masked_loss(
     return model._loss(images, _check_fraction(fraction), generator)
 
 
-def _check_images(model: object, images: object) -> torch.Tensor:
-    if not isinstance(model, MaskedEnergyTransformer):
-        raise TypeError(f"model must be a MaskedEnergyTransformer, got {type(model).__name__}")
+def _check_images(model: MaskedEnergyTransformer, images: object) -> torch.Tensor:
+    """``images`` ``(B, H, W)`` of the model's size and dtype."""
     images = check_tensor("images", images, shape=("B", model.image_size, model.image_size),
                           floating=True)
     return check_same_dtype("images", images, model.position.dtype, of="the model's parameters")
 
 
 def train_masked(
-    model: MaskedEnergyTransformer,
+    model: InstanceOf(MaskedEnergyTransformer),
     images: torch.Tensor,
     epochs: int = 5,
     batch_size: PositiveInt = 32,
     lr: PositiveReal = 5e-3,
     fraction: float = 0.3,
     seed: NonNegativeInt = 0,
-    steps_per_epoch: int | None = None,
+    steps_per_epoch: PositiveInt | None = None,
     progress: bool = True,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
 ) -> History:
     r"""Train by backpropagation through the dynamics, with Adam and :func:`seqbook.train.fit`.
 
@@ -340,9 +342,7 @@ def train_masked(
     if len(images := _check_images(model, images)) == 0:
         raise ValueError("images must hold at least one training image, got 0")
     fraction = _check_fraction(fraction)
-    generator = check_generator("generator", generator) or seeded_generator(seed)
-    if steps_per_epoch is not None:
-        steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
+    generator = generator or seeded_generator(seed)
 
     def batches() -> list[torch.Tensor]:
         order = torch.randperm(len(images), generator=generator)
@@ -356,10 +356,10 @@ def train_masked(
                desc="energy transformer")
 
 
-def save_masked(model: MaskedEnergyTransformer, path: str | Path, **info: object) -> Path:
+def save_masked(
+    model: InstanceOf(MaskedEnergyTransformer), path: str | Path, **info: object
+) -> Path:
     """Save a model's configuration and weights (as float16) with ``info`` beside them."""
-    if not isinstance(model, MaskedEnergyTransformer):
-        raise TypeError(f"model must be a MaskedEnergyTransformer, got {type(model).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
@@ -382,9 +382,7 @@ def load_masked(name_or_path: str | Path) -> tuple[MaskedEnergyTransformer, dict
     """
     path = checkpoint_path(name_or_path, CHECKPOINTS, "python -m seqbook.energy_transformer.train")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    config = MaskedConfig(**checkpoint["config"])
-    check_choice("config.hopfield", config.hopfield, ("relu", "softmax"))
-    model = MaskedEnergyTransformer(config)
+    model = MaskedEnergyTransformer(MaskedConfig(**checkpoint["config"]))
     state = {k: v.float() if v.is_floating_point() else v
              for k, v in checkpoint["state_dict"].items()}
     model.load_state_dict(state)
