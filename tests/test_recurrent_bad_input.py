@@ -172,10 +172,14 @@ def test_cell_is_for_one_layer_and_checks_its_input(cls):
     single = cls(2, 3)
     with pytest.raises(TypeError, match=r"x_t has dtype torch.float64 but the module's"):
         single.cell(torch.zeros(1, 2, dtype=torch.float64), state)
-    with pytest.raises(ValueError, match=r"x_t must have 2 features"):
+    with pytest.raises(ValueError, match=r"x_t must have shape \(B, input_size\) with "
+                       r"input_size = 2 \(the module's input_size\), got \(1, 4\)"):
         single.cell(torch.zeros(1, 4), state)
     bad = (torch.zeros(1, 3), torch.zeros(2, 3)) if cls is LSTM else torch.zeros(2, 3)
-    with pytest.raises(ValueError, match=r"must have shape \(1, 3\) \(B, H\), got \(2, 3\)"):
+    message = (r"state\[1\] \(c_prev\) must have shape \(1, 3\) \(B, H\), got \(2, 3\)"
+               if cls is LSTM else
+               r"h_prev must have shape \(B, hidden_size\) with B = 1 \(as in x_t\), got \(2, 3\)")
+    with pytest.raises(ValueError, match=message):
         single.cell(torch.zeros(1, 2), bad)
 
 
@@ -185,7 +189,7 @@ def test_bad_trace_layer(cls):
     x = torch.randn(1, 4, 2)
     with pytest.raises(ValueError, match=r"layer must be in \[-2, 2\) \(num_layers=2\), got 2"):
         module.trace(x, layer=2)
-    with pytest.raises(TypeError, match=r"layer must be an int, got float"):
+    with pytest.raises(TypeError, match=r"layer must be an int, got 1.0 \(float\)"):
         module.trace(x, layer=1.0)
     packed = pack_padded_sequence(x, torch.tensor([4]), batch_first=True)
     with pytest.raises(TypeError, match="trace takes a padded x with lengths"):

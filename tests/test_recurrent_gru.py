@@ -157,7 +157,8 @@ def test_bad_cell_input():
     gru = GRU(2, 3)
     with pytest.raises(ValueError, match="x_t must have 2 dimensions"):
         gru.cell(torch.randn(2), torch.zeros(1, 3))
-    with pytest.raises(ValueError, match="x_t must have 2 features"):
+    with pytest.raises(ValueError, match=r"x_t must have shape \(B, input_size\) "
+                       r"with input_size = 2"):
         gru.cell(torch.randn(1, 4), torch.zeros(1, 3))
     with pytest.raises(ValueError, match="h_prev must have shape"):
         gru.cell(torch.randn(2, 2), torch.zeros(1, 3))

@@ -211,7 +211,8 @@ def test_bad_cell_input():
     zeros = (torch.zeros(1, 3), torch.zeros(1, 3))
     with pytest.raises(ValueError, match="x_t must have 2 dimensions"):
         lstm.cell(torch.randn(2), zeros)
-    with pytest.raises(ValueError, match="x_t must have 2 features"):
+    with pytest.raises(ValueError, match=r"x_t must have shape \(B, input_size\) "
+                       r"with input_size = 2"):
         lstm.cell(torch.randn(1, 4), zeros)
     with pytest.raises(ValueError, match="must have shape"):
         lstm.cell(torch.randn(2, 2), zeros)

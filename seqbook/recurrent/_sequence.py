@@ -8,20 +8,14 @@ Error messages name the argument and the expected shape, as everywhere in seqboo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 
 from seqbook._checks import check_same_dtype, check_tensor
+from seqbook._contracts import Dims
 
 State = tuple[torch.Tensor, ...]  # (h,) for the RNN and the GRU, (y, c) for the LSTM
-
-
-def check_flag(name: str, value: object) -> bool:
-    """A bool argument (``bias``, ``batch_first``, ...), not a truthy stand-in."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
-    return value
 
 
 def check_sequence_batch(
@@ -49,13 +43,21 @@ def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Ten
     return tensor
 
 
-def check_step_input(x_t: object, input_size: int, like: torch.Tensor) -> torch.Tensor:
-    """The input ``(B, D)`` of one step of a cell."""
-    check_tensor("x_t", x_t, ndim=2, floating=True)
-    if x_t.shape[1] != input_size:
-        raise ValueError(f"x_t must have {input_size} features (input_size), got shape "
-                         f"{tuple(x_t.shape)}")
-    return check_like("x_t", x_t, like)
+class _ModuleDims(Dims):
+    """:class:`~seqbook._contracts.Dims` of a tensor a module reads, which must also have
+    the dtype and the device of the module's parameters."""
+
+    __slots__ = ()
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        value = super().check_in(name, value, call, bound)
+        return check_like(name, value, call["self"]._like)
+
+
+def ModuleInput(dims: str) -> Any:
+    """A floating tensor with named dimensions (as ``Shaped(dims)``), in the dtype and on
+    the device of the module's parameters: a contract of a method's argument."""
+    return Annotated[torch.Tensor, _ModuleDims(dims, floating=True)]
 
 
 def check_state(
@@ -69,11 +71,8 @@ def check_state(
     return check_like(name, state, like)
 
 
-def check_lengths(lengths: object, B: int, T: int) -> torch.Tensor:
-    """Integer lengths ``(B,)`` in ``[0, T]``."""
-    check_tensor("lengths", lengths, ndim=1, floating=False)
-    if lengths.dtype == torch.bool:
-        raise TypeError("lengths must have an integer dtype, got torch.bool")
+def check_lengths(lengths: torch.Tensor, B: int, T: int) -> torch.Tensor:
+    """Integer lengths ``(B,)`` (the signature's contract) for ``B`` sequences, in ``[0, T]``."""
     if lengths.shape[0] != B:
         raise ValueError(f"lengths must have one entry per sequence (B={B}), got "
                          f"{lengths.shape[0]}")

@@ -28,12 +28,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_positive_int,
-    check_real,
-    check_same_dtype,
+from seqbook._checks import check_same_dtype
+from seqbook._contracts import (
+    CallableAs,
+    InstanceOf,
+    PositiveInt,
+    PositiveReal,
+    TensorOf,
+    check_signatures,
 )
-from seqbook._contracts import CallableAs, PositiveInt, TensorOf, check_signatures
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
 
@@ -59,15 +62,15 @@ class TruncatedBPTTResult:
 
 
 def truncated_bptt(
-    module: nn.Module,
+    module: InstanceOf(nn.Module, what="a torch.nn.Module"),
     x: TensorOf(3, floating=True),
     targets: TensorOf(),
     loss_fn: CallableAs('loss_fn(outputs, targets)'),
-    optimizer: torch.optim.Optimizer,
+    optimizer: InstanceOf(torch.optim.Optimizer, what="a torch.optim.Optimizer"),
     k1: PositiveInt,
-    k2: int | None = None,
+    k2: PositiveInt | None = None,
     state: State = None,
-    clip: float | None = None,
+    clip: PositiveReal | None = None,
 ) -> TruncatedBPTTResult:
     r"""Train on one batch of long sequences with truncated BPTT(``k1``, ``k2``).
 
@@ -118,8 +121,6 @@ def truncated_bptt(
         >>> result.update_steps
         [2, 4, 6, 8, 10]
     """
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     B, T, _ = x.shape
     if T == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
@@ -129,14 +130,9 @@ def truncated_bptt(
     if targets.dim() < 2 or targets.shape[:2] != (B, T):
         raise ValueError(f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
                          f"got {tuple(targets.shape)}")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got "
-                        f"{type(optimizer).__name__}")
-    k2 = k1 if k2 is None else check_positive_int("k2", k2)
+    k2 = k1 if k2 is None else k2
     if k2 < k1:
         raise ValueError(f"k2 must be >= k1 (every loss needs a window), got k1={k1}, k2={k2}")
-    if clip is not None:
-        clip = check_real("clip", clip, min_value=0.0, strict_min=True)
 
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     return _truncated_bptt(module, x, targets, loss_fn, optimizer, parameters, k1, k2,
@@ -202,7 +198,10 @@ def _update(
     return norm
 
 
-def activation_bytes(fn: CallableAs(), exclude: nn.Module | None = None) -> int:
+def activation_bytes(
+    fn: CallableAs(),
+    exclude: InstanceOf(nn.Module, what="a torch.nn.Module or None") | None = None,
+) -> int:
     """Bytes of the tensors autograd keeps for the backward pass of ``fn()``.
 
     Every tensor the forward pass saves for back-propagation passes through a
@@ -225,8 +224,6 @@ def activation_bytes(fn: CallableAs(), exclude: nn.Module | None = None) -> int:
         >>> long > 1.8 * short
         True
     """
-    if exclude is not None and not isinstance(exclude, nn.Module):
-        raise TypeError(f"exclude must be a torch.nn.Module or None, got {type(exclude).__name__}")
     skip = set()
     if exclude is not None:
         skip = {p.untyped_storage().data_ptr() for p in exclude.parameters()}

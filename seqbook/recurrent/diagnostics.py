@@ -40,16 +40,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_int,
-    check_same_dtype,
-    check_tensor,
+from seqbook._checks import check_same_dtype, check_tensor
+from seqbook._contracts import (
+    CallableAs,
+    InstanceOf,
+    NonNegativeInt,
+    OneOf,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import CallableAs, OneOf, check_signatures
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
 State = Any  # a tensor or a tuple of tensors
+Module = InstanceOf(nn.Module, what="a torch.nn.Module")
+Inputs = Shaped("B T D", floating=True)  # (B, T, D)
 # the orders torch.linalg.matrix_norm accepts
 _MATRIX_NORM_ORDERS = (2, -2, 1, -1, float("inf"), float("-inf"), "fro", "nuc")
 
@@ -62,11 +67,9 @@ def _like(template: State, parts: tuple[torch.Tensor, ...]) -> State:
     return parts if isinstance(template, (tuple, list)) else parts[0]
 
 
-def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, component: int) -> int:
-    """Checks the arguments and, with one dry step, the module's protocol (rules 1 and
-    2 of the module docstring); returns ``component`` checked against the state."""
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, component: int) -> None:
+    """Checks, with one dry step, the module's protocol (rules 1 and 2 of the module
+    docstring), the state and ``component`` against the module and ``x``."""
     if getattr(module, "batch_first", True) is not True:
         raise ValueError("module must be batch-first (batch_first=True)")
     layers = getattr(module, "num_layers", 1)
@@ -75,7 +78,6 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
         raise ValueError("module must have one layer and one direction (a backward direction "
                          f"cannot be stepped forward in time), got num_layers={layers}, "
                          f"bidirectional={bidirectional}")
-    check_tensor("x", x, ndim=3, floating=True)
     if x.shape[1] == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
     parameter = next(module.parameters(), None)
@@ -95,11 +97,9 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
     if not same:
         raise ValueError("the module's outputs must be its hidden states: outputs[:, -1] must "
                          "equal the first tensor of the final state")
-    component = check_int("component", component, min_value=0)
     if component >= len(parts):
         raise ValueError(f"component must be < {len(parts)}, the number of tensors in the "
                          f"state; got {component}")
-    return component
 
 
 def _check_state_part(name: str, part: object, x: torch.Tensor, batch: str) -> None:
@@ -110,7 +110,7 @@ def _check_state_part(name: str, part: object, x: torch.Tensor, batch: str) -> N
 
 
 def unroll_with_probes(
-    module: nn.Module, x: torch.Tensor, state: State = None
+    module: Module, x: Inputs, state: State = None
 ) -> tuple[torch.Tensor, State, list[tuple[torch.Tensor, ...]]]:
     r"""Run ``module`` one step at a time, adding a zero probe to every new state.
 
@@ -170,11 +170,11 @@ def _batch_first(gradient: torch.Tensor, batch_size: int) -> torch.Tensor:
 
 
 def state_gradient_norms(
-    module: nn.Module,
-    x: torch.Tensor,
+    module: Module,
+    x: Inputs,
     loss_fn: CallableAs('loss_fn(outputs, final_state)'),
     state: State = None,
-    component: int = 0,
+    component: NonNegativeInt = 0,
 ) -> torch.Tensor:
     r"""The norm of :math:`\partial L / \partial h_t` for every time step and sequence.
 
@@ -205,7 +205,7 @@ def state_gradient_norms(
         >>> tuple(norms.shape), bool(norms[0, -1] == 2.0)  # dL/dh_T = ones(4)
         ((2, 6), True)
     """
-    component = _check_probe_inputs(module, x, state, component)
+    _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
         outputs, final_state, probes = _unroll_with_probes(module, x, state)
         loss = loss_fn(outputs, final_state)
@@ -220,7 +220,7 @@ def state_gradient_norms(
 
 
 def state_jacobians(
-    module: nn.Module, x: torch.Tensor, state: State = None, component: int = 0
+    module: Module, x: Inputs, state: State = None, component: NonNegativeInt = 0
 ) -> torch.Tensor:
     r"""The Jacobians :math:`\partial h_T / \partial h_t` for every time step.
 
@@ -249,7 +249,7 @@ def state_jacobians(
         >>> tuple(J.shape), torch.allclose(J[0, -1], torch.eye(3))
         ((1, 4, 3, 3), True)
     """
-    component = _check_probe_inputs(module, x, state, component)
+    _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
         return _state_jacobians(module, x, state, component)
 
@@ -275,10 +275,10 @@ def _state_jacobians(
 
 
 def jacobian_norms(
-    module: nn.Module,
-    x: torch.Tensor,
+    module: Module,
+    x: Inputs,
     state: State = None,
-    component: int = 0,
+    component: NonNegativeInt = 0,
     ord: OneOf(*_MATRIX_NORM_ORDERS) = 2,
 ) -> torch.Tensor:
     r"""The matrix norm of :math:`\partial h_T / \partial h_t` for every time step.

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from seqbook._contracts import InstanceOf, Int, check_signatures
 from seqbook.recurrent._sequence import (
+    ModuleInput,
     State,
-    check_state,
-    check_step_input,
     run_masked,
     stack_history,
 )
-from seqbook.recurrent.stack import RecurrentStack, check_no_projection
+from seqbook.recurrent.stack import Lengths, NoProjection, RecurrentStack
 
 __all__ = ["GRU", "GRUTrace"]
 
@@ -116,13 +116,12 @@ class GRU(RecurrentStack):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        proj_size: int = 0,
+        proj_size: NoProjection("GRU") = 0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device, dtype)
-        check_no_projection(proj_size, "GRU")
         self._build()
 
     def _make_parameters(self, suffix: str, input_size: int) -> None:
@@ -175,7 +174,9 @@ class GRU(RecurrentStack):
             trace = GRUTrace(z, r, n, out)  # (B, T, H) each
         return out, final, trace
 
-    def cell(self, x_t: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
+    def cell(
+        self, x_t: ModuleInput("B input_size"), h_prev: ModuleInput("B hidden_size")
+    ) -> torch.Tensor:
         r"""One time step, :math:`h_{t-1} \mapsto h_t`.
 
         For a one-layer, one-direction GRU (like ``torch.nn.GRUCell``).
@@ -193,9 +194,6 @@ class GRU(RecurrentStack):
             torch.Size([4, 3])
         """
         self._check_one_layer("cell")
-        check_step_input(x_t, self.input_size, self._like)
-        B, H = x_t.shape[0], self.hidden_size
-        check_state("h_prev", h_prev, (B, H), self._like, "(B, H)")
         W_x, b_x = self._input_weights("")
         W_h = torch.cat([self.W_hz, self.W_hr, self.W_hn])  # (3H, H)
         b_hn = self._parameter("b_hn")
@@ -205,7 +203,7 @@ class GRU(RecurrentStack):
         self,
         x: torch.Tensor,
         h0: torch.Tensor | None = None,
-        lengths: torch.Tensor | None = None,
+        lengths: Lengths | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the GRU over a batch of sequences.
 
@@ -232,8 +230,8 @@ class GRU(RecurrentStack):
         self,
         x: torch.Tensor,
         h0: torch.Tensor | None = None,
-        lengths: torch.Tensor | None = None,
-        layer: int = -1,
+        lengths: Lengths | None = None,
+        layer: Int = -1,
     ) -> GRUTrace:
         """Run like :meth:`forward` and return every gate activation and state of one
         layer (by default the last, whose outputs are the module's).
@@ -249,7 +247,7 @@ class GRU(RecurrentStack):
         return self._trace_of_layer(x, h0, lengths, layer)
 
     @classmethod
-    def from_torch(cls, gru: nn.GRU) -> "GRU":
+    def from_torch(cls, gru: InstanceOf(nn.GRU, what="a torch.nn.GRU")) -> "GRU":
         """A :class:`GRU` computing the same function as an ``nn.GRU``.
 
         Same configuration (``num_layers``, ``bias``, ``batch_first``, ``dropout``,
@@ -266,7 +264,6 @@ class GRU(RecurrentStack):
             >>> torch.allclose(ours(x)[0], reference(x)[0], atol=1e-6)
             True
         """
-        cls._check_torch(gru, "gru")
         ours = cls(gru.input_size, gru.hidden_size, gru.num_layers, gru.bias, gru.batch_first,
                    float(gru.dropout), gru.bidirectional)
         return ours._copy_all_from_torch(gru)
@@ -314,3 +311,6 @@ class GRU(RecurrentStack):
                 torch.cat([ours("b_r"), ours("b_z"), ours("b_in")]))  # (3H,)
             getattr(module, f"bias_hh{torch_suffix}").copy_(
                 torch.cat([zeros, zeros, ours("b_hn")]))  # (3H,)
+
+
+check_signatures(globals())

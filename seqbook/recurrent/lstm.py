@@ -33,15 +33,24 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._contracts import Flag, NonNegativeInt, RandomGenerator, Real, RealIn, check_signatures
+from seqbook._contracts import (
+    Flag,
+    InstanceOf,
+    Int,
+    NonNegativeInt,
+    RandomGenerator,
+    Real,
+    RealIn,
+    check_signatures,
+)
 from seqbook.recurrent._sequence import (
+    ModuleInput,
     State,
     check_state,
-    check_step_input,
     run_masked,
     stack_history,
 )
-from seqbook.recurrent.stack import RecurrentStack
+from seqbook.recurrent.stack import Lengths, RecurrentStack
 
 __all__ = ["LSTM", "LSTMTrace", "chrono_init"]
 
@@ -270,7 +279,7 @@ class LSTM(RecurrentStack):
         return out, final, trace
 
     def cell(
-        self, x_t: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]
+        self, x_t: ModuleInput("B input_size"), state: tuple[torch.Tensor, torch.Tensor]
     ) -> tuple[torch.Tensor, torch.Tensor]:
         r"""One time step: :math:`(y_{t-1}, c_{t-1}) \mapsto (y_t, c_t)`.
 
@@ -296,9 +305,8 @@ class LSTM(RecurrentStack):
         pre_x = x_t @ self._stacked("W").T + self._stacked("b")  # (B, G H)
         return self._recurrence("")(pre_x, (y_prev, c_prev))[0]
 
-    def _check_step(self, x_t: object, state: object) -> tuple[torch.Tensor, torch.Tensor]:
-        """The input ``(B, D)`` and the state ``(y, c)`` of one step of :meth:`cell`."""
-        check_step_input(x_t, self.input_size, self._like)
+    def _check_step(self, x_t: torch.Tensor, state: object) -> tuple[torch.Tensor, torch.Tensor]:
+        """The state ``(y, c)`` of one step of :meth:`cell` for the input ``x_t``."""
         if not isinstance(state, (tuple, list)) or len(state) != 2:
             raise TypeError(
                 f"state must be a pair (y_prev, c_prev) of tensors, got {type(state).__name__}"
@@ -314,7 +322,7 @@ class LSTM(RecurrentStack):
         self,
         x: torch.Tensor,
         state: tuple[torch.Tensor, torch.Tensor] | None = None,
-        lengths: torch.Tensor | None = None,
+        lengths: Lengths | None = None,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Run the LSTM over a batch of sequences.
 
@@ -342,8 +350,8 @@ class LSTM(RecurrentStack):
         self,
         x: torch.Tensor,
         state: tuple[torch.Tensor, torch.Tensor] | None = None,
-        lengths: torch.Tensor | None = None,
-        layer: int = -1,
+        lengths: Lengths | None = None,
+        layer: Int = -1,
     ) -> LSTMTrace:
         """Run like :meth:`forward` and return every cell state and gate activation
         of one layer (by default the last, whose outputs are the module's).
@@ -361,7 +369,9 @@ class LSTM(RecurrentStack):
         return self._trace_of_layer(x, state, lengths, layer)
 
     @classmethod
-    def from_torch(cls, lstm: nn.LSTM, forget_gate: bool = True) -> "LSTM":
+    def from_torch(
+        cls, lstm: InstanceOf(nn.LSTM, what="a torch.nn.LSTM"), forget_gate: bool = True
+    ) -> "LSTM":
         """An :class:`LSTM` computing the same function as an ``nn.LSTM``.
 
         Same configuration (``num_layers``, ``bias``, ``batch_first``, ``dropout``,
@@ -385,7 +395,7 @@ class LSTM(RecurrentStack):
             >>> torch.allclose(ours(x)[0], reference(x)[0], atol=1e-6)
             True
         """
-        cls._check_torch(lstm, "lstm")  # forget_gate is checked by the constructor
+        # forget_gate is checked by the constructor
         ours = cls(lstm.input_size, lstm.hidden_size, lstm.num_layers, lstm.bias,
                    lstm.batch_first, float(lstm.dropout), lstm.bidirectional, lstm.proj_size,
                    forget_gate=forget_gate)
@@ -478,7 +488,9 @@ class LSTM(RecurrentStack):
 
 
 def chrono_init(
-    lstm: LSTM, t_max: RealIn(2.0), generator: RandomGenerator = None
+    lstm: InstanceOf(LSTM, what="a seqbook.recurrent.LSTM"),
+    t_max: RealIn(2.0),
+    generator: RandomGenerator = None,
 ) -> LSTM:
     r"""Tallec and Ollivier's *chrono initialisation* of an LSTM's gate biases.
 
@@ -511,8 +523,6 @@ def chrono_init(
         >>> torch.equal(lstm.b_i, -lstm.b_f)
         True
     """
-    if not isinstance(lstm, LSTM):
-        raise TypeError(f"lstm must be a seqbook.recurrent.LSTM, got {type(lstm).__name__}")
     if not lstm.forget_gate:
         raise ValueError("lstm must have a forget gate (forget_gate=True): chrono "
                          "initialisation sets the forget-gate biases b_f")

@@ -19,9 +19,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice
-from seqbook.recurrent._sequence import State, check_state, check_step_input, run_masked
-from seqbook.recurrent.stack import RecurrentStack, check_no_projection
+from seqbook._contracts import InstanceOf, OneOf, check_signatures
+from seqbook.recurrent._sequence import ModuleInput, State, run_masked
+from seqbook.recurrent.stack import Lengths, NoProjection, RecurrentStack
 
 __all__ = ["RNN"]
 
@@ -90,20 +90,19 @@ class RNN(RecurrentStack):
         input_size: int,
         hidden_size: int,
         num_layers: int = 1,
-        nonlinearity: str = "tanh",
+        nonlinearity: OneOf(*_NONLINEARITIES) = "tanh",
         bias: bool = True,
         batch_first: bool = True,
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        proj_size: int = 0,
+        proj_size: NoProjection("RNN") = 0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device, dtype)
-        self.nonlinearity = check_choice("nonlinearity", nonlinearity, tuple(_NONLINEARITIES))
-        check_no_projection(proj_size, "RNN")
+        self.nonlinearity = nonlinearity
         self._build()
 
     def _make_parameters(self, suffix: str, input_size: int) -> None:
@@ -138,7 +137,9 @@ class RNN(RecurrentStack):
         out, final, _ = run_masked(step, x @ W_xh.T, state, mask)  # (B, T, H)
         return out, final, None
 
-    def cell(self, x_t: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
+    def cell(
+        self, x_t: ModuleInput("B input_size"), h_prev: ModuleInput("B hidden_size")
+    ) -> torch.Tensor:
         r"""One time step, :math:`h_t = f(W_{xh} x_t + W_{hh} h_{t-1} + b_h)`.
 
         For a one-layer, one-direction RNN (like ``torch.nn.RNNCell``).
@@ -156,9 +157,6 @@ class RNN(RecurrentStack):
             torch.Size([4, 3])
         """
         self._check_one_layer("cell")
-        check_step_input(x_t, self.input_size, self._like)
-        B, H = x_t.shape[0], self.hidden_size
-        check_state("h_prev", h_prev, (B, H), self._like, "(B, H)")
         b_h = self._parameter("b_h")  # 0 without bias
         return self._step(x_t @ self.W_xh.T, h_prev, self.W_hh, b_h)  # (B, H)
 
@@ -166,7 +164,7 @@ class RNN(RecurrentStack):
         self,
         x: torch.Tensor,
         h0: torch.Tensor | None = None,
-        lengths: torch.Tensor | None = None,
+        lengths: Lengths | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the recurrence over a batch of sequences.
 
@@ -191,7 +189,7 @@ class RNN(RecurrentStack):
         return out, h_n
 
     @classmethod
-    def from_torch(cls, rnn: nn.RNN) -> "RNN":
+    def from_torch(cls, rnn: InstanceOf(nn.RNN, what="a torch.nn.RNN")) -> "RNN":
         """An :class:`RNN` computing the same function as an ``nn.RNN``.
 
         Same configuration (``num_layers``, ``nonlinearity``, ``bias``, ``batch_first``,
@@ -207,7 +205,6 @@ class RNN(RecurrentStack):
             >>> torch.allclose(ours(x)[0], reference(x)[0], atol=1e-6)
             True
         """
-        cls._check_torch(rnn, "rnn")
         ours = cls(rnn.input_size, rnn.hidden_size, rnn.num_layers, rnn.nonlinearity,
                    rnn.bias, rnn.batch_first, float(rnn.dropout), rnn.bidirectional)
         return ours._copy_all_from_torch(rnn)
@@ -244,3 +241,6 @@ class RNN(RecurrentStack):
         if self.bias:
             getattr(module, f"bias_ih{torch_suffix}").copy_(getattr(self, f"b_h{suffix}"))
             getattr(module, f"bias_hh{torch_suffix}").zero_()
+
+
+check_signatures(globals())

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._contracts import CallableAs, check_signatures
+from seqbook._contracts import CallableAs, InstanceOf, check_signatures
 from seqbook.recurrent._sequence import check_sequence_batch, check_state
 from seqbook.recurrent.rnn import RNN
 
@@ -44,7 +44,7 @@ class RTRLResult:
 
 
 def rtrl(
-    rnn: RNN,
+    rnn: InstanceOf(RNN, what="a seqbook.recurrent.RNN"),
     x: torch.Tensor,
     step_loss: CallableAs('step_loss(t, h_t)'),
     h0: torch.Tensor | None = None,
@@ -90,8 +90,6 @@ def rtrl(
         >>> torch.allclose(result.grads["W_hh"], rnn.W_hh.grad, atol=1e-5)
         True
     """
-    if not isinstance(rnn, RNN):
-        raise TypeError(f"rnn must be a seqbook.recurrent.RNN, got {type(rnn).__name__}")
     if rnn.num_layers != 1 or rnn.bidirectional:
         raise ValueError(
             "rnn must have num_layers=1 and bidirectional=False (RTRL here is for one "

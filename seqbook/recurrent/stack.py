@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from seqbook._checks import check_tensor
-from seqbook._contracts import Flag, PositiveInt, Probability, check_signatures
+from seqbook._contracts import Check, Flag, PositiveInt, Probability, TensorOf, check_signatures
 from seqbook.recurrent._sequence import (
     State,
     check_lengths,
@@ -44,6 +44,29 @@ from seqbook.recurrent._sequence import (
 )
 
 __all__ = ["RecurrentStack"]
+
+
+def _check_float_dtype(name: str, value: Any) -> torch.dtype:
+    if not (isinstance(value, torch.dtype) and value.is_floating_point):
+        raise TypeError(f"{name} must be a floating-point torch.dtype or None, got {value!r}")
+    return value
+
+
+def check_no_projection(name: str, value: Any, *, module: str) -> int:
+    """``proj_size`` is torch's LSTM-only argument; anything but 0 is an error."""
+    if isinstance(value, bool) or value != 0:
+        raise ValueError(f"{name} is only supported by LSTM (as in torch), not {module}; got "
+                         f"{name}={value!r}")
+    return value
+
+
+FloatDtype = Annotated[torch.dtype, Check(_check_float_dtype)]
+Lengths = TensorOf(1, floating=False)  # (B,) integer lengths of padded sequences
+
+
+def NoProjection(module: str) -> Any:
+    """``proj_size`` of a module other than an LSTM (``module`` names it): 0."""
+    return Annotated[int, Check(check_no_projection, module=module)]
 
 
 def _suffix(layer: int, direction: int) -> str:
@@ -99,7 +122,7 @@ class RecurrentStack(nn.Module):
         dropout: Probability,
         bidirectional: Flag,
         device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
+        dtype: FloatDtype | None = None,
     ) -> None:
         super().__init__()
         self.input_size = input_size
@@ -109,8 +132,6 @@ class RecurrentStack(nn.Module):
         self.batch_first = batch_first
         self.dropout = dropout
         self.bidirectional = bidirectional
-        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-            raise TypeError(f"dtype must be a floating-point torch.dtype or None, got {dtype!r}")
         self._factory = {"device": device, "dtype": dtype}  # for the parameters, as in torch
         if self.dropout > 0 and self.num_layers == 1:
             warnings.warn(  # as torch warns: there is no layer to drop out between
@@ -337,12 +358,6 @@ class RecurrentStack(nn.Module):
 
     # --- torch's modules ---------------------------------------------------------------
 
-    @classmethod
-    def _check_torch(cls, module: Any, name: str) -> None:
-        if not isinstance(module, cls._torch_class):
-            raise TypeError(f"{name} must be a torch.nn.{cls._torch_class.__name__}, got "
-                            f"{type(module).__name__}")
-
     def _copy_all_from_torch(self, module: nn.RNNBase) -> "RecurrentStack":
         """Copy every layer and direction of ``module``; same device, dtype, mode."""
         weight = module.weight_ih_l0
@@ -373,16 +388,7 @@ class RecurrentStack(nn.Module):
         return module
 
 
-def check_no_projection(proj_size: Any, name: str) -> None:
-    """``proj_size`` is torch's LSTM-only argument; anything but 0 is an error."""
-    if isinstance(proj_size, bool) or proj_size != 0:
-        raise ValueError(f"proj_size is only supported by LSTM (as in torch), not {name}; got "
-                         f"proj_size={proj_size!r}")
-
-
-def _check_layer(layer: Any, num_layers: int) -> int:
-    if isinstance(layer, bool) or not isinstance(layer, int):
-        raise TypeError(f"layer must be an int, got {_describe(layer)}")
+def _check_layer(layer: int, num_layers: int) -> int:
     if not -num_layers <= layer < num_layers:
         raise ValueError(
             f"layer must be in [-{num_layers}, {num_layers}) (num_layers={num_layers}), "
