@@ -107,7 +107,7 @@ def test_cache_errors_name_the_problem():
 def test_model_bad_input():
     model = small()
     with pytest.raises(ValueError, match=r"ids must hold token ids in \[0, 11\) \(the "
-                                         r"vocabulary size\), got ids from 0 to 11"):
+                                         r"module's vocab_size\), got ids from 0 to 11"):
         model(torch.tensor([[0, 11]]))
     with pytest.raises(TypeError, match="ids must have an integer dtype"):
         model(torch.rand(1, 3))

@@ -10,8 +10,7 @@ import math
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_token_ids
-from seqbook._contracts import PositiveInt, PositiveReal, TensorOf, check_signatures
+from seqbook._contracts import PositiveInt, PositiveReal, Shaped, check_signatures
 
 __all__ = ["BigramLM", "bigram_perplexity"]
 
@@ -48,13 +47,12 @@ class BigramLM(nn.Module):
 
     def __init__(
         self,
-        train_ids: torch.Tensor,
-        vocab_size: int,
+        train_ids: Shaped("N", ids="vocab_size"),
+        vocab_size: PositiveInt,
         smoothing: PositiveReal = 1.0,
     ) -> None:
         super().__init__()
-        self.vocab_size = V = check_positive_int("vocab_size", vocab_size)
-        check_token_ids("train_ids", train_ids, V, ndim=1)
+        self.vocab_size = V = vocab_size
         if len(train_ids) < 2:
             raise ValueError(f"train_ids must hold at least 2 ids, got {len(train_ids)}")
         self.smoothing = smoothing
@@ -69,15 +67,16 @@ class BigramLM(nn.Module):
         """No state: the prediction depends on the last character only."""
         return None
 
-    def forward(self, ids: torch.Tensor, state: None = None) -> tuple[torch.Tensor, None]:
-        check_token_ids("ids", ids, self.vocab_size, ndim=2)
+    def forward(
+        self, ids: Shaped("B T", ids="vocab_size"), state: None = None
+    ) -> tuple[torch.Tensor, None]:
         return self.log_p[ids], None  # (B, T, V)
 
 
 def bigram_perplexity(
     train_ids: torch.Tensor,
-    valid_ids: TensorOf(1, floating=False),
-    vocab_size: int,
+    valid_ids: Shaped("N", ids="vocab_size"),
+    vocab_size: PositiveInt,
     smoothing: float = 1.0,
 ) -> float:
     r"""The perplexity of the add-one bigram model of ``train_ids`` on ``valid_ids``.
@@ -93,7 +92,6 @@ def bigram_perplexity(
     if len(valid_ids) < 2:
         raise ValueError(f"valid_ids must hold at least 2 ids, got {len(valid_ids)}")
     log_p = BigramLM(train_ids, vocab_size, smoothing).log_p
-    check_token_ids("valid_ids", valid_ids, vocab_size, ndim=1)
     return math.exp(-log_p[valid_ids[:-1], valid_ids[1:]].mean().item())
 
 

@@ -22,13 +22,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_int,
-    check_last_dim,
-    check_same_dtype,
-    check_tensor,
-)
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._checks import check_last_dim, check_same_dtype
+from seqbook._contracts import InstanceOf, NonNegativeInt, PositiveInt, Shaped, check_signatures
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 
 __all__ = ["KVCache", "cached_self_attention"]
@@ -130,30 +125,11 @@ class KVCache:
         return self
 
 
-def _check_step(attention: object, x: object, cache: object, layer: object) -> None:
-    if not isinstance(attention, MultiHeadAttention):
-        raise TypeError("attention must be a seqbook.attention.MultiHeadAttention, got "
-                        f"{type(attention).__name__}")
-    x = check_tensor("x", x, ndim=3, floating=True)
-    check_last_dim("x", x, attention.d_model, what="d_model")
-    if not isinstance(cache, KVCache):
-        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
-    L, B = len(cache.key_buffers), cache.batch_size
-    if check_int("layer", layer, min_value=0) >= L:
-        raise ValueError(f"layer must be < the cache's {L} layers, got {layer}")
-    if x.shape[0] != B:
-        raise ValueError(f"cache holds a batch of {B} sequences, but x has {x.shape[0]}")
-    check_same_dtype("x", x, cache.key_buffers[layer].dtype, of="the cache's keys")
-    if (P := cache.lengths[layer]) + x.shape[1] > cache.capacity:
-        raise ValueError(f"x has {x.shape[1]} positions after {P} cached ones, more than the "
-                         f"cache's capacity of {cache.capacity}")
-    if torch.is_grad_enabled() and any(p.requires_grad for p in attention.parameters()):
-        raise RuntimeError("cached attention is for generation: call it under torch.no_grad() "
-                           "(the cache is written in place, which gradients cannot flow through)")
-
-
 def cached_self_attention(
-    attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
+    attention: InstanceOf(MultiHeadAttention, what="a seqbook.attention.MultiHeadAttention"),
+    x: Shaped("B T d_model", floating=True),
+    cache: InstanceOf(KVCache),
+    layer: NonNegativeInt,
 ) -> torch.Tensor:
     r"""Causal self-attention of ``T`` new positions to the cached past and to themselves.
 
@@ -188,7 +164,20 @@ def cached_self_attention(
         >>> torch.allclose(torch.cat([first, last], 1), full, atol=1e-6)
         True
     """
-    _check_step(attention, x, cache, layer)
+    # x, the cache and the layer must fit the attention and each other
+    check_last_dim("x", x, attention.d_model, what="d_model")
+    L, B = len(cache.key_buffers), cache.batch_size
+    if layer >= L:
+        raise ValueError(f"layer must be < the cache's {L} layers, got {layer}")
+    if x.shape[0] != B:
+        raise ValueError(f"cache holds a batch of {B} sequences, but x has {x.shape[0]}")
+    check_same_dtype("x", x, cache.key_buffers[layer].dtype, of="the cache's keys")
+    if (P := cache.lengths[layer]) + x.shape[1] > cache.capacity:
+        raise ValueError(f"x has {x.shape[1]} positions after {P} cached ones, more than the "
+                         f"cache's capacity of {cache.capacity}")
+    if torch.is_grad_enabled() and any(p.requires_grad for p in attention.parameters()):
+        raise RuntimeError("cached attention is for generation: call it under torch.no_grad() "
+                           "(the cache is written in place, which gradients cannot flow through)")
     return _cached_self_attention(attention, x, cache, layer)
 
 

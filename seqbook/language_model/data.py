@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import check_tensor
-from seqbook._contracts import PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import InstanceOf, PositiveInt, TensorOf, check_signatures
 from seqbook.data import Vocab, python_source_corpus, tokenize
 
 __all__ = ["CharCorpus", "char_corpus", "random_windows"]
@@ -43,10 +43,8 @@ class CharCorpus:
         """The number of symbols :math:`V` (specials included)."""
         return len(self.vocab)
 
-    def encode(self, text: str) -> torch.Tensor:
+    def encode(self, text: InstanceOf(str)) -> torch.Tensor:
         """The ids ``(len(text),)`` of a string's characters."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
         return torch.tensor(self.vocab.encode(tokenize(text)), dtype=torch.long)
 
     def decode(self, ids: torch.Tensor | list[int]) -> str:
@@ -88,7 +86,7 @@ def char_corpus(num_chars: int = 300_000, min_freq: PositiveInt = 5, seed: int =
 
 def random_windows(
     ids: TensorOf(1, floating=False),
-    generator: torch.Generator,
+    generator: InstanceOf(torch.Generator, what="a torch.Generator"),
     batch_size: PositiveInt = 32,
     length: PositiveInt = 32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -117,8 +115,6 @@ def random_windows(
         >>> bool((targets == inputs + 1).all())
         True
     """
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     if len(ids) < length + 2:
         raise ValueError(f"ids must hold at least length + 2 = {length + 2} ids (a window, its "
                          f"next character and one more start), got {len(ids)}")

@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_tensor
-from seqbook._contracts import PositiveInt, TensorOf, check_signatures
+from seqbook._checks import check_tensor
+from seqbook._contracts import InstanceOf, PositiveInt, TensorOf, check_signatures
 
 __all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
 
@@ -38,13 +38,10 @@ def _logits(output: torch.Tensor | tuple) -> torch.Tensor:
     return logits  # (B, T, V)
 
 
-def _check_model(model: object) -> nn.Module:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    return model
+Model = InstanceOf(nn.Module, what="a torch.nn.Module")  # a language model
 
 
-def lm_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def lm_loss(model: Model, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     r"""Mean cross-entropy of the next token over a batch of windows, for
     :func:`~seqbook.train.fit`.
 
@@ -68,7 +65,6 @@ def lm_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch
         >>> lm_loss(model, (ids, ids)).item() > 0
         True
     """
-    _check_model(model)
     if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
         raise TypeError("batch must be a pair (inputs, targets) of (B, T) id tensors")
     inputs, targets = batch
@@ -91,11 +87,11 @@ def _window_starts(N: int, window: int, stride: int) -> list[int]:
 
 
 def sequence_loss(
-    model: nn.Module,
+    model: Model,
     ids: TensorOf(1, floating=False),
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 64,
+    window: PositiveInt | None = None,
+    stride: PositiveInt | None = None,
+    batch_size: PositiveInt = 64,
 ) -> torch.Tensor:
     r"""Mean negative log-likelihood (nats) of every token of a stream after the first.
 
@@ -128,7 +124,6 @@ def sequence_loss(
         >>> bool(torch.isclose(whole, windowed, atol=1e-6))
         True
     """
-    _check_model(model)
     N = len(ids)
     if N < 2:
         raise ValueError(f"ids must hold at least 2 tokens (one to predict), got {N}")
@@ -136,11 +131,9 @@ def sequence_loss(
         if window is None:
             logits = _logits(model(ids[None, :-1]))[0]  # (N - 1, V)
             return F.cross_entropy(logits, ids[1:])
-        window = check_positive_int("window", window)
-        stride = max(window // 2, 1) if stride is None else check_positive_int("stride", stride)
+        stride = max(window // 2, 1) if stride is None else stride
         if stride > window:
             raise ValueError(f"stride must be <= window={window}, got {stride}")
-        batch_size = check_positive_int("batch_size", batch_size)
         W = min(window, N - 1)
         starts = _window_starts(N, W, stride)
         offsets = torch.arange(W + 1)
@@ -173,7 +166,7 @@ def perplexity(model: nn.Module, ids: torch.Tensor, window: int | None = None,
 
 
 def loss_by_position(
-    model: nn.Module,
+    model: Model,
     ids: TensorOf(1, floating=False),
     window: PositiveInt,
     offsets: PositiveInt = 1,
@@ -206,7 +199,6 @@ def loss_by_position(
         >>> tuple(curve.shape)
         (8,)
     """
-    _check_model(model)
     if offsets > window:
         raise ValueError(f"offsets must be <= window={window}, got {offsets}")
     if len(ids) <= window + (offsets - 1) * window // offsets:

@@ -11,24 +11,30 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import (
-    check_int,
-    check_real,
-    check_tensor,
-    check_token_ids,
+from seqbook._checks import check_token_ids
+from seqbook._contracts import (
+    Flag,
+    InstanceOf,
+    PositiveInt,
+    RandomGenerator,
+    Real,
+    RealIn,
+    TensorOf,
+    check_signatures,
 )
-from seqbook._contracts import Flag, PositiveInt, RandomGenerator, TensorOf, check_signatures
 
 __all__ = ["generate", "next_token", "truncate_scores"]
 
+TopP = RealIn(0.0, 1.0, strict_min=True)  # the nucleus' probability mass, in (0, 1]
+
 
 def next_token(
-    logits: torch.Tensor,
-    temperature: float = 1.0,
+    logits: TensorOf(2, floating=True),
+    temperature: Real = 1.0,
     greedy: Flag = False,
     generator: RandomGenerator = None,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    top_k: PositiveInt | None = None,
+    top_p: TopP | None = None,
 ) -> torch.Tensor:
     r"""Choose the next token from its scores: the most likely, or a sample at temperature
     :math:`\tau`, optionally from the top :math:`k` tokens or the nucleus only.
@@ -64,31 +70,18 @@ def next_token(
         >>> next_token(scores, temperature=0.01, generator=g)   # almost greedy
         tensor([0])
     """
-    if check_tensor("logits", logits, ndim=2, floating=True).shape[-1] == 0:
+    if logits.shape[-1] == 0:
         raise ValueError("logits must hold at least one score per row (V >= 1), got shape "
                          f"{tuple(logits.shape)}")
-    temperature = _check_temperature(temperature, greedy)
-    top_k, top_p = _check_truncation(top_k, top_p)
+    if not greedy and temperature <= 0:  # greedy ignores it
+        raise ValueError(f"temperature must be > 0.0, got {temperature}")
     return _next_token(logits, temperature, greedy, generator, top_k, top_p)
 
 
-def _check_temperature(temperature: float, greedy: bool) -> float:
-    """A real number, and > 0 unless ``greedy`` (which ignores it)."""
-    if greedy:
-        return check_real("temperature", temperature)
-    return check_real("temperature", temperature, min_value=0.0, strict_min=True)
-
-
-def _check_truncation(top_k: object, top_p: object) -> tuple[int | None, float | None]:
-    if top_k is not None:
-        top_k = check_int("top_k", top_k, min_value=1)
-    if top_p is not None:
-        top_p = check_real("top_p", top_p, min_value=0.0, max_value=1.0, strict_min=True)
-    return top_k, top_p
-
-
 def truncate_scores(
-    scores: TensorOf(2, floating=True), top_k: int | None = None, top_p: float | None = None
+    scores: TensorOf(2, floating=True),
+    top_k: PositiveInt | None = None,
+    top_p: TopP | None = None,
 ) -> torch.Tensor:
     r"""The scores with :math:`-\infty` for every token outside the top :math:`k` and
     outside the nucleus, so that a softmax gives the truncated distribution.
@@ -119,7 +112,7 @@ def truncate_scores(
         >>> truncate_scores(scores, top_p=0.9).isfinite().tolist()
         [[True, True, True, False]]
     """
-    return _truncate_scores(scores, *_check_truncation(top_k, top_p))
+    return _truncate_scores(scores, top_k, top_p)
 
 
 def _truncate_scores(
@@ -154,17 +147,17 @@ def _next_token(
 
 
 def generate(
-    model: nn.Module,
-    prompt: torch.Tensor,
+    model: InstanceOf(nn.Module, what="a torch.nn.Module"),
+    prompt: TensorOf(2, floating=False),
     num_tokens: PositiveInt,
     *,
-    temperature: float = 1.0,
+    temperature: Real = 1.0,
     greedy: Flag = False,
     generator: RandomGenerator = None,
     use_cache: Flag = True,
-    context: int | None = None,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    context: PositiveInt | None = None,
+    top_k: PositiveInt | None = None,
+    top_p: TopP | None = None,
 ) -> torch.Tensor:
     r"""Continue ``prompt`` by ``num_tokens`` tokens, one at a time.
 
@@ -212,18 +205,14 @@ def generate(
         >>> tuple(fast.shape), torch.equal(fast, slow)
         ((1, 7), True)
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    B, T_0 = check_token_ids("prompt", prompt, model.vocab_size, ndim=2).shape
+    B, T_0 = check_token_ids("prompt", prompt, model.vocab_size).shape  # the model's ids
     if T_0 == 0:
         raise ValueError("prompt must hold at least one token per sequence, got shape "
                          f"{tuple(prompt.shape)}")
-    temperature = _check_temperature(temperature, greedy)
-    top_k, top_p = _check_truncation(top_k, top_p)
-    if context is not None:
-        context = check_int("context", context, min_value=1)
-        if use_cache:
-            raise ValueError("context needs use_cache=False: a cache keeps every position")
+    if not greedy and temperature <= 0:  # greedy ignores it
+        raise ValueError(f"temperature must be > 0.0, got {temperature}")
+    if context is not None and use_cache:
+        raise ValueError("context needs use_cache=False: a cache keeps every position")
     max_len = getattr(model, "max_len", None)
     if max_len is not None and context is not None and context > max_len:
         raise ValueError(f"context must be <= the model's max_len={max_len}, got {context}")

@@ -28,18 +28,22 @@ Shape letters: ``B`` batch, ``T`` time, ``d`` width, ``H`` heads, ``V`` vocabula
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import (
-    check_batch,
-    check_choice,
-    check_positive_int,
-    check_token_ids,
+from seqbook._checks import check_batch
+from seqbook._contracts import (
+    Check,
+    Flag,
+    NonNegativeInt,
+    OneOf,
+    PositiveInt,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import Flag, NonNegativeInt, PositiveInt, check_signatures
 from seqbook.linear_attention.kernelized import _parallel as _linear_parallel
 from seqbook.linear_attention.kernelized import _phi
 from seqbook.linear_attention.kernelized import _step as _linear_step
@@ -235,13 +239,16 @@ def _check_heads(mixer: str, d: int, num_heads: int) -> None:
         raise ValueError(f"d_model must be a multiple of num_heads, got {d} and {num_heads}")
 
 
-def state_floats(mixer: str, d: int, num_heads: int = 1, position: NonNegativeInt = 0,
-                 state_size: int = 8, expand: int = 1, conv_size: int = 4) -> int:
+def state_floats(
+    mixer: OneOf(*MIXERS),
+    d: PositiveInt,
+    num_heads: PositiveInt = 1,
+    position: NonNegativeInt = 0,
+    state_size: PositiveInt = 8,
+    expand: PositiveInt = 1,
+    conv_size: PositiveInt = 4,
+) -> int:
     """Floats a mixer layer keeps per sequence to generate the token after ``position``."""
-    mixer = check_choice("mixer", mixer, tuple(MIXERS))
-    for name, size in (("d", d), ("num_heads", num_heads), ("state_size", state_size),
-                       ("expand", expand), ("conv_size", conv_size)):
-        check_positive_int(name, size)
     _check_heads(mixer, d, num_heads)
     return _state_floats(mixer, d, num_heads, position, state_size, expand, conv_size)
 
@@ -267,10 +274,13 @@ def _state_floats(
     }[mixer]
 
 
-def _check_state(state: object, batch_size: int) -> None:
+def _check_state(name: str, state: object) -> dict:
     if not (isinstance(state, dict) and set(state) == {"previous", "mixers"}):
-        raise TypeError(f"state must be the dict that init_state returns, got {state!r:.60}")
-    check_batch("state['previous']", state["previous"], batch_size, of="ids")
+        raise TypeError(f"{name} must be the dict that init_state returns, got {state!r:.60}")
+    return state
+
+
+State = Annotated[dict, Check(_check_state)]  # the state MixerLM.init_state returns
 
 
 class MixerLM(nn.Module):
@@ -307,13 +317,20 @@ class MixerLM(nn.Module):
         True
     """
 
-    def __init__(self, vocab_size: PositiveInt, d_model: PositiveInt = 64, mixer: str = "softmax",
-                 num_layers: PositiveInt = 2, num_heads: int = 1, mlp: Flag = True) -> None:
+    def __init__(
+        self,
+        vocab_size: PositiveInt,
+        d_model: PositiveInt = 64,
+        mixer: OneOf(*MIXERS) = "softmax",
+        num_layers: PositiveInt = 2,
+        num_heads: PositiveInt = 1,
+        mlp: Flag = True,
+    ) -> None:
         super().__init__()
         self.vocab_size = vocab_size
         d = d_model
-        self.mixer = check_choice("mixer", mixer, tuple(MIXERS))
-        _check_heads(mixer, d, check_positive_int("num_heads", num_heads))
+        self.mixer = mixer
+        _check_heads(mixer, d, num_heads)
         self.has_mlp = mlp
         self.embed = nn.Embedding(vocab_size, d)
         self.shift = nn.Linear(d, d, bias=False)  # W_s: the previous token's share
@@ -325,8 +342,8 @@ class MixerLM(nn.Module):
         self.final_norm = nn.LayerNorm(d)
         self.readout = nn.Linear(d, vocab_size)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self._forward(check_token_ids("ids", ids, self.vocab_size, ndim=2))
+    def forward(self, ids: Shaped("B T", ids="vocab_size")) -> torch.Tensor:
+        return self._forward(ids)
 
     def _forward(self, ids: torch.Tensor) -> torch.Tensor:
         e = self.embed(ids)  # (B, T, d)
@@ -347,10 +364,11 @@ class MixerLM(nn.Module):
         return {"previous": like.new_zeros(B, like.shape[1]),
                 "mixers": [mixer.init_state(B, like) for mixer in self.mixers]}
 
-    def step(self, ids: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
+    def step(
+        self, ids: Shaped("B", ids="vocab_size"), state: State
+    ) -> tuple[torch.Tensor, dict]:
         """Read one token per row and return the next token's scores and the new state."""
-        check_token_ids("ids", ids, self.vocab_size, ndim=1)
-        _check_state(state, ids.shape[0])
+        check_batch("state['previous']", state["previous"], ids.shape[0], of="ids")
         e = self.embed(ids)  # (B, d)
         x = e + self.shift(state["previous"])
         states = []

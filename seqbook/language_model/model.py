@@ -19,7 +19,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqbook._checks import check_bool, check_positive_int, check_probability, check_token_ids
+from seqbook._contracts import Flag, InstanceOf, PositiveInt, Probability, Shaped, check_signatures
 from seqbook.attention import causal_mask
 from seqbook.language_model.cache import KVCache, _cached_self_attention
 from seqbook.transformer import EncoderBlock, LayerNorm, PositionalEncoding
@@ -31,14 +31,14 @@ __all__ = ["TransformerLMConfig", "TransformerLM"]
 class TransformerLMConfig:
     """The sizes of a :class:`TransformerLM` (defaults: the language-model chapter's)."""
 
-    d_model: int = 64  # model width
-    num_heads: int = 4  # attention heads per block (must divide d_model)
-    num_layers: int = 2  # blocks N_x
-    d_ff: int = 192  # hidden width of the feed-forward sublayers
-    max_len: int = 256  # longest context the positional encoding covers
-    dropout: float = 0.0  # on embeddings, attention weights and sublayer outputs
-    norm_first: bool = True  # pre-norm (True) or the paper's post-norm
-    tie_weights: bool = False  # the readout uses the embedding matrix (W = E^T), as GPT
+    d_model: PositiveInt = 64  # model width
+    num_heads: PositiveInt = 4  # attention heads per block (must divide d_model)
+    num_layers: PositiveInt = 2  # blocks N_x
+    d_ff: PositiveInt = 192  # hidden width of the feed-forward sublayers
+    max_len: PositiveInt = 256  # longest context the positional encoding covers
+    dropout: Probability = 0.0  # on embeddings, attention weights and sublayer outputs
+    norm_first: Flag = True  # pre-norm (True) or the paper's post-norm
+    tie_weights: Flag = False  # the readout uses the embedding matrix (W = E^T), as GPT
 
 
 class TransformerLM(nn.Module):
@@ -82,27 +82,30 @@ class TransformerLM(nn.Module):
         (True, 4)
     """
 
-    def __init__(self, vocab_size: int, config: TransformerLMConfig | None = None,
-                 **overrides: object) -> None:
+    def __init__(
+        self,
+        vocab_size: PositiveInt,
+        config: InstanceOf(TransformerLMConfig, what="a TransformerLMConfig or None") | None = None,
+        **overrides: object,
+    ) -> None:
         super().__init__()
         if config is None:
             config = TransformerLMConfig()
-        if not isinstance(config, TransformerLMConfig):
-            raise TypeError(f"config must be a TransformerLMConfig, got {type(config).__name__}")
         unknown = set(overrides) - set(TransformerLMConfig.__dataclass_fields__)
         if unknown:
             raise TypeError(f"unknown TransformerLM options: {sorted(unknown)}")
+        # the config's fields are checked when it is made
         config = TransformerLMConfig(**{**config.__dict__, **overrides})
         self.config = config
-        self.vocab_size = V = check_positive_int("vocab_size", vocab_size)
-        self.d_model = d = check_positive_int("d_model", config.d_model)
-        self.num_heads = check_positive_int("num_heads", config.num_heads)
+        self.vocab_size = V = vocab_size
+        self.d_model = d = config.d_model
+        self.num_heads = config.num_heads
         if d % config.num_heads:
             raise ValueError(f"num_heads must divide d_model, got d_model={d} and "
                              f"num_heads={config.num_heads}")
-        self.num_layers = check_positive_int("num_layers", config.num_layers)
-        self.max_len = check_positive_int("max_len", config.max_len)
-        dropout = check_probability("dropout", config.dropout)
+        self.num_layers = config.num_layers
+        self.max_len = config.max_len
+        dropout = config.dropout
         self.embedding = nn.Embedding(V, d)
         nn.init.normal_(self.embedding.weight, std=d**-0.5)  # as seqbook.transformer
         self.positional = PositionalEncoding(d, config.max_len, dropout)
@@ -112,7 +115,7 @@ class TransformerLM(nn.Module):
         )
         self.norm = LayerNorm(d) if config.norm_first else nn.Identity()
         self.readout = nn.Linear(d, V)
-        if check_bool("tie_weights", config.tie_weights):
+        if config.tie_weights:
             self.readout.weight = self.embedding.weight  # one (V, d) matrix, two uses
 
     def init_state(self, batch_size: int) -> KVCache:
@@ -121,19 +124,21 @@ class TransformerLM(nn.Module):
         return KVCache.empty(self, batch_size, self.num_layers, self.num_heads, d_k, d_k,
                             capacity=self.max_len)
 
-    def _check_ids(self, ids: torch.Tensor, past: int) -> None:
-        if (T := check_token_ids("ids", ids, self.vocab_size, ndim=2).shape[1]) == 0:
+    def _check_length(self, ids: torch.Tensor, past: int) -> None:
+        if (T := ids.shape[1]) == 0:
             raise ValueError(f"ids must hold at least one position, got shape {tuple(ids.shape)}")
         if past + T > self.max_len:
             raise ValueError(f"ids has {T} positions{f' after {past} cached ones' if past else ''}"
                              f", more than the model's max_len={self.max_len}")
 
     def forward(
-        self, ids: torch.Tensor, cache: KVCache | None = None
+        self,
+        ids: Shaped("B T", ids="vocab_size"),
+        cache: InstanceOf(KVCache, what="a KVCache or None") | None = None,
     ) -> tuple[torch.Tensor, KVCache | None]:
         if cache is not None:
             return self._forward_cached(ids, cache)
-        self._check_ids(ids, 0)
+        self._check_length(ids, 0)
         return self._forward(ids), None
 
     def _forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -152,9 +157,7 @@ class TransformerLM(nn.Module):
         return self.readout(self.norm(x))  # (B, T, V)  (eq-lm-output)
 
     def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
-        if not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
-        self._check_ids(ids, cache.length)
+        self._check_length(ids, cache.length)
         cache.check(self, ids.shape[0])
         with torch.no_grad():  # a cache serves generation: it is written in place
             return self._read_with_cache(ids, cache), cache
@@ -170,3 +173,6 @@ class TransformerLM(nn.Module):
             x = block.add_norm_1._add_norm(x, attend)  # (B, T, d_model)
             x = block.add_norm_2._add_norm(x, block.feed_forward._ffn)
         return self.readout(self.norm(x))  # (B, T, V)
+
+
+check_signatures(globals())

@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_choice, check_token_ids
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import OneOf, PositiveInt, Shaped, check_signatures
 
 __all__ = ["RecurrentLM"]
 
@@ -58,11 +57,11 @@ class RecurrentLM(nn.Module):
         vocab_size: PositiveInt,
         hidden_size: PositiveInt = 128,
         embedding_dim: PositiveInt = 32,
-        cell: str = "lstm",
+        cell: OneOf(*_LAYERS) = "lstm",
     ) -> None:
         super().__init__()
         self.vocab_size = vocab_size
-        self.cell = check_choice("cell", cell, tuple(_LAYERS))
+        self.cell = cell
         self.embed = nn.Embedding(vocab_size, embedding_dim)
         self.rnn = _LAYERS[cell](embedding_dim, hidden_size, batch_first=True)
         self.readout = nn.Linear(hidden_size, vocab_size)
@@ -71,8 +70,9 @@ class RecurrentLM(nn.Module):
         """The state before the first token: ``None``, which the layer reads as zeros."""
         return None
 
-    def forward(self, ids: torch.Tensor, state: object = None) -> tuple[torch.Tensor, object]:
-        check_token_ids("ids", ids, self.vocab_size, ndim=2)
+    def forward(
+        self, ids: Shaped("B T", ids="vocab_size"), state: object = None
+    ) -> tuple[torch.Tensor, object]:
         outputs, state = self.rnn(self.embed(ids), state)  # (B, T, H)
         return self.readout(outputs), state  # (B, T, V)
 
