@@ -132,14 +132,17 @@ class Dims(Check):
     later tensor of the call must then match (``T_k`` of ``key`` and ``value``).
     """
 
-    __slots__ = ("dims", "floating", "dtype_of", "ids")
+    __slots__ = ("dims", "fixed", "leading", "spec", "floating", "dtype_of", "ids")
 
     def __init__(
         self, dims: str, *, floating: bool | None = None, dtype_of: str | None = None,
         ids: str | None = None,
     ) -> None:
         super().__init__(check_tensor, floating=floating)
-        self.dims, self.dtype_of, self.ids = dims.split(), dtype_of, ids
+        self.dims, self.spec = dims.split(), ", ".join(dims.split())
+        self.leading = self.dims[:1] == ["..."]  # any leading dimensions
+        self.fixed = self.dims[1:] if self.leading else self.dims
+        self.floating, self.dtype_of, self.ids = floating, dtype_of, ids
 
     def __repr__(self) -> str:
         return f"Dims({' '.join(self.dims)!r})"
@@ -147,14 +150,15 @@ class Dims(Check):
     def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
         """Check ``value`` within a call (its ``arguments``) whose named sizes so far are
         ``bound`` (``{name: (size, where it comes from)}``); bind the new ones."""
-        value = check_tensor(name, value, floating=self.options["floating"])
-        dims, shape = self.dims, tuple(value.shape)
-        spec = ", ".join(dims)
-        fixed = dims[1:] if dims[:1] == ["..."] else dims
-        if len(shape) != len(fixed) and not (dims[:1] == ["..."] and len(shape) >= len(fixed)):
-            at_least = "at least " if dims[:1] == ["..."] else ""
-            raise ValueError(f"{name} must have {at_least}{len(fixed)} dimensions ({spec}), "
-                             f"got shape {shape}")
+        if not isinstance(value, torch.Tensor) or self.floating is False or (
+            self.floating and not value.is_floating_point()
+        ):
+            check_tensor(name, value, floating=self.floating)  # raises, or integer ids
+        shape, fixed = tuple(value.shape), self.fixed
+        if len(shape) != len(fixed) and not (self.leading and len(shape) >= len(fixed)):
+            at_least = "at least " if self.leading else ""
+            raise ValueError(f"{name} must have {at_least}{len(fixed)} dimensions "
+                             f"({self.spec}), got shape {shape}")
         for symbol, size in zip(fixed, shape[len(shape) - len(fixed):]):
             expected = _size_of(symbol, call, bound)
             if expected is None:
@@ -162,7 +166,7 @@ class Dims(Check):
                     bound[symbol] = (size, f"as in {name}")
             elif expected[0] != size:
                 where = f" with {symbol} = {expected[0]} ({expected[1]})" if expected[1] else ""
-                raise ValueError(f"{name} must have shape ({spec}){where}, got {shape}")
+                raise ValueError(f"{name} must have shape ({self.spec}){where}, got {shape}")
         if self.dtype_of is not None:
             _check_dtype_like(name, value, self.dtype_of, call)
         if self.ids is not None:
@@ -173,16 +177,25 @@ class Dims(Check):
 
 def _size_of(symbol: str, call: dict[str, Any], bound: dict[str, Any]) -> tuple[int, str] | None:
     """The size a dimension's symbol stands for in a call, and where it comes from."""
+    if symbol in bound:
+        return bound[symbol]
     if symbol.isdigit():
         return int(symbol), ""
     if symbol == "*":
         return None
-    if isinstance(call.get(symbol), int) and not isinstance(call[symbol], bool):
-        return call[symbol], f"the argument {symbol}"
+    value = call.get(symbol)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, f"the argument {symbol}"
     owner = call.get("self")
-    if isinstance(getattr(owner, symbol, None), int):
-        return getattr(owner, symbol), f"the module's {symbol}"
-    return bound.get(symbol)
+    # an instance attribute, or a class attribute or property (not nn.Module.__getattr__'s
+    # slow search of parameters and submodules for a name that is not there)
+    value = getattr(owner, "__dict__", {}).get(symbol)
+    if value is None and hasattr(type(owner), symbol):
+        value = getattr(owner, symbol)
+    if isinstance(value, int) and not isinstance(value, bool):
+        bound[symbol] = (value, f"the module's {symbol}")  # look it up once per call
+        return bound[symbol]
+    return None
 
 
 def _check_dtype_like(name: str, value: torch.Tensor, other: str, call: dict[str, Any]) -> None:
@@ -263,29 +276,64 @@ def _contracts_of(hints: dict[str, Any]) -> dict[str, tuple[Check, bool]]:
 
 def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` with its arguments validated by the contracts of its hints: scalars
-    first, then tensors in the order of the signature (which binds their sizes)."""
+    first, then tensors in the order of the signature (which binds their sizes).
+
+    The wrapper reads the arguments straight from ``args`` and ``kwargs`` (binding a
+    signature per call would cost more than the checks). Defaults are checked once,
+    here; a default a check converts (``1`` to ``1.0``) is passed on converted."""
     hints = _hints(function)
     contracts = _contracts_of(hints)
     if not contracts:
         return function
     signature = inspect.signature(function)
-    order = sorted(contracts, key=lambda name: isinstance(contracts[name][0], Dims))
+    parameters = signature.parameters
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters.values()):
+        raise TypeError(f"{function.__qualname__}: contracts need a signature without "
+                        "*args or **kwargs")
+    positions = {name: i for i, (name, p) in enumerate(parameters.items())
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    defaults = {name: p.default for name, p in parameters.items() if p.default is not p.empty}
+    converted = {}  # defaults that a check converts, passed on explicitly
+    for name, (check, optional) in contracts.items():
+        default = defaults.get(name, None)
+        if name in defaults and not isinstance(check, Dims) and not (optional and default is None):
+            value = check(name, default)
+            if value is not default:
+                converted[name] = value
+    plan = [(name, positions.get(name, len(parameters)), *contracts[name])
+            for name in sorted(contracts, key=lambda n: isinstance(contracts[n][0], Dims))]
+    needs_call = any(isinstance(check, Dims) for _, _, check, _ in plan)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        call, sizes = bound.arguments, {}
-        for name in order:
-            check, optional = contracts[name]
-            value = call[name]
+        if len(args) > len(positions) or not kwargs.keys() <= parameters.keys():
+            signature.bind(*args, **kwargs)  # raises Python's own TypeError
+        call = {**defaults, **dict(zip(parameters, args)), **kwargs} if needs_call else None
+        sizes: dict[str, Any] = {}
+        for name, position, check, optional in plan:
+            if position < len(args):
+                value = args[position]
+            elif name in kwargs:
+                value = kwargs[name]
+            elif name in defaults and not isinstance(check, Dims):
+                continue  # checked once, above
+            else:
+                value = defaults.get(name)  # a tensor's default; missing: Python raises
             if optional and value is None:
                 continue
-            if isinstance(check, Dims):
-                call[name] = check.check_in(name, value, call, sizes)
-            else:
-                call[name] = check(name, value)
-        return function(*bound.args, **bound.kwargs)
+            new = (check.check_in(name, value, call, sizes) if isinstance(check, Dims)
+                   else check(name, value))
+            if new is not value:  # pass on what the check returns (1 -> 1.0)
+                if position < len(args):
+                    args = args[:position] + (new,) + args[position + 1:]
+                else:
+                    kwargs[name] = new
+                if call is not None:
+                    call[name] = new
+        for name, value in converted.items():
+            if name not in kwargs and positions.get(name, len(parameters)) >= len(args):
+                kwargs[name] = value
+        return function(*args, **kwargs)
 
     # evaluated here, where the module's names are known (typing.get_type_hints and
     # Sphinx would look them up in this module's globals)
