@@ -149,7 +149,7 @@ def test_tens_unit_alignment_skips_wrong_translations_and_other_numbers(de_task)
 
 def test_tens_unit_alignment_refuses_bad_shapes(de_task):
     pairs = list(de_task.splits.test)[:2]
-    with pytest.raises(ValueError, match="weights must be"):
+    with pytest.raises(ValueError, match="weights must have one row per pair"):
         tens_unit_alignment(torch.zeros(3, 4, 5), de_task, pairs, [[], []])
     with pytest.raises(ValueError, match="hypotheses must have one entry per pair"):
         tens_unit_alignment(torch.zeros(2, 4, 5), de_task, pairs, [[]])
@@ -167,7 +167,7 @@ def test_french_dix_alignment(fr_task):
     share, checked = french_dix_alignment(weights, fr_task, pairs, hypotheses)
     assert checked == 2 and share == 0.5            # 95 and 34 have no "dix"
     assert "dix" not in fr_task.target_tokens_of(pairs[2].target)
-    with pytest.raises(ValueError, match="weights must be"):
+    with pytest.raises(ValueError, match=r"weights must have 3 dimensions \(B, T_y, T_x\)"):
         french_dix_alignment(weights[0], fr_task, pairs, hypotheses)
 
 

@@ -29,11 +29,10 @@ from typing import NamedTuple
 
 import torch
 
-from seqbook._contracts import NonNegativeInt, check_signatures
+from seqbook._contracts import InstanceOf, NonNegativeInt, Shaped, TensorOf, check_signatures
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
 from seqbook.seq2seq.data import check_pairs
-from seqbook.seq2seq.training import check_task
 from seqbook.utils import to_device
 
 __all__ = [
@@ -160,7 +159,7 @@ def _peaks(weights: torch.Tensor, row: int) -> torch.Tensor:
 
 
 def tens_unit_alignment(
-    weights: torch.Tensor,
+    weights: TensorOf((3, 4)),
     task: TranslationTask,
     pairs: Sequence[NumberPair],
     hypotheses: Sequence[Sequence[str]],
@@ -183,8 +182,8 @@ def tens_unit_alignment(
     Returns:
         ``(unit share, tens share, number of pairs checked)``.
     """
-    if weights.dim() not in (3, 4) or weights.shape[0] != len(pairs):
-        raise ValueError(f"weights must be (B, T_y, T_x) or (B, h, T_y, T_x) with B={len(pairs)}, "
+    if weights.shape[0] != len(pairs):
+        raise ValueError(f"weights must have one row per pair (B={len(pairs)}), "
                          f"got shape {tuple(weights.shape)}")
     if len(hypotheses) != len(pairs):
         raise ValueError(f"hypotheses must have one entry per pair ({len(pairs)}), got "
@@ -206,7 +205,7 @@ def tens_unit_alignment(
 
 
 def french_dix_alignment(
-    weights: torch.Tensor,
+    weights: Shaped("B T_y T_x"),
     task: TranslationTask,
     pairs: Sequence[NumberPair],
     hypotheses: Sequence[Sequence[str]],
@@ -228,10 +227,9 @@ def french_dix_alignment(
     Returns:
         ``(share, number of pairs checked)``.
     """
-    if weights.dim() != 3 or weights.shape[0] != len(pairs):
-        raise ValueError(
-            f"weights must be (B, T_y, T_x) with B={len(pairs)}, got {tuple(weights.shape)}"
-        )
+    if weights.shape[0] != len(pairs):
+        raise ValueError(f"weights must have one row per pair (B={len(pairs)}), "
+                         f"got shape {tuple(weights.shape)}")
     ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if pair.number % 100 not in (77, 78, 79, 97, 98, 99):
@@ -315,8 +313,8 @@ class TeacherForcingGap(NamedTuple):
 
 
 def teacher_forcing_gap(
-    model: torch.nn.Module,
-    task: TranslationTask,
+    model: InstanceOf(torch.nn.Module, what="a translator (an nn.Module)"),
+    task: InstanceOf(TranslationTask),
     pairs: Sequence[NumberPair],
     hypotheses: Sequence[Sequence[str]],
 ) -> TeacherForcingGap:
@@ -360,9 +358,6 @@ def teacher_forcing_gap(
         >>> bool(gap.free_running.all()), bool(gap.after_first_error.any())
         (True, False)
     """
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a translator (an nn.Module), got {type(model).__name__}")
-    check_task(task)
     check_pairs(pairs)
     if isinstance(hypotheses, (str, bytes)) or not isinstance(hypotheses, Sequence):
         raise TypeError("hypotheses must be a sequence of token lists")
