@@ -103,7 +103,7 @@ def test_bad_input_is_rejected():
         retrieval_errors("exp", X * 0.5)
     with pytest.raises(ValueError, match="fraction must be <= 1.0"):
         corrupt(X, 1.5)
-    with pytest.raises(ValueError, match="same last dimension"):
+    with pytest.raises(ValueError, match=r"patterns must have shape .* with d = 3 \(as in states"):
         bit_errors(torch.ones(3), torch.ones(4))
     with pytest.raises(ValueError, match="num_patterns must list at least one"):
         capacity_curve("classical", 10, [])

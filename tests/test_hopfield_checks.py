@@ -81,7 +81,7 @@ CASES = [
     ("lse", lambda: hop.lse(1.0, torch.tensor([1, 2])), TypeError,
      "z must have a floating-point dtype"),
     ("bit_errors", lambda: hop.bit_errors(torch.ones(3), torch.ones(4)), ValueError,
-     "same last dimension"),
+     r"patterns must have shape \(\.\.\., d\) with d = 3 \(as in states\)"),
     ("random_patterns", lambda: hop.random_patterns(0, 4), ValueError, "num_patterns must be >= 1"),
     ("capacity_curve", lambda: hop.capacity_curve("classical", 10, []), ValueError,
      "num_patterns must list"),

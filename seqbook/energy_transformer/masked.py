@@ -356,10 +356,10 @@ def train_masked(
                desc="energy transformer")
 
 
-def save_masked(
-    model: InstanceOf(MaskedEnergyTransformer), path: str | Path, **info: object
-) -> Path:
+def save_masked(model: MaskedEnergyTransformer, path: str | Path, **info: object) -> Path:
     """Save a model's configuration and weights (as float16) with ``info`` beside them."""
+    if not isinstance(model, MaskedEnergyTransformer):  # no contract: **info
+        raise TypeError(f"model must be a MaskedEnergyTransformer, got {type(model).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}

@@ -19,26 +19,26 @@ All trials run at once: the memories are stacked along a leading dimension.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated, Any
 
 import torch
 
-from seqbook._checks import (
-    check_patterns,
-    check_positive_int,
-)
+from seqbook._checks import check_positive_int
 from seqbook._contracts import (
+    Check,
     IntAtLeast,
     OneOf,
     PositiveInt,
     PositiveReal,
+    RandomGenerator,
     RealIn,
-    TensorOf,
+    Shaped,
     check_signatures,
 )
 from seqbook.hopfield.classical import _async_relax, _hebbian_weights, _order
 from seqbook.hopfield.dense import _dense_async_sweep
+from seqbook.hopfield.memory import Patterns
 from seqbook.hopfield.modern import _modern_update
 
 __all__ = [
@@ -55,11 +55,22 @@ __all__ = [
 MEMORIES = ("classical", "poly", "exp", "modern")
 
 
+def _check_sizes(name: str, value: Any) -> list[int]:
+    """``value`` as a non-empty list of numbers of stored patterns (positive ints)."""
+    sizes = [check_positive_int(name, n) for n in value]
+    if not sizes:
+        raise ValueError(f"{name} must list at least one number of patterns")
+    return sizes
+
+
+Sizes = Annotated[list[int], Check(_check_sizes)]  # numbers of stored patterns, >= 1 each
+
+
 def random_patterns(
     num_patterns: PositiveInt,
     dim: PositiveInt,
-    num_trials: int | None = None,
-    generator: torch.Generator | None = None,
+    num_trials: PositiveInt | None = None,
+    generator: RandomGenerator = None,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
     r"""Unbiased random patterns: every spin is :math:`\pm 1` with probability 1/2.
@@ -74,13 +85,15 @@ def random_patterns(
     """
     N = num_patterns
     d = dim
-    shape = (N, d) if num_trials is None else (check_positive_int("num_trials", num_trials), N, d)
+    shape = (N, d) if num_trials is None else (num_trials, N, d)
     bits = torch.randint(0, 2, shape, generator=generator)
     return (2.0 * bits - 1.0).to(device or "cpu")
 
 
 def corrupt(
-    patterns: torch.Tensor, fraction: RealIn(0.0, 1.0), generator: torch.Generator | None = None
+    patterns: Patterns(binary=True, ndim=(2, 3)),
+    fraction: RealIn(0.0, 1.0),
+    generator: RandomGenerator = None,
 ) -> torch.Tensor:
     r"""Flip exactly ``round(fraction * d)`` randomly chosen spins of every pattern.
 
@@ -93,7 +106,6 @@ def corrupt(
         >>> (corrupt(x, 0.3, torch.Generator().manual_seed(0)) == -1).sum(-1).tolist()
         [3, 3]
     """
-    patterns = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
     d = patterns.shape[-1]
     k = round(fraction * d)
     keys = torch.rand(patterns.shape, generator=generator).to(patterns.device)
@@ -102,7 +114,7 @@ def corrupt(
     return patterns * signs
 
 
-def bit_errors(states: TensorOf(), patterns: TensorOf()) -> torch.Tensor:
+def bit_errors(states: Shaped("... d"), patterns: Shaped("... d")) -> torch.Tensor:
     r"""Fraction of components whose sign differs from the pattern's.
 
     Continuous states are compared through their sign.
@@ -116,9 +128,6 @@ def bit_errors(states: TensorOf(), patterns: TensorOf()) -> torch.Tensor:
         >>> bit_errors(torch.tensor([1., -1., 0.5, -2.]), torch.tensor([1., 1., 1., -1.])).item()
         0.25
     """
-    if states.shape[-1] != patterns.shape[-1]:
-        raise ValueError(f"states and patterns must have the same last dimension, got "
-                         f"{tuple(states.shape)} and {tuple(patterns.shape)}")
     return (torch.sign(states) != torch.sign(patterns)).float().mean(-1)
 
 
@@ -154,14 +163,14 @@ def _run(memory: str, queries: torch.Tensor, X: torch.Tensor, *, max_sweeps: int
 
 def retrieval_errors(
     memory: OneOf(*MEMORIES),
-    patterns: torch.Tensor,
+    patterns: Patterns(binary=True, ndim=(2, 3)),
     *,
     corruption: RealIn(0.0, 1.0) = 0.0,
-    num_queries: int | None = None,
+    num_queries: PositiveInt | None = None,
     max_sweeps: PositiveInt = 30,
     degree: IntAtLeast(2) = 3,
     beta: PositiveReal = 1.0,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
 ) -> torch.Tensor:
     r"""Store ``patterns`` in ``memory``, query it, and return the final bit errors.
 
@@ -182,12 +191,12 @@ def retrieval_errors(
         patterns: ``(T, N, d)`` or ``(N, d)``.
         returns: ``(T, Q)`` or ``(Q,)``.
     """
-    X = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
+    X = patterns
     single = X.dim() == 2
     if single:
         X = X.unsqueeze(0)  # (1, N, d)
     N = X.shape[1]
-    Q = N if num_queries is None else check_positive_int("num_queries", num_queries)
+    Q = N if num_queries is None else num_queries
     if Q > N:
         raise ValueError(f"num_queries must be at most the number of patterns ({N}), got {Q}")
     targets = X[:, :Q]  # (T, Q, d)
@@ -200,11 +209,21 @@ def retrieval_errors(
 
 
 def retrieved_fraction(
-    memory: str, patterns: torch.Tensor, *, tolerance: RealIn(0.0, 1.0) = 0.05, **kwargs
+    memory: str,
+    patterns: torch.Tensor,
+    *,
+    tolerance: RealIn(0.0, 1.0) = 0.05,
+    corruption: float = 0.0,
+    num_queries: int | None = None,
+    max_sweeps: int = 30,
+    degree: int = 3,
+    beta: float = 1.0,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     r"""Fraction of the queried patterns retrieved: final bit error at most ``tolerance``.
 
-    ``kwargs`` go to :func:`retrieval_errors` (``corruption``, ``num_queries``, ...).
+    The other arguments go to :func:`retrieval_errors` (``corruption``, ``num_queries``,
+    ``max_sweeps``, ``degree``, ``beta``, ``generator``), which checks them.
 
     Shapes:
         patterns: ``(T, N, d)`` or ``(N, d)``.
@@ -215,7 +234,11 @@ def retrieved_fraction(
         >>> retrieved_fraction("classical", X, corruption=0.1).tolist()
         [1.0, 1.0]
     """
-    return (retrieval_errors(memory, patterns, **kwargs) <= tolerance).float().mean(-1)
+    errors = retrieval_errors(
+        memory, patterns, corruption=corruption, num_queries=num_queries,
+        max_sweeps=max_sweeps, degree=degree, beta=beta, generator=generator,
+    )
+    return (errors <= tolerance).float().mean(-1)
 
 
 @dataclass
@@ -286,18 +309,22 @@ class CapacityCurve:
 def capacity_curve(
     memory: OneOf(*MEMORIES),
     dim: PositiveInt,
-    num_patterns: Sequence[int],
+    num_patterns: Sizes,
     *,
-    num_trials: int = 10,
+    num_trials: PositiveInt = 10,
     tolerance: RealIn(0.0, 1.0) = 0.05,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
     device: torch.device | str | None = None,
-    **kwargs,
+    corruption: float = 0.0,
+    num_queries: PositiveInt | None = None,
+    max_sweeps: int = 30,
+    degree: int = 3,
+    beta: float = 1.0,
 ) -> CapacityCurve:
     r"""Measure :func:`retrieval_errors` for each number of stored patterns.
 
-    Fresh random patterns are drawn for every point and trial; ``kwargs`` go to
-    :func:`retrieval_errors` (``corruption``, ``max_sweeps``, ``degree``, ...). The
+    Fresh random patterns are drawn for every point and trial; ``corruption``,
+    ``max_sweeps``, ``degree`` and ``beta`` go to :func:`retrieval_errors`. The
     first ``num_queries`` patterns of every trial are queried (default: as many as the
     smallest number of patterns in ``num_patterns``).
 
@@ -311,18 +338,18 @@ def capacity_curve(
         (1.0, True)
     """
     d = dim
-    sizes = [check_positive_int("num_patterns", n) for n in num_patterns]
-    if not sizes:
-        raise ValueError("num_patterns must list at least one number of patterns")
-    Q = kwargs.pop("num_queries", None)
-    Q = min(sizes) if Q is None else check_positive_int("num_queries", Q)
+    sizes = num_patterns
+    Q = min(sizes) if num_queries is None else num_queries
     if Q > min(sizes):
         raise ValueError(f"num_queries must be at most the smallest number of patterns "
                          f"({min(sizes)}), got {Q}")
     errors = []
     for N in sizes:
         X = random_patterns(N, d, num_trials=num_trials, generator=generator, device=device)
-        errors.append(retrieval_errors(memory, X, num_queries=Q, generator=generator, **kwargs))
+        errors.append(retrieval_errors(
+            memory, X, corruption=corruption, num_queries=Q, max_sweeps=max_sweeps,
+            degree=degree, beta=beta, generator=generator,
+        ))
     return CapacityCurve(memory, d, torch.tensor(sizes), torch.stack(errors), tolerance)
 
 

@@ -38,9 +38,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from seqbook._checks import check_positive_int, check_real
-from seqbook._contracts import PositiveInt, RealIn, check_signatures
-from seqbook.hopfield.capacity import bit_errors, random_patterns
+from seqbook._contracts import (
+    PositiveInt,
+    PositiveReal,
+    RandomGenerator,
+    RealIn,
+    check_signatures,
+)
+from seqbook.hopfield.capacity import Sizes, bit_errors, random_patterns
 from seqbook.hopfield.classical import _async_relax
 from seqbook.utils import seeded_generator, shifted_seed
 
@@ -75,10 +80,10 @@ def plan_loads(dim: int) -> list[float]:
 
 def nested_retrieval_errors(
     dim: PositiveInt,
-    num_patterns: Sequence[int],
+    num_patterns: Sizes,
     num_networks: PositiveInt,
     num_queries: PositiveInt,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
     batch: PositiveInt = 1,
 ) -> torch.Tensor:
     r"""Final bit errors of the first ``Q`` patterns, started at themselves, at every load.
@@ -98,8 +103,8 @@ def nested_retrieval_errors(
         ((3, 2, 5), True)
     """
     d = dim
-    sizes = [check_positive_int("num_patterns", n) for n in num_patterns]
-    if not sizes or sizes != sorted(set(sizes)):
+    sizes = num_patterns
+    if sizes != sorted(set(sizes)):
         raise ValueError(f"num_patterns must be a non-empty increasing list, got {sizes}")
     T = num_networks
     Q = num_queries
@@ -294,7 +299,7 @@ def fit_finite_size(
     dims: np.ndarray,
     crossings: np.ndarray,
     sigma: np.ndarray | None = None,
-    exponent: float | None = None,
+    exponent: PositiveReal | None = None,
 ) -> tuple[float, float, float, float]:
     r"""Fit :math:`\alpha(d) = \alpha_\infty + c\,d^{-\nu}` to crossing loads.
 
@@ -329,7 +334,7 @@ def fit_finite_size(
         return alpha, c, chi2
 
     if exponent is not None:
-        nu = np.array([check_real("exponent", exponent, min_value=0.0, strict_min=True)])
+        nu = np.array([exponent])
     else:
         nu = np.arange(0.05, 2.0001, 0.005)
     alpha, c, chi2 = linear(nu)

@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_beta, check_tensor
+from seqbook._checks import check_tensor
 from seqbook._contracts import (
-    Check,
     Flag,
     InstanceOf,
     NonNegativeInt,
@@ -48,10 +46,9 @@ from seqbook._contracts import (
     Shaped,
     check_signatures,
 )
+from seqbook.hopfield.memory import Beta
 
 __all__ = ["HopfieldConfig", "HopfieldLayer", "HopfieldPooling", "hopfield_association"]
-
-Beta = Annotated[float, Check(check_beta)]  # an inverse temperature: finite and > 0
 
 
 @dataclass

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 
-from seqbook._checks import check_state
+from seqbook._checks import check_beta, check_patterns, check_state
+from seqbook._contracts import Check
 
 __all__ = ["PatternMemory", "Retrieval"]
+
+Beta = Annotated[float, Check(check_beta)]  # an inverse temperature: finite and > 0
+
+
+def Patterns(*, binary: bool, ndim: int | tuple[int, ...] = 2) -> Any:
+    """Stored patterns, one per row (see ``check_patterns``): spins in {-1, +1} if
+    ``binary``, else finite reals; integer tensors become floating."""
+    return Annotated[torch.Tensor, Check(check_patterns, binary=binary, ndim=ndim)]
 
 
 @dataclass

@@ -25,26 +25,14 @@ import math
 
 import torch
 
-from seqbook._checks import (
-    check_beta,
-    check_patterns,
-    check_same_dtype,
-    check_state,
-    check_tensor,
-)
+from seqbook._checks import check_same_dtype, check_state
 from seqbook._contracts import NonNegativeReal, PositiveInt, TensorOf, check_signatures
-from seqbook.hopfield.memory import PatternMemory, Retrieval
+from seqbook.hopfield.memory import Beta, PatternMemory, Patterns, Retrieval
 
 __all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update", "separation"]
 
 
-def _check_query(xi: object, patterns: object, beta: object, ndim: int | tuple = 2) -> tuple:
-    patterns = check_patterns("patterns", patterns, binary=False, ndim=ndim)
-    xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
-    return xi, patterns, check_beta("beta", beta)
-
-
-def lse(beta: float, z: TensorOf(floating=True)) -> torch.Tensor:
+def lse(beta: Beta, z: TensorOf(floating=True)) -> torch.Tensor:
     r"""Log-sum-exp at inverse temperature :math:`\beta`:
     :math:`\beta^{-1}\log\sum_i e^{\beta z_i}`.
 
@@ -58,11 +46,12 @@ def lse(beta: float, z: TensorOf(floating=True)) -> torch.Tensor:
         >>> round(lse(100.0, torch.tensor([1.0, 3.0, 2.0])).item(), 4)
         3.0
     """
-    beta = check_beta("beta", beta)
     return torch.logsumexp(beta * z, dim=-1) / beta
 
 
-def modern_energy(xi: torch.Tensor, patterns: torch.Tensor, beta: float) -> torch.Tensor:
+def modern_energy(
+    xi: torch.Tensor, patterns: Patterns(binary=False), beta: Beta
+) -> torch.Tensor:
     r"""The energy :math:`-\operatorname{lse}(\beta, \mathbf X^\top\boldsymbol\xi)
     + \tfrac12\boldsymbol\xi^\top\boldsymbol\xi + \beta^{-1}\log N + \tfrac12 M^2`.
 
@@ -76,7 +65,8 @@ def modern_energy(xi: torch.Tensor, patterns: torch.Tensor, beta: float) -> torc
         >>> round(modern_energy(torch.tensor([1., 0.]), X, beta=50.0).item(), 4)
         0.0139
     """
-    return _modern_energy(*_check_query(xi, patterns, beta))
+    xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
+    return _modern_energy(xi, patterns, beta)
 
 
 def _modern_energy(
@@ -94,7 +84,10 @@ def _modern_energy(
 
 
 def modern_update(
-    xi: torch.Tensor, patterns: torch.Tensor, beta: float, values: torch.Tensor | None = None
+    xi: torch.Tensor,
+    patterns: Patterns(binary=False, ndim=(2, 3)),
+    beta: Beta,
+    values: TensorOf(2, floating=True) | None = None,
 ) -> torch.Tensor:
     r"""One update :math:`\mathbf X\operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)`.
 
@@ -112,8 +105,9 @@ def modern_update(
         >>> modern_update(torch.tensor([0.9, 0.2]), X, beta=8.0).round(decimals=3)
         tensor([0.9960, 0.0040])
     """
-    xi, patterns, beta = _check_query(xi, patterns, beta, ndim=(2, 3))
-    values = None if values is None else _check_values(values, patterns)
+    xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
+    if values is not None:
+        _check_values(values, patterns)
     return _modern_update(xi, patterns, beta, values)
 
 
@@ -128,16 +122,17 @@ def _modern_update(
     return p @ (X if values is None else values)  # (eq-hopfield-mhn-update)
 
 
-def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
+def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> None:
+    """``values`` ``(N, d_v)``: one row per stored pattern of one memory, their dtype."""
     if patterns.dim() != 2:
         raise ValueError(f"values need the patterns of one memory (N, d), got {patterns.shape}")
-    if check_tensor("values", values, ndim=2, floating=True).shape[0] != patterns.shape[0]:
+    if values.shape[0] != patterns.shape[0]:
         raise ValueError(f"values must have one row per stored pattern ({patterns.shape[0]}), "
                          f"got shape {tuple(values.shape)}")
-    return check_same_dtype("values", values, patterns.dtype, of="the stored patterns")
+    check_same_dtype("values", values, patterns.dtype, of="the stored patterns")
 
 
-def separation(patterns: torch.Tensor) -> torch.Tensor:
+def separation(patterns: Patterns(binary=False)) -> torch.Tensor:
     r"""The separation
     :math:`\Delta_i = \mathbf x_i^\top\mathbf x_i - \max_{j \ne i}\mathbf x_i^\top\mathbf x_j`
     of every pattern.
@@ -154,7 +149,6 @@ def separation(patterns: torch.Tensor) -> torch.Tensor:
         >>> separation(torch.tensor([[2., 0.], [1., 1.], [0., 3.]]))
         tensor([ 2., -1.,  6.])
     """
-    patterns = check_patterns("patterns", patterns, binary=False)
     if patterns.shape[0] < 2:
         raise ValueError(f"patterns must hold at least two patterns, got {tuple(patterns.shape)}")
     G = patterns @ patterns.T  # (N, N) all overlaps
@@ -187,9 +181,9 @@ class ModernHopfield(PatternMemory):
 
     binary = False  # continuous states
 
-    def __init__(self, patterns: torch.Tensor, beta: float) -> None:
-        self.patterns = check_patterns("patterns", patterns, binary=False)  # (N, d)
-        self.beta = check_beta("beta", beta)
+    def __init__(self, patterns: Patterns(binary=False), beta: Beta) -> None:
+        self.patterns = patterns  # (N, d)
+        self.beta = beta
 
     @property
     def M(self) -> float:
@@ -216,7 +210,10 @@ class ModernHopfield(PatternMemory):
         return torch.softmax(self.beta * (xi @ self.patterns.T), dim=-1)  # (..., N)
 
     def update(
-        self, xi: torch.Tensor, steps: PositiveInt = 1, values: torch.Tensor | None = None
+        self,
+        xi: torch.Tensor,
+        steps: PositiveInt = 1,
+        values: TensorOf(2, floating=True) | None = None,
     ) -> torch.Tensor:
         """Apply the update ``steps`` times (all components at once).
 
@@ -230,7 +227,7 @@ class ModernHopfield(PatternMemory):
         """
         xi = self._state(xi)
         if values is not None:
-            values = _check_values(values, self.patterns)
+            _check_values(values, self.patterns)
             if steps != 1:
                 raise ValueError(f"steps must be 1 when values are given, got {steps}")
             return _modern_update(xi, self.patterns, self.beta, values)

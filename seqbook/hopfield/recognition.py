@@ -25,6 +25,7 @@ it by the correlation of each memory with the class means.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import torch
 
@@ -33,6 +34,7 @@ from seqbook._checks import (
     check_tensor,
 )
 from seqbook._contracts import (
+    Check,
     NonNegativeInt,
     NonNegativeReal,
     PositiveInt,
@@ -40,6 +42,7 @@ from seqbook._contracts import (
     RandomGenerator,
     Real,
     RealIn,
+    Shaped,
     TensorOf,
     check_signatures,
 )
@@ -59,6 +62,9 @@ def _check_pixels(name: str, pixels: object, num_visible: int | None = None) -> 
     if pixels.numel() and (pixels.min() < -1 or pixels.max() > 1):
         raise ValueError(f"{name} must lie in [-1, 1] (pixels p mapped to 2p - 1)")
     return pixels
+
+
+Pixels = Annotated[torch.Tensor, Check(_check_pixels)]  # (B, N_v) in [-1, 1]
 
 
 def digits_pm1(train_per_class: PositiveInt = 400) -> tuple[torch.Tensor, ...]:
@@ -89,7 +95,9 @@ def digits_pm1(train_per_class: PositiveInt = 400) -> tuple[torch.Tensor, ...]:
     return images[train], labels[train], images[~train], labels[~train]
 
 
-def class_means(pixels: TensorOf(2, floating=True), labels: torch.Tensor) -> torch.Tensor:
+def class_means(
+    pixels: Shaped("S P", floating=True), labels: Shaped("S", floating=False)
+) -> torch.Tensor:
     """The mean image of each class, ``(C, P)`` for ``C = labels.max() + 1`` classes.
 
     Example:
@@ -98,7 +106,6 @@ def class_means(pixels: TensorOf(2, floating=True), labels: torch.Tensor) -> tor
         tensor([[2., 0.],
                 [0., 1.]])
     """
-    labels = check_tensor("labels", labels, shape=(len(pixels),), floating=False)
     if labels.numel() == 0 or labels.min() < 0:
         raise ValueError("labels must be non-empty classes 0 .. C-1")
     C = int(labels.max()) + 1
@@ -111,7 +118,7 @@ def class_means(pixels: TensorOf(2, floating=True), labels: torch.Tensor) -> tor
 
 def dam_class_scores(
     memories: TensorOf(2, floating=True),
-    pixels: torch.Tensor,
+    pixels: Pixels,
     degree: PositiveInt,
     temperature: PositiveReal,
 ) -> torch.Tensor:
@@ -131,8 +138,7 @@ def dam_class_scores(
         >>> dam_class_scores(memories, torch.tensor([[1.0, -1.0]]), 2, 2.0).argmax(-1)
         tensor([0])
     """
-    pixels = check_same_dtype("pixels", _check_pixels("pixels", pixels), memories.dtype,
-                              of="the memories")
+    check_same_dtype("pixels", pixels, memories.dtype, of="the memories")
     if memories.shape[1] <= pixels.shape[1]:
         raise ValueError(f"memories must have more columns than pixels (N_v + N_c, N_c >= 1), "
                          f"got {memories.shape[1]} and {pixels.shape[1]}")
@@ -196,7 +202,7 @@ def prototype_score(
 
 
 def train_dam_classifier(
-    pixels: torch.Tensor,
+    pixels: Pixels,
     labels: TensorOf(1, floating=False),
     *,
     degree: PositiveInt,
@@ -211,7 +217,7 @@ def train_dam_classifier(
     init_mean: Real = -0.3,
     init_std: NonNegativeReal = 0.3,
     test: tuple[torch.Tensor, torch.Tensor] | None = None,
-    class_means: torch.Tensor | None = None,
+    class_means: TensorOf(2, floating=True) | None = None,
     generator: RandomGenerator = None,
 ) -> tuple[torch.Tensor, DAMClassifierHistory]:
     r"""Train the memories of a dense associative memory classifier (Krotov & Hopfield, 2016).
@@ -249,7 +255,6 @@ def train_dam_classifier(
         >>> tuple(xi.shape), h.train_error[-1]
         ((4, 4), 0.0)
     """
-    pixels = _check_pixels("pixels", pixels)
     if labels.shape[0] != pixels.shape[0]:
         raise ValueError(f"labels must have one class per image ({len(pixels)}), got {len(labels)}")
     if labels.numel() and labels.min() < 0:
@@ -262,8 +267,6 @@ def train_dam_classifier(
             raise TypeError("test must be a tuple (pixels, labels)")
         test_x = _check_pixels("test pixels", test[0], pixels.shape[1]).double()
         test_y = check_tensor("test labels", test[1], ndim=1, floating=False)
-    if class_means is not None:
-        class_means = check_tensor("class_means", class_means, ndim=2, floating=True)
     x_all, y_all = pixels.double(), labels
     targets = -torch.ones(len(y_all), num_classes, dtype=torch.float64)
     targets[torch.arange(len(y_all)), y_all] = 1.0
