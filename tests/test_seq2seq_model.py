@@ -167,7 +167,7 @@ def test_bad_input_gives_clear_errors():
     src, lengths = batch()
     with pytest.raises(ValueError, match="lengths"):
         encoder(src, torch.tensor([5, 0, 1]))
-    with pytest.raises(ValueError, match="lengths must have one entry"):
+    with pytest.raises(ValueError, match=r"src_lengths must have shape \(B\) with B = 3 \(as in"):
         encoder(src, torch.tensor([5, 3]))
     with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 11\)"):
         encoder(src + 20, lengths)
@@ -179,7 +179,8 @@ def test_bad_input_gives_clear_errors():
         EncoderDecoder(encoder, nn.GRU(3, 3))
     decoder = BahdanauDecoder(9, 4, 5, context_size=12)
     encoded = encoder(src, lengths)
-    with pytest.raises(ValueError, match="batch size"):
+    with pytest.raises(ValueError, match=r"encoded.outputs must have shape \(B, T_x, context_size\)"
+                       r" with B = 2 \(as in tgt_in\)"):
         decoder(torch.ones(2, 3, dtype=torch.long), encoded)
     with pytest.raises(ValueError, match="tgt_in"):
         decoder(torch.full((3, 2), 9), encoded)
@@ -247,7 +248,7 @@ def test_bahdanau_decoder_checks_its_attention_once_not_per_step(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("AdditiveAttention re-checked its arguments")
 
-    monkeypatch.setattr(AdditiveAttention, "_check_forward", refuse)
+    monkeypatch.setattr(AdditiveAttention, "forward", refuse)  # the checked entry point
     logits, again = decoder(tgt_in, encoded)
     assert torch.equal(logits, expected) and torch.equal(again, weights)
     assert torch.equal(weights[1, :, 2], torch.zeros(4))  # the padded source position

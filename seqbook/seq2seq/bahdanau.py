@@ -11,10 +11,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_probability
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import PositiveInt, Probability, Shaped, check_signatures
 from seqbook.attention import AdditiveAttention
-from seqbook.seq2seq.decoder import check_decoder_inputs, check_decoder_state, check_encoded
+from seqbook.seq2seq.decoder import DecoderState, EncodedInput
 from seqbook.seq2seq.encoder import Encoded
 
 __all__ = ["BahdanauDecoder"]
@@ -72,25 +71,23 @@ class BahdanauDecoder(nn.Module):
         embed_size: PositiveInt,
         hidden_size: PositiveInt,
         context_size: PositiveInt,
-        attention_size: int | None = None,
-        dropout: float = 0.0,
+        attention_size: PositiveInt | None = None,
+        dropout: Probability = 0.0,
     ) -> None:
         super().__init__()
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.context_size = context_size
         attention_size = hidden_size if attention_size is None else attention_size
-        check_positive_int("attention_size", attention_size)
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(dropout)
         self.W_s = nn.Linear(context_size, hidden_size)
         self.attention = AdditiveAttention(hidden_size, context_size, attention_size)
         self.cell = nn.GRUCell(embed_size + context_size, hidden_size)
         self.W_o = nn.Linear(hidden_size + context_size, vocab_size)
 
-    def init_state(self, encoded: Encoded) -> torch.Tensor:
+    def init_state(self, encoded: EncodedInput) -> torch.Tensor:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
-        check_encoded(encoded, self, self.context_size)
         return self._init_state(encoded)
 
     def _init_state(self, encoded: Encoded) -> torch.Tensor:
@@ -108,8 +105,9 @@ class BahdanauDecoder(nn.Module):
         logits = self.W_o(torch.cat([s, c], dim=-1))  # (B, V)  (eq-s2s-output)
         return logits, s, alpha
 
-    def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
-        check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self, self.vocab_size, self.context_size)
+    def forward(
+        self, tgt_in: Shaped("B T_y", ids="vocab_size"), encoded: EncodedInput
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
         s = self._init_state(encoded)  # (B, H)
         all_logits, all_weights = [], []
@@ -120,11 +118,9 @@ class BahdanauDecoder(nn.Module):
         return torch.stack(all_logits, 1), torch.stack(all_weights, 1)  # (B, T_y, V), (B, T_y, T_x)
 
     def step(
-        self, y_prev: torch.Tensor, state: torch.Tensor, encoded: Encoded
+        self, y_prev: Shaped("B", ids="vocab_size"), state: DecoderState, encoded: EncodedInput
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
-        check_decoder_inputs("y_prev", y_prev, 1, encoded, self, self.vocab_size, self.context_size)
-        check_decoder_state(state, self, y_prev.shape[0], self.hidden_size)
         return self._step(self.embedding(y_prev), state, encoded)
 
 

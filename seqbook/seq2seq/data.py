@@ -9,12 +9,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import torch
 
-from seqbook._checks import check_choice, check_positive_int
-from seqbook._contracts import Flag, NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import (
+    Check,
+    Flag,
+    NonNegativeInt,
+    OneOf,
+    PositiveInt,
+    check_signatures,
+)
 from seqbook.data import (
     NumberPair,
     Splits,
@@ -31,8 +37,8 @@ from seqbook.utils import seeded_generator
 __all__ = ["TranslationBatch", "TranslationTask", "number_translation_task"]
 
 
-def check_pairs(pairs: object, name: str = "pairs") -> None:
-    """Validate a non-empty sequence of :class:`~seqbook.data.NumberPair`."""
+def _check_pairs(name: str, pairs: object) -> Sequence[NumberPair]:
+    """``pairs`` if it is a non-empty sequence of :class:`~seqbook.data.NumberPair`."""
     if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
         raise TypeError(f"{name} must be a list of NumberPair, got {type(pairs).__name__}")
     if not pairs:
@@ -40,6 +46,18 @@ def check_pairs(pairs: object, name: str = "pairs") -> None:
     bad = next((p for p in pairs if not isinstance(p, NumberPair)), None)
     if bad is not None:
         raise TypeError(f"{name} must hold NumberPair items, got {bad!r:.60}")
+    return pairs
+
+
+def check_pairs(pairs: object, name: str = "pairs") -> None:
+    """Validate a non-empty sequence of :class:`~seqbook.data.NumberPair` (for callers
+    outside a signature)."""
+    _check_pairs(name, pairs)
+
+
+# a non-empty sequence of NumberPair
+Pairs = Annotated[Sequence[NumberPair], Check(_check_pairs)]
+TargetTokens = OneOf("pieces", "word", "char")
 
 
 class TranslationBatch(NamedTuple):
@@ -70,13 +88,12 @@ class TranslationTask:
 
     splits: Splits[NumberPair]
     tgt: str  # the target language, a num2words code
-    target_tokens: str
+    target_tokens: TargetTokens
     src_vocab: Vocab = field(init=False)
     tgt_vocab: Vocab = field(init=False)
     pieces: PieceTokenizer | None = None
 
     def __post_init__(self) -> None:
-        check_choice("target_tokens", self.target_tokens, ("pieces", "word", "char"))
         train = self.splits.train
         if self.target_tokens == "pieces" and self.pieces is None:
             # seed with the words for the numbers that English writes as one word
@@ -116,7 +133,7 @@ class TranslationTask:
             self._cache[key] = (src, tgt)
         return self._cache[key]
 
-    def batch(self, pairs: Sequence[NumberPair]) -> TranslationBatch:
+    def batch(self, pairs: Pairs) -> TranslationBatch:
         """Pad the ids of ``pairs`` into one :class:`TranslationBatch`.
 
         Example:
@@ -126,7 +143,6 @@ class TranslationTask:
             >>> tuple(batch.src.shape[:1]), bool((batch.tgt_in[:, 0] == 1).all())
             ((4,), True)
         """
-        check_pairs(pairs)
         encoded = [self.encode(p) for p in pairs]
         src, src_lengths, _ = pad_batch([s for s, _ in encoded])
         bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
@@ -136,7 +152,7 @@ class TranslationTask:
 
     def batches(
         self,
-        pairs: Sequence[NumberPair],
+        pairs: Pairs,
         batch_size: PositiveInt,
         shuffle: Flag = False,
         seed: NonNegativeInt = 0,
@@ -146,7 +162,6 @@ class TranslationTask:
         All pairs are padded once; a batch is a selection of rows, cut to its own
         longest source and target.
         """
-        check_pairs(pairs)
         whole = self.batch(pairs)
         tgt_lengths = whole.tgt_mask.sum(1)  # (B,)
         if shuffle:
@@ -180,8 +195,6 @@ def _balanced_numbers(max_number: int, count: int, seed: int) -> list[int]:
     """``count`` distinct numbers in [0, max_number] whose digit counts are equally
     common (as far as there are numbers with that many digits), in seeded order."""
     rng = random.Random(seed)
-    if count > max_number + 1:
-        raise ValueError(f"cannot draw {count} distinct numbers from 0..{max_number}")
     ranges = {
         d: (0 if d == 1 else 10 ** (d - 1), min(10**d - 1, max_number))
         for d in range(1, len(str(max_number)) + 1)
@@ -200,12 +213,12 @@ def _balanced_numbers(max_number: int, count: int, seed: int) -> list[int]:
 
 
 def number_translation_task(
-    tgt: str = "de",
-    target_tokens: str | None = None,
+    tgt: Annotated[str, Check(_check_language)] = "de",
+    target_tokens: TargetTokens | None = None,
     max_number: NonNegativeInt = 9999,
     num_valid: NonNegativeInt = 500,
     num_test: NonNegativeInt = 500,
-    num_train: int | None = None,
+    num_train: PositiveInt | None = None,
     seed: NonNegativeInt = 0,
     balanced: Flag = False,
 ) -> TranslationTask:
@@ -233,19 +246,16 @@ def number_translation_task(
     """
     if target_tokens is None:
         target_tokens = "pieces" if tgt == "de" else "word"
-    check_choice("target_tokens", target_tokens, ("pieces", "word", "char"))
     if not balanced:
         splits = number_translation("en", tgt, max_number, num_valid, num_test, num_train, seed)
         return TranslationTask(splits, tgt, target_tokens)
     if num_train is None:
         raise ValueError("balanced=True needs num_train (the numbers are drawn, not all used)")
-    num_train = check_positive_int("num_train", num_train)
     if num_valid + num_test + num_train > max_number + 1:
         raise ValueError(
             f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "
             f"got {num_train} + {num_valid} + {num_test}"
         )
-    _check_language("tgt", tgt)
     numbers = _balanced_numbers(max_number, num_valid + num_test + num_train, seed)
 
     def pairs(chosen: list[int]) -> list[NumberPair]:

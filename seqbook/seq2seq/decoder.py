@@ -7,56 +7,44 @@ encoder state), ``V`` the target vocabulary.
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_batch,
-    check_input,
-    check_probability,
-    check_tensor,
-    check_token_ids,
-)
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import Dims, PositiveInt, Probability, Shaped, check_signatures
 from seqbook.seq2seq.encoder import Encoded
 
-__all__ = ["Seq2SeqDecoder", "check_decoder_inputs", "check_decoder_state", "check_encoded"]
+__all__ = ["Seq2SeqDecoder"]
 
 
-def check_encoded(encoded: object, module: nn.Module, context_size: int) -> Encoded:
-    """Validate the encoder output a decoder reads (shared by both decoders)."""
-    if not isinstance(encoded, Encoded):
-        raise TypeError("encoded must be the encoder's Encoded output, got "
-                        f"{type(encoded).__name__}")
-    check_input("encoded.outputs", encoded.outputs, module, ndim=3, size=context_size,
-                what="context_size")
-    check_input("encoded.state", encoded.state, module, ndim=2, size=context_size,
-                what="context_size")
-    B, T_x, _ = encoded.outputs.shape
-    check_batch("encoded.state", encoded.state, B, of="encoded.outputs")
-    check_tensor("encoded.mask", encoded.mask, ndim=2)
-    if encoded.mask.dtype != torch.bool or encoded.mask.shape != (B, T_x):
-        raise ValueError(f"encoded.mask must be a boolean (B, T_x) = {(B, T_x)} mask, got "
-                         f"{tuple(encoded.mask.shape)} {encoded.mask.dtype}")
-    return encoded
+class _EncodedDims(Dims):
+    """The contract of the encoder output a decoder reads (shared by both decoders): an
+    :class:`Encoded` whose ``outputs (B, T_x, context_size)`` and ``state (B, context_size)``
+    have the dtype of the decoder's parameters and whose ``mask (B, T_x)`` is boolean."""
+
+    _state = Dims("B context_size", floating=True, dtype_of="module")
+    _mask = Dims("B T_x")
+
+    def __init__(self) -> None:
+        super().__init__("B T_x context_size", floating=True, dtype_of="module")
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        if not isinstance(value, Encoded):
+            raise TypeError(f"{name} must be the encoder's Encoded output, got "
+                            f"{type(value).__name__}")
+        super().check_in(f"{name}.outputs", value.outputs, call, bound)
+        self._state.check_in(f"{name}.state", value.state, call, bound)
+        if self._mask.check_in(f"{name}.mask", value.mask, call, bound).dtype != torch.bool:
+            raise TypeError(f"{name}.mask must be a boolean keep mask (True = real token), got "
+                            f"{value.mask.dtype}")
+        return value
 
 
-def check_decoder_inputs(
-    name: str, ids: object, ndim: int, encoded: object, module: nn.Module, vocab_size: int,
-    context_size: int,
-) -> None:
-    """Validate target ids against the encoder output (shared by both decoders)."""
-    encoded = check_encoded(encoded, module, context_size)
-    ids = check_token_ids(name, ids, vocab_size, ndim=ndim)
-    check_batch(name, ids, encoded.outputs.shape[0], of="encoded.outputs")
-
-
-def check_decoder_state(
-    state: object, module: nn.Module, batch_size: int, hidden_size: int
-) -> None:
-    """Validate the state a decoder step continues from."""
-    state = check_input("state", state, module, ndim=2, size=hidden_size, what="hidden_size")
-    check_batch("state", state, batch_size, of="y_prev")
+# the encoder output, as a decoder of context_size reads it
+EncodedInput = Annotated[Encoded, _EncodedDims()]
+# a decoder's state s_{i-1}, one per sentence
+DecoderState = Shaped("B hidden_size", floating=True, dtype_of="module")
 
 
 class Seq2SeqDecoder(nn.Module):
@@ -103,28 +91,28 @@ class Seq2SeqDecoder(nn.Module):
         embed_size: PositiveInt,
         hidden_size: PositiveInt,
         context_size: PositiveInt,
-        dropout: float = 0.0,
+        dropout: Probability = 0.0,
     ) -> None:
         super().__init__()
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.context_size = context_size
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(dropout)
         self.W_s = nn.Linear(context_size, hidden_size)
         self.rnn = nn.GRU(embed_size + context_size, hidden_size, batch_first=True)
         self.W_o = nn.Linear(hidden_size + context_size, vocab_size)
 
-    def init_state(self, encoded: Encoded) -> torch.Tensor:
+    def init_state(self, encoded: EncodedInput) -> torch.Tensor:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
-        check_encoded(encoded, self, self.context_size)
         return self._init_state(encoded)
 
     def _init_state(self, encoded: Encoded) -> torch.Tensor:
         return torch.tanh(self.W_s(encoded.state))  # (B, H)
 
-    def forward(self, tgt_in: torch.Tensor, encoded: Encoded) -> tuple[torch.Tensor, None]:
-        check_decoder_inputs("tgt_in", tgt_in, 2, encoded, self, self.vocab_size, self.context_size)
+    def forward(
+        self, tgt_in: Shaped("B T_y", ids="vocab_size"), encoded: EncodedInput
+    ) -> tuple[torch.Tensor, None]:
         return self._decode(tgt_in, encoded)
 
     def _decode(
@@ -141,11 +129,9 @@ class Seq2SeqDecoder(nn.Module):
         return self.W_o(torch.cat([s, c_rep], dim=-1)), None
 
     def step(
-        self, y_prev: torch.Tensor, state: torch.Tensor, encoded: Encoded
+        self, y_prev: Shaped("B", ids="vocab_size"), state: DecoderState, encoded: EncodedInput
     ) -> tuple[torch.Tensor, torch.Tensor, None]:
         """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
-        check_decoder_inputs("y_prev", y_prev, 1, encoded, self, self.vocab_size, self.context_size)
-        check_decoder_state(state, self, y_prev.shape[0], self.hidden_size)
         return self._step(self.embedding(y_prev), state, encoded)
 
     def _step(

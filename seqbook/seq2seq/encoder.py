@@ -13,12 +13,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbook._checks import (
-    check_probability,
-    check_tensor,
-    check_token_ids,
-)
-from seqbook._contracts import Flag, PositiveInt, check_signatures
+from seqbook._contracts import Flag, PositiveInt, Probability, Shaped, check_signatures
 from seqbook.data import lengths_to_mask
 
 __all__ = ["Encoded", "Seq2SeqEncoder"]
@@ -30,6 +25,13 @@ class Encoded(NamedTuple):
     outputs: torch.Tensor  # (B, T, D) the annotations h_1 ... h_T (zero at padding)
     mask: torch.Tensor  # (B, T) a keep mask: True at real source tokens
     state: torch.Tensor  # (B, D) the fixed context c: the final state(s)
+
+
+def check_src_lengths(src_lengths: torch.Tensor, T: int) -> None:
+    """What a signature cannot say: every source length lies in ``[1, T]``."""
+    if src_lengths.numel() and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > T):
+        raise ValueError(f"src_lengths must lie in [1, {T}] (src has {T} positions), got "
+                         f"{src_lengths.tolist()}")
 
 
 class Seq2SeqEncoder(nn.Module):
@@ -76,13 +78,14 @@ class Seq2SeqEncoder(nn.Module):
         embed_size: PositiveInt,
         hidden_size: PositiveInt,
         bidirectional: Flag = False,
-        dropout: float = 0.0,
+        dropout: Probability = 0.0,
     ) -> None:
         super().__init__()
+        self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.bidirectional = bidirectional
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(dropout)
         # torch's fused GRU; the GRU chapter's own GRU computes the same to 1e-6
         self.rnn = nn.GRU(embed_size, hidden_size, batch_first=True, bidirectional=bidirectional)
 
@@ -91,19 +94,10 @@ class Seq2SeqEncoder(nn.Module):
         """:math:`D`, the size of an annotation and of the summary."""
         return self.hidden_size * (2 if self.bidirectional else 1)
 
-    def _check_forward(self, src: object, src_lengths: object) -> None:
-        src = check_token_ids("src", src, self.embedding.num_embeddings, ndim=2)
-        src_lengths = check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
-        B, T = src.shape
-        if src_lengths.shape[0] != B:
-            raise ValueError(f"src_lengths must have one entry per sentence of src ({B}), got "
-                             f"shape {tuple(src_lengths.shape)}")
-        if B and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > T):
-            raise ValueError(f"src_lengths must lie in [1, {T}] (src has {T} positions), got "
-                             f"{src_lengths.tolist()}")
-
-    def forward(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:
-        self._check_forward(src, src_lengths)
+    def forward(
+        self, src: Shaped("B T", ids="vocab_size"), src_lengths: Shaped("B", floating=False)
+    ) -> Encoded:
+        check_src_lengths(src_lengths, src.shape[1])
         return self._encode(src, src_lengths)
 
     def _encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_tensor, check_token_ids
-from seqbook._contracts import NonNegativeInt, check_signatures
+from seqbook._checks import check_token_ids
+from seqbook._contracts import InstanceOf, NonNegativeInt, Shaped, check_signatures
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
@@ -23,22 +23,10 @@ from seqbook.seq2seq.encoder import Encoded, Seq2SeqEncoder
 __all__ = ["EncoderDecoder", "masked_cross_entropy"]
 
 
-def _check_loss_arguments(logits: object, targets: object, mask: object) -> None:
-    logits = check_tensor("logits", logits, ndim=3, floating=True)
-    targets = check_token_ids("targets", targets, logits.shape[-1], ndim=2,
-                              of="the vocabulary size of logits")
-    mask = check_tensor("mask", mask, ndim=2)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a boolean keep mask (True = real token), got {mask.dtype}")
-    if logits.shape[:2] != targets.shape or mask.shape != targets.shape:
-        raise ValueError(f"logits (B, T_y, V), targets and mask (B, T_y) must agree, got shapes "
-                         f"{tuple(logits.shape)}, {tuple(targets.shape)} and {tuple(mask.shape)}")
-    if not bool(mask.any()):
-        raise ValueError("mask must mark at least one real target token, got none")
-
-
 def masked_cross_entropy(
-    logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
+    logits: Shaped("B T_y V", floating=True),
+    targets: Shaped("B T_y", ids="V"),
+    mask: Shaped("B T_y"),
 ) -> torch.Tensor:
     r"""Mean cross-entropy over the real (unpadded) target positions.
 
@@ -58,7 +46,10 @@ def masked_cross_entropy(
         >>> round(loss.item(), 4)                  # log 4, the padding ignored
         1.3863
     """
-    _check_loss_arguments(logits, targets, mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a boolean keep mask (True = real token), got {mask.dtype}")
+    if not bool(mask.any()):
+        raise ValueError("mask must mark at least one real target token, got none")
     return _masked_cross_entropy(logits, targets, mask)
 
 
@@ -107,19 +98,13 @@ class EncoderDecoder(nn.Module):
 
     def __init__(
         self,
-        encoder: Seq2SeqEncoder,
-        decoder: Seq2SeqDecoder | BahdanauDecoder,
+        encoder: InstanceOf(Seq2SeqEncoder),
+        decoder: InstanceOf(Seq2SeqDecoder, BahdanauDecoder),
         pad_id: NonNegativeInt = 0,
         bos_id: NonNegativeInt = 1,
         eos_id: NonNegativeInt = 2,
     ) -> None:
         super().__init__()
-        if not isinstance(encoder, Seq2SeqEncoder):
-            raise TypeError(f"encoder must be a Seq2SeqEncoder, got {type(encoder).__name__}")
-        if not isinstance(decoder, (Seq2SeqDecoder, BahdanauDecoder)):
-            raise TypeError(
-                f"decoder must be a Seq2SeqDecoder or BahdanauDecoder, got {type(decoder).__name__}"
-            )
         if decoder.context_size != encoder.output_size:
             raise ValueError(
                 f"decoder.context_size ({decoder.context_size}) must equal the encoder's "

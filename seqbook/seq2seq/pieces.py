@@ -13,25 +13,32 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from typing import Annotated
 
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import Check, InstanceOf, PositiveInt, check_signatures
 
 __all__ = ["PieceTokenizer", "join_words"]
 
 
-def _check_strings(
-    name: str, values: object, *, allow_empty_list: bool = True, allow_empty_str: bool = False
-) -> list[str]:
-    """``values`` as a list of str, or a TypeError/ValueError naming ``name``."""
+def _check_strings(name: str, values: object, *, allow_empty_str: bool = False) -> list[str]:
+    """``values`` as a list of str (non-empty unless ``allow_empty_str``), or a
+    TypeError/ValueError naming ``name``."""
     if isinstance(values, str) or not isinstance(values, Iterable):
         got = "a single str" if isinstance(values, str) else type(values).__name__
         raise TypeError(f"{name} must be an iterable of str, got {got}")
     values = list(values)
-    bad = [v for v in values if not isinstance(v, str) or (not v and not allow_empty_str)]
-    if bad:
-        raise ValueError(f"{name} must be non-empty strings, got {bad[:3]!r}")
+    bad = next((v for v in values if not isinstance(v, str)), None)
+    if bad is not None:
+        raise TypeError(f"{name} must hold str items, got {bad!r:.60} ({type(bad).__name__})")
+    if not allow_empty_str and "" in values:
+        raise ValueError(f"{name} must be non-empty strings, got '' at index {values.index('')}")
     return values
+
+
+# an iterable of strings, received as a list: pieces (non-empty), texts and tokens
+Pieces = Annotated[list[str], Check(_check_strings)]
+Strings = Annotated[list[str], Check(_check_strings, allow_empty_str=True)]
 
 
 class PieceTokenizer:
@@ -53,8 +60,7 @@ class PieceTokenizer:
         'vierunddreißig'
     """
 
-    def __init__(self, pieces: Iterable[str]) -> None:
-        pieces = _check_strings("pieces", pieces)
+    def __init__(self, pieces: Pieces) -> None:
         # longest first: the regex tries alternatives in order, so the first that
         # matches at a position is the longest one
         self.pieces: list[str] = sorted(set(pieces), key=lambda p: (-len(p), p))
@@ -67,16 +73,12 @@ class PieceTokenizer:
     def __repr__(self) -> str:
         return f"PieceTokenizer({len(self.pieces)} pieces)"
 
-    def tokenize(self, text: str) -> list[str]:
+    def tokenize(self, text: InstanceOf(str)) -> list[str]:
         """Greedy longest-match segmentation of ``text``."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
         return self._pattern.findall(text)
 
-    def detokenize(self, tokens: Sequence[str]) -> str:
+    def detokenize(self, tokens: Strings) -> str:
         """The inverse of :meth:`tokenize`: concatenate."""
-        if isinstance(tokens, str):
-            raise TypeError("tokens must be a list of str, got a single str")
         return "".join(tokens)
 
     def unexplained(self, text: str) -> list[str]:
@@ -102,8 +104,8 @@ class PieceTokenizer:
     @classmethod
     def learn(
         cls,
-        texts: Sequence[str],
-        seed_pieces: Iterable[str],
+        texts: Strings,
+        seed_pieces: Pieces,
         min_count: PositiveInt = 2,
         max_new: PositiveInt = 100,
     ) -> "PieceTokenizer":
@@ -127,12 +129,7 @@ class PieceTokenizer:
             >>> PieceTokenizer.learn(texts, ["zwei", "drei", "zwanzig"]).pieces
             ['hundert', 'zwanzig', 'drei', 'zwei', 'ein', 'und']
         """
-        if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
-        bad = next((t for t in texts if not isinstance(t, str)), None)
-        if bad is not None:
-            raise TypeError(f"texts must hold str items, got {bad!r:.60} ({type(bad).__name__})")
-        tokenizer = cls(_check_strings("seed_pieces", seed_pieces, allow_empty_list=True))
+        tokenizer = cls(seed_pieces)
         for _ in range(max_new):
             counts = Counter(s for text in texts for s in tokenizer.unexplained(text))
             frequent = [(s, c) for s, c in counts.items() if c >= min_count]
@@ -153,7 +150,7 @@ def _desc(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
 
 
-def join_words(tokens: Sequence[str]) -> str:
+def join_words(tokens: Strings) -> str:
     """Undo ``tokenize(text, "word")`` for number words: spaces, but none around ``-``.
 
     Example:
@@ -162,7 +159,6 @@ def join_words(tokens: Sequence[str]) -> str:
         >>> join_words(["mille", "deux", "cent", "un"])
         'mille deux cent un'
     """
-    tokens = _check_strings("tokens", tokens, allow_empty_list=True, allow_empty_str=True)
     text = " ".join(tokens)
     return text.replace(" - ", "-").replace(" , ", ", ")
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int, check_real
-from seqbook._contracts import PositiveInt, check_signatures
-from seqbook.data import NumberPair
+from seqbook._checks import check_real
+from seqbook._contracts import Device, InstanceOf, PositiveInt, check_signatures
 from seqbook.metrics import corpus_bleu
 from seqbook.seq2seq.bahdanau import BahdanauDecoder
-from seqbook.seq2seq.data import TranslationTask, check_pairs
+from seqbook.seq2seq.data import Pairs, TranslationTask
 from seqbook.seq2seq.decoder import Seq2SeqDecoder
 from seqbook.seq2seq.encoder import Seq2SeqEncoder
 from seqbook.seq2seq.model import EncoderDecoder
@@ -49,7 +47,9 @@ class TranslatorConfig:
     seed: int = 0
 
 
-def build_translator(task: TranslationTask, config: TranslatorConfig) -> EncoderDecoder:
+def build_translator(
+    task: InstanceOf(TranslationTask), config: InstanceOf(TranslatorConfig)
+) -> EncoderDecoder:
     """A seeded, untrained :class:`EncoderDecoder` sized for ``task``.
 
     Example:
@@ -59,12 +59,9 @@ def build_translator(task: TranslationTask, config: TranslatorConfig) -> Encoder
         >>> model.uses_attention, model.encoder.output_size
         (True, 16)
     """
-    if not isinstance(config, TranslatorConfig):
-        raise TypeError(f"config must be a TranslatorConfig, got {type(config).__name__}")
-    check_task(task)
     seed_everything(config.seed)
-    E = check_positive_int("embed_size", config.embed_size)
-    H = check_positive_int("hidden_size", config.hidden_size)
+    # the encoder checks embed_size, hidden_size and dropout
+    E, H = config.embed_size, config.hidden_size
     encoder = Seq2SeqEncoder(len(task.src_vocab), E, H, bidirectional=True, dropout=config.dropout)
     D = encoder.output_size
     if config.attention:
@@ -78,7 +75,7 @@ def build_translator(task: TranslationTask, config: TranslatorConfig) -> Encoder
 def train_translator(
     task: TranslationTask,
     config: TranslatorConfig,
-    device: torch.device | str | None = None,
+    device: Device = None,
     progress: bool = True,
 ) -> tuple[EncoderDecoder, History]:
     """Build a translator and train it with teacher forcing on ``task``'s training split.
@@ -90,7 +87,7 @@ def train_translator(
         The trained model (in eval mode) and the training :class:`~seqbook.train.History`.
     """
     model = build_translator(task, config)
-    device = default_device() if device is None else torch.device(device)
+    device = default_device() if device is None else device
     model.to(device)
     check_real("lr", config.lr, min_value=0.0, strict_min=True)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -119,8 +116,8 @@ class Translations:
 
 def evaluate_translator(
     model: EncoderDecoder,
-    task: TranslationTask,
-    pairs: Sequence[NumberPair],
+    task: InstanceOf(TranslationTask),
+    pairs: Pairs,
     beam_size: int = 1,
     length_penalty: float = 0.0,
     max_len: int | None = None,
@@ -136,8 +133,6 @@ def evaluate_translator(
     if not (isinstance(model, nn.Module) and callable(getattr(model, "generate", None))):
         raise TypeError(f"model must be a translator with a generate method (EncoderDecoder, "
                         f"Transformer), got {type(model).__name__}")
-    check_task(task)
-    check_pairs(pairs)
     if max_len is None:
         max_len = max(len(task.encode(p)[1]) for p in task.splits.train) + 5
     device = next(model.parameters()).device
