@@ -207,7 +207,7 @@ def test_bad_input():
         EncoderBlock(8, 2, 16, bias=None)
     with pytest.raises(ValueError, match="3 dimensions"):
         EncoderBlock(8, 2, 16)(torch.randn(5, 8))
-    with pytest.raises(ValueError, match="src must have d_model=8"):
+    with pytest.raises(ValueError, match=r"src must have shape \(B, T, d_model\) with d_model = 8"):
         EncoderBlock(8, 2, 16)(torch.randn(2, 5, 6))
     with pytest.raises(ValueError, match="src_key_padding_mask must broadcast"):
         EncoderBlock(8, 2, 16)(torch.randn(2, 5, 8), src_key_padding_mask=torch.ones(2, 4).bool())
@@ -215,7 +215,7 @@ def test_bad_input():
         EncoderBlock(8, 2, 16)(torch.randn(2, 5, 8), src_mask=torch.ones(4, 4).bool())
     with pytest.raises(TypeError, match="tgt_is_causal"):
         DecoderBlock(8, 2, 16)(torch.randn(1, 2, 8), torch.randn(1, 3, 8), tgt_is_causal=1)
-    with pytest.raises(ValueError, match="x must have d_model=8"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., d_model\) with d_model = 8"):
         FeedForward(8, 16)(torch.randn(2, 3, 5))
     with pytest.raises(TypeError, match="TransformerEncoderLayer"):
         EncoderBlock.from_torch(nn.Linear(2, 2))
@@ -224,9 +224,10 @@ def test_bad_input():
 def test_decoder_block_names_the_memory_in_its_messages():
     block = DecoderBlock(8, 2, 16)
     tgt = torch.randn(2, 3, 8)
-    with pytest.raises(ValueError, match=r"memory must have the batch size of tgt \(2\)"):
+    memory_shape = r"memory must have shape \(B, S, d_model\)"
+    with pytest.raises(ValueError, match=memory_shape + r" with B = 2 \(as in tgt\)"):
         block(tgt, torch.randn(3, 4, 8))
-    with pytest.raises(ValueError, match="memory must have d_model=8"):
+    with pytest.raises(ValueError, match=memory_shape + " with d_model = 8"):
         block(tgt, torch.randn(2, 4, 6))
     with pytest.raises(ValueError, match="memory_key_padding_mask must broadcast"):
         block(tgt, torch.randn(2, 4, 8), memory_key_padding_mask=torch.zeros(2, 3).bool())

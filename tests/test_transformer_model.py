@@ -141,7 +141,7 @@ def test_bad_ids_and_lengths_name_the_argument():
         model(src, torch.tensor([5]), tgt)
     with pytest.raises(ValueError, match=r"src_lengths must lie in \[1, 3\]"):
         model(src, torch.tensor([0]), tgt)
-    with pytest.raises(ValueError, match="tgt_in must have the batch size of src"):
+    with pytest.raises(ValueError, match=r"tgt_in must have shape \(B, T\) with B = 1 \(as in"):
         model(src, lengths, tgt.expand(2, -1))
     with pytest.raises(ValueError, match="pad_id must be < src_vocab_size=3"):
         Transformer(3, 10, d_model=8, num_heads=2, pad_id=5, bos_id=1, eos_id=2)

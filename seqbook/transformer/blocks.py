@@ -14,18 +14,22 @@ attention is **forbidden** (:mod:`seqbook.attention.masking`); ``from_torch`` an
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import (
-    check_batch,
-    check_bool,
-    check_input,
-    check_probability,
+from seqbook._contracts import (
+    Check,
+    Flag,
+    InstanceOf,
+    PositiveInt,
+    PositiveReal,
+    Probability,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import Flag, PositiveInt, PositiveReal, Probability, check_signatures
 from seqbook.attention import MultiHeadAttention
 from seqbook.attention.multihead import check_attention_masks
 from seqbook.transformer.norm import AddNorm, LayerNorm
@@ -35,11 +39,17 @@ __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
-def _check_activation(activation: object) -> str | Callable[[torch.Tensor], torch.Tensor]:
+def _check_activation(name: str, activation: object) -> str | Callable[..., torch.Tensor]:
     if activation in _ACTIVATIONS if isinstance(activation, str) else callable(activation):
         return activation  # type: ignore[return-value]
-    raise ValueError(f"activation must be 'relu', 'gelu' or a callable (as in torch), got "
+    raise ValueError(f"{name} must be 'relu', 'gelu' or a callable (as in torch), got "
                      f"{activation!r}")
+
+
+# the feed-forward activation, as torch's layers take it
+Activation = Annotated[str | Callable[[torch.Tensor], torch.Tensor], Check(_check_activation)]
+# the input of a block: a batch of sequences of width d_model, in the module's dtype
+Sequences = Shaped("B T d_model", floating=True, dtype_of="module")
 
 
 class FeedForward(nn.Module):
@@ -74,20 +84,19 @@ class FeedForward(nn.Module):
         self,
         d_model: PositiveInt,
         d_ff: PositiveInt,
-        dropout: float = 0.0,
-        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        dropout: Probability = 0.0,
+        activation: Activation = "relu",
         bias: Flag = True,
     ) -> None:
         super().__init__()
         self.d_model = d_model
-        self.activation_spec = _check_activation(activation)
+        self.activation_spec = activation
         self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
         self.linear_1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1
         self.linear_2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input("x", x, self, size=self.d_model, what="d_model")
+    def forward(self, x: Shaped("... d_model", floating=True, dtype_of="module")) -> torch.Tensor:
         return self._ffn(x)
 
     def _ffn(self, x: torch.Tensor) -> torch.Tensor:
@@ -114,10 +123,8 @@ def _copy_norm_to_torch(ours: LayerNorm, theirs: nn.LayerNorm) -> None:
         theirs.bias.copy_(ours.b)
 
 
-def _torch_options(module: nn.Module, kind: type) -> dict:
+def _torch_options(module: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> dict:
     """The constructor arguments of a torch transformer layer, for ours."""
-    if not isinstance(module, kind):
-        raise TypeError(f"module must be a torch.nn.{kind.__name__}, got {type(module).__name__}")
     activation = module.activation
     if activation is F.relu or isinstance(activation, nn.ReLU):
         activation = "relu"
@@ -197,14 +204,6 @@ class EncoderBlock(nn.Module):
         self.norm_first = norm_first
         self.last_attention: torch.Tensor | None = None
 
-    def _check_forward(
-        self, src: object, src_mask: object, padding: object, is_causal: object
-    ) -> None:
-        B, T, _ = check_input("src", src, self, ndim=3, size=self.d_model, what="d_model").shape
-        check_attention_masks(padding, src_mask, B, self.self_attention.num_heads, T, T,
-                              names=("src_key_padding_mask", "src_mask"), of=("src", "src"))
-        check_bool("is_causal", is_causal)
-
     def _attend(self, x, src_mask, src_key_padding_mask, is_causal) -> torch.Tensor:
         output, weights = self.self_attention(
             x, x, x, src_key_padding_mask, attn_mask=src_mask, is_causal=is_causal,
@@ -215,14 +214,17 @@ class EncoderBlock(nn.Module):
 
     def forward(
         self,
-        src: torch.Tensor,
+        src: Sequences,
         src_mask: torch.Tensor | None = None,
         src_key_padding_mask: torch.Tensor | None = None,
-        is_causal: bool = False,
+        is_causal: Flag = False,
     ) -> torch.Tensor:
         """Run the block (arguments as ``nn.TransformerEncoderLayer.forward``;
         ``is_causal=True`` applies the causal mask, with or without ``src_mask``)."""
-        self._check_forward(src, src_mask, src_key_padding_mask, is_causal)
+        (B, T, _), h = src.shape, self.self_attention.num_heads
+        # masks of several accepted shapes, sized by src: not a signature's
+        check_attention_masks(src_key_padding_mask, src_mask, B, h, T, T,
+                              names=("src_key_padding_mask", "src_mask"), of=("src", "src"))
         return self._encode(src, src_mask, src_key_padding_mask, is_causal)
 
     def _encode(
@@ -240,7 +242,10 @@ class EncoderBlock(nn.Module):
         return self.add_norm_2._add_norm(z, self.feed_forward._ffn)
 
     @classmethod
-    def from_torch(cls, module: nn.TransformerEncoderLayer) -> "EncoderBlock":
+    def from_torch(
+        cls,
+        module: InstanceOf(nn.TransformerEncoderLayer, what="a torch.nn.TransformerEncoderLayer"),
+    ) -> "EncoderBlock":
         """A copy of an ``nn.TransformerEncoderLayer`` (any options but ``batch_first``:
         ours is batch-first, the weights are the same), in the module's training mode.
 
@@ -251,7 +256,7 @@ class EncoderBlock(nn.Module):
             >>> torch.allclose(ours(x), layer.eval()(x), atol=1e-5)
             True
         """
-        ours = cls(**_torch_options(module, nn.TransformerEncoderLayer))
+        ours = cls(**_torch_options(module))
         ours.self_attention = MultiHeadAttention.from_torch(module.self_attn)
         ours.to(device=module.linear1.weight.device, dtype=module.linear1.weight.dtype)
         with torch.no_grad():
@@ -357,22 +362,6 @@ class DecoderBlock(nn.Module):
         self.last_self_attention: torch.Tensor | None = None
         self.last_cross_attention: torch.Tensor | None = None
 
-    def _check_forward(
-        self, tgt, memory, tgt_mask, memory_mask, tgt_padding, memory_padding,
-        tgt_is_causal, memory_is_causal,
-    ) -> None:
-        check_input("tgt", tgt, self, ndim=3, size=self.d_model, what="d_model")
-        check_input("memory", memory, self, ndim=3, size=self.d_model, what="d_model")
-        (B, T, _), S, h = tgt.shape, memory.shape[1], self.self_attention.num_heads
-        check_batch("memory", memory, B, of="tgt")
-        check_attention_masks(tgt_padding, tgt_mask, B, h, T, T,
-                              names=("tgt_key_padding_mask", "tgt_mask"), of=("tgt", "tgt"))
-        names = ("memory_key_padding_mask", "memory_mask")
-        check_attention_masks(memory_padding, memory_mask, B, h, T, S, names=names,
-                              of=("tgt", "memory"))
-        check_bool("tgt_is_causal", tgt_is_causal)
-        check_bool("memory_is_causal", memory_is_causal)
-
     def _self_attend(self, y, tgt_mask, tgt_key_padding_mask, is_causal) -> torch.Tensor:
         output, weights = self.self_attention(
             y, y, y, tgt_key_padding_mask, attn_mask=tgt_mask, is_causal=is_causal,
@@ -391,21 +380,24 @@ class DecoderBlock(nn.Module):
 
     def forward(
         self,
-        tgt: torch.Tensor,
-        memory: torch.Tensor,
+        tgt: Sequences,
+        memory: Shaped("B S d_model", floating=True, dtype_of="module"),
         tgt_mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
         tgt_key_padding_mask: torch.Tensor | None = None,
         memory_key_padding_mask: torch.Tensor | None = None,
-        tgt_is_causal: bool = False,
-        memory_is_causal: bool = False,
+        tgt_is_causal: Flag = False,
+        memory_is_causal: Flag = False,
     ) -> torch.Tensor:
         """Run the block (arguments as ``nn.TransformerDecoderLayer.forward``;
         ``tgt_is_causal=True`` applies the causal mask, with or without ``tgt_mask``)."""
-        self._check_forward(
-            tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-            memory_key_padding_mask, tgt_is_causal, memory_is_causal,
-        )
+        (B, T, _), S, h = tgt.shape, memory.shape[1], self.self_attention.num_heads
+        # masks of several accepted shapes, sized by tgt and memory: not a signature's
+        check_attention_masks(tgt_key_padding_mask, tgt_mask, B, h, T, T,
+                              names=("tgt_key_padding_mask", "tgt_mask"), of=("tgt", "tgt"))
+        check_attention_masks(memory_key_padding_mask, memory_mask, B, h, T, S,
+                              names=("memory_key_padding_mask", "memory_mask"),
+                              of=("tgt", "memory"))
         return self._decode(
             tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
             memory_key_padding_mask, tgt_is_causal, memory_is_causal,
@@ -438,7 +430,10 @@ class DecoderBlock(nn.Module):
         return self.add_norm_3._add_norm(z_2, self.feed_forward._ffn)
 
     @classmethod
-    def from_torch(cls, module: nn.TransformerDecoderLayer) -> "DecoderBlock":
+    def from_torch(
+        cls,
+        module: InstanceOf(nn.TransformerDecoderLayer, what="a torch.nn.TransformerDecoderLayer"),
+    ) -> "DecoderBlock":
         """A copy of an ``nn.TransformerDecoderLayer`` (any options but ``batch_first``),
         in the module's training mode.
 
@@ -451,7 +446,7 @@ class DecoderBlock(nn.Module):
             ...                layer(y, memory, tgt_mask=future), atol=1e-5)
             True
         """
-        ours = cls(**_torch_options(module, nn.TransformerDecoderLayer))
+        ours = cls(**_torch_options(module))
         ours.self_attention = MultiHeadAttention.from_torch(module.self_attn)
         ours.cross_attention = MultiHeadAttention.from_torch(module.multihead_attn)
         ours.to(device=module.linear1.weight.device, dtype=module.linear1.weight.dtype)

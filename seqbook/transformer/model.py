@@ -17,13 +17,15 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_batch,
-    check_input,
-    check_tensor,
-    check_token_ids,
+from seqbook._checks import check_token_ids
+from seqbook._contracts import (
+    NonNegativeInt,
+    PositiveInt,
+    RealIn,
+    Shaped,
+    TensorOf,
+    check_signatures,
 )
-from seqbook._contracts import NonNegativeInt, PositiveInt, RealIn, check_signatures
 from seqbook.attention.masking import check_mask
 from seqbook.data import lengths_to_mask
 from seqbook.decoding import Hypotheses
@@ -31,11 +33,17 @@ from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
 from seqbook.losses import _label_smoothing_loss, label_smoothing_loss
 from seqbook.seq2seq.data import TranslationBatch
+from seqbook.seq2seq.encoder import check_src_lengths
 from seqbook.transformer.blocks import DecoderBlock, EncoderBlock
 from seqbook.transformer.norm import LayerNorm
 from seqbook.transformer.positional import PositionalEncoding
 
 __all__ = ["Transformer"]
+
+# source and target ids of a batch, below the model's vocabulary sizes; a length per source
+SourceIds = Shaped("B S", ids="src_vocab_size")
+SourceLengths = Shaped("B", floating=False)
+TargetIds = Shaped("B T", ids="tgt_vocab_size")
 
 
 class Transformer(nn.Module):
@@ -109,6 +117,7 @@ class Transformer(nn.Module):
         super().__init__()
         V_src = src_vocab_size
         V_tgt = tgt_vocab_size
+        self.src_vocab_size, self.tgt_vocab_size = V_src, V_tgt
         self.d_model = d_model
         self.num_layers = num_layers
         self.max_len = max_len
@@ -151,29 +160,20 @@ class Transformer(nn.Module):
         x = embedding(ids) * math.sqrt(self.d_model)
         return self.positional(x)  # (B, T, d_model)
 
-    def _check_ids(self, name: str, ids: object, embedding: nn.Embedding) -> torch.Tensor:
-        if check_token_ids(name, ids, embedding.num_embeddings, ndim=2).shape[1] > self.max_len:
-            raise ValueError(f"{name} has {ids.shape[1]} positions but the model was built for "
-                             f"max_len={self.max_len}; build it with a larger max_len")
-        return ids
-
-    def _check_encode(self, src: object, src_lengths: object) -> None:
-        src = self._check_ids("src", src, self.src_embedding)
-        src_lengths = check_tensor("src_lengths", src_lengths, ndim=1, floating=False)
-        (B, S), lengths = src.shape, src_lengths.tolist()
-        if src_lengths.shape[0] != B:
-            raise ValueError(f"src_lengths must have one entry per sentence of src ({B}), got "
-                             f"shape {tuple(src_lengths.shape)}")
-        if B and (min(lengths) < 1 or max(lengths) > S):
-            raise ValueError(f"src_lengths must lie in [1, {S}] (src has {S} positions), got "
-                             f"{lengths}")
+    def _check_max_len(self, **ids: torch.Tensor) -> None:
+        """What a signature cannot say: no sequence longer than the model's ``max_len``."""
+        for name, x in ids.items():
+            if x.shape[1] > self.max_len:
+                raise ValueError(f"{name} has {x.shape[1]} positions but the model was built "
+                                 f"for max_len={self.max_len}; build it with a larger max_len")
 
     def encode(
-        self, src: torch.Tensor, src_lengths: torch.Tensor
+        self, src: SourceIds, src_lengths: SourceLengths
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The encoder output ("memory") ``(B, S, d_model)`` and its padding mask
         ``(B, S)``, True at padding (as ``memory_key_padding_mask`` in torch)."""
-        self._check_encode(src, src_lengths)
+        check_src_lengths(src_lengths, src.shape[1])
+        self._check_max_len(src=src)
         return self._encode(src, src_lengths)
 
     def _encode(
@@ -186,25 +186,20 @@ class Transformer(nn.Module):
             x = block._encode(x, None, padding, False)  # (B, S, d_model)
         return self.encoder_norm(x), padding
 
-    def _check_decode(self, tgt_in: object, memory: object, padding: object) -> None:
-        tgt_in = self._check_ids("tgt_in", tgt_in, self.tgt_embedding)
-        memory = check_input("memory", memory, self, ndim=3, size=self.d_model, what="d_model")
-        check_batch("memory", memory, tgt_in.shape[0], of="tgt_in")
-        if padding is not None:
-            check_mask("memory_key_padding_mask", check_tensor("memory_key_padding_mask",
-                       padding, ndim=2), memory.shape[:2], polarity="ignore", of="memory (B, S)")
-
     def decode(
         self,
-        tgt_in: torch.Tensor,
-        memory: torch.Tensor,
-        memory_key_padding_mask: torch.Tensor | None = None,
+        tgt_in: TargetIds,
+        memory: Shaped("B S d_model", floating=True, dtype_of="module"),
+        memory_key_padding_mask: TensorOf(2) | None = None,
     ) -> torch.Tensor:
         """Logits ``(B, T, V)`` for every position of the target prefix ``tgt_in``.
 
         ``memory_key_padding_mask`` ``(B, S)`` is True at the padded source positions
         (what :meth:`encode` returns)."""
-        self._check_decode(tgt_in, memory, memory_key_padding_mask)
+        self._check_max_len(tgt_in=tgt_in)
+        if memory_key_padding_mask is not None:  # or one that broadcasts to (B, S)
+            check_mask("memory_key_padding_mask", memory_key_padding_mask, memory.shape[:2],
+                       polarity="ignore", of="memory (B, S)")
         return self._decode(tgt_in, memory, memory_key_padding_mask)
 
     def _decode(
@@ -217,13 +212,11 @@ class Transformer(nn.Module):
         return self.output(self.decoder_norm(y))  # (B, T, V)
 
     def forward(
-        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+        self, src: SourceIds, src_lengths: SourceLengths, tgt_in: TargetIds
     ) -> torch.Tensor:
         """Teacher-forced logits ``(B, T, V)``."""
-        self._check_encode(src, src_lengths)
-        check_batch("tgt_in", check_tensor("tgt_in", tgt_in, ndim=2, floating=False),
-                    src.shape[0], of="src")
-        self._check_ids("tgt_in", tgt_in, self.tgt_embedding)
+        check_src_lengths(src_lengths, src.shape[1])
+        self._check_max_len(src=src, tgt_in=tgt_in)
         return self._decode(tgt_in, *self._encode(src, src_lengths))
 
     def loss(

@@ -24,33 +24,29 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_bool,
-    check_input,
-    check_probability,
-    check_real,
-    check_same_dtype,
-    check_tensor,
+from seqbook._contracts import (
+    CallableAs,
+    Flag,
+    InstanceOf,
+    NonNegativeReal,
+    PositiveInt,
+    PositiveReal,
+    Probability,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import CallableAs, Flag, PositiveInt, PositiveReal, check_signatures
 
 __all__ = ["layer_norm", "LayerNorm", "AddNorm"]
 
-
-def _check_layer_norm(x: object, a: object, b: object, eps: object) -> None:
-    if check_tensor("x", x, floating=True).dim() == 0:
-        raise ValueError("x must have at least one dimension, got a scalar")
-    d = x.shape[-1]
-    for name, p in (("a", a), ("b", b)) if b is not None else (("a", a),):
-        if check_tensor(name, p, ndim=1, floating=True).shape[0] != d:
-            raise ValueError(f"{name} must have one entry per feature of x, shape ({d},), got "
-                             f"{tuple(p.shape)}")
-        check_same_dtype("x", x, p.dtype, of=name)
-    check_real("eps", eps, min_value=0.0)
+# the input of a module of width d_model, in the dtype of its parameters
+Features = Shaped("... d_model", floating=True, dtype_of="module")
 
 
 def layer_norm(
-    x: torch.Tensor, a: torch.Tensor, b: torch.Tensor | None = None, eps: float = 1e-5
+    x: Shaped("... d", floating=True),
+    a: Shaped("d", floating=True, dtype_of="x"),
+    b: Shaped("d", floating=True, dtype_of="x") | None = None,
+    eps: NonNegativeReal = 1e-5,
 ) -> torch.Tensor:
     r"""Normalise each feature vector to zero mean and unit variance, then scale and shift.
 
@@ -78,7 +74,6 @@ def layer_norm(
         >>> layer_norm(x, torch.ones(3), torch.zeros(3), eps=0.0)
         tensor([[-1.2247,  0.0000,  1.2247]])
     """
-    _check_layer_norm(x, a, b, eps)
     return _layer_norm(x, a, b, eps)
 
 
@@ -122,18 +117,20 @@ class LayerNorm(nn.Module):
         (0.0, 1.0)
     """
 
-    def __init__(self, d_model: PositiveInt, eps: PositiveReal = 1e-5, bias: bool = True) -> None:
+    def __init__(self, d_model: PositiveInt, eps: PositiveReal = 1e-5, bias: Flag = True) -> None:
         super().__init__()
         self.d_model = d_model
         self.eps = eps
         self.a = nn.Parameter(torch.ones(d_model))
-        if check_bool("bias", bias):
+        if bias:
             self.b = nn.Parameter(torch.zeros(d_model))
         else:
             self.register_parameter("b", None)
 
     @classmethod
-    def from_torch(cls, module: nn.LayerNorm) -> "LayerNorm":
+    def from_torch(
+        cls, module: InstanceOf(nn.LayerNorm, what="a torch.nn.LayerNorm")
+    ) -> "LayerNorm":
         """A copy of an ``nn.LayerNorm`` over one dimension, with its weight, bias and
         training mode.
 
@@ -143,8 +140,6 @@ class LayerNorm(nn.Module):
             >>> torch.allclose(LayerNorm.from_torch(torch_ln)(x), torch_ln(x), atol=1e-6)
             True
         """
-        if not isinstance(module, nn.LayerNorm):
-            raise TypeError(f"module must be a torch.nn.LayerNorm, got {type(module).__name__}")
         if len(module.normalized_shape) != 1 or not module.elementwise_affine:
             raise ValueError("module must normalise one dimension with elementwise_affine=True, "
                              f"got normalized_shape={module.normalized_shape}, "
@@ -176,8 +171,7 @@ class LayerNorm(nn.Module):
                 theirs.bias.copy_(self.b)
         return theirs
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input("x", x, self, size=self.d_model, what="d_model")
+    def forward(self, x: Features) -> torch.Tensor:
         return self._norm(x)
 
     def _norm(self, x: torch.Tensor) -> torch.Tensor:
@@ -239,20 +233,20 @@ class AddNorm(nn.Module):
     def __init__(
         self,
         d_model: int,
-        dropout: float = 0.0,
+        dropout: Probability = 0.0,
         norm_first: Flag = False,
         eps: float = 1e-5,
         bias: bool = True,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.norm = LayerNorm(d_model, eps=eps, bias=bias)
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.norm = LayerNorm(d_model, eps=eps, bias=bias)  # checks d_model, eps and bias
+        self.d_model = d_model
+        self.dropout = nn.Dropout(dropout)
 
     def forward(
-        self, x: torch.Tensor, sublayer: CallableAs('sublayer(x)', nargs=1)
+        self, x: Features, sublayer: CallableAs('sublayer(x)', nargs=1)
     ) -> torch.Tensor:
-        check_input("x", x, self, size=self.norm.d_model, what="d_model")
         return self._add_norm(x, partial(_check_sublayer, sublayer))
 
     def _add_norm(

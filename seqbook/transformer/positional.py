@@ -15,19 +15,21 @@ block-diagonal rotation :math:`M_k` for every position
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_device,
-    check_last_dim,
-    check_positive_int,
-    check_probability,
-    check_real,
-    check_tensor,
+from seqbook._contracts import (
+    Check,
+    Device,
+    Int,
+    PositiveInt,
+    Probability,
+    RealIn,
+    Shaped,
+    check_signatures,
 )
-from seqbook._contracts import Int, PositiveInt, RealIn, check_signatures
 
 __all__ = ["positional_encoding", "relative_position_map", "PositionalEncoding"]
 
@@ -38,28 +40,26 @@ def _frequencies(d_model: int, base: float, device=None) -> torch.Tensor:
     return torch.exp(-math.log(base) * two_i / d_model)  # (ceil(D/2),)
 
 
-def _check_dtype(dtype: object) -> torch.dtype:
+def _check_dtype(name: str, dtype: object) -> torch.dtype:
+    """``dtype``, a floating-point torch.dtype (``None``: torch's default dtype)."""
     dtype = torch.get_default_dtype() if dtype is None else dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+        raise TypeError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
     return dtype
 
 
-def _check_table(
-    max_len: object, d_model: object, base: object, device: object, dtype: object
-) -> tuple[torch.dtype, torch.device | None]:
-    check_positive_int("max_len", max_len)
-    check_positive_int("d_model", d_model)
-    check_real("base", base, min_value=1.0, strict_min=True)
-    return _check_dtype(dtype), check_device("device", device)
+# a floating-point dtype; None stands for torch's default dtype
+FloatingDtype = Annotated[torch.dtype, Check(_check_dtype)]
+# the base of the frequencies, > 1
+Base = RealIn(1.0, strict_min=True)
 
 
 def positional_encoding(
-    max_len: int,
-    d_model: int,
-    base: float = 10000.0,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype | None = None,
+    max_len: PositiveInt,
+    d_model: PositiveInt,
+    base: Base = 10000.0,
+    device: Device = None,
+    dtype: FloatingDtype = None,
 ) -> torch.Tensor:
     r"""The sinusoidal positional encodings of positions ``0, ..., max_len - 1``.
 
@@ -88,7 +88,6 @@ def positional_encoding(
         >>> pe[0]                                   # sin(0) = 0, cos(0) = 1
         tensor([0., 1., 0., 1., 0., 1., 0., 1.])
     """
-    dtype, device = _check_table(max_len, d_model, base, device, dtype)
     return _positional_encoding(max_len, d_model, base, device, dtype)
 
 
@@ -111,10 +110,10 @@ def _positional_encoding(
 
 def relative_position_map(
     offset: Int,
-    d_model: int,
-    base: float = 10000.0,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype | None = None,
+    d_model: PositiveInt,
+    base: Base = 10000.0,
+    device: Device = None,
+    dtype: FloatingDtype = None,
 ) -> torch.Tensor:
     r"""The matrix :math:`M_k` with :math:`PE_{pos+k} = M_k PE_{pos}` for every ``pos``.
 
@@ -147,8 +146,7 @@ def relative_position_map(
         >>> torch.allclose(pe[:17] @ M.T, pe[3:], atol=1e-6)
         True
     """
-    dtype, device = _check_table(1, d_model, base, device, dtype)
-    if d_model % 2:  # type: ignore[operator]
+    if d_model % 2:
         raise ValueError(f"d_model must be even for the rotation map, got {d_model}")
     return _relative_position_map(offset, d_model, base, device, dtype)
 
@@ -204,24 +202,20 @@ class PositionalEncoding(nn.Module):
         self,
         d_model: PositiveInt,
         max_len: PositiveInt = 512,
-        dropout: float = 0.0,
-        base: RealIn(1.0, strict_min=True) = 10000.0,
+        dropout: Probability = 0.0,
+        base: Base = 10000.0,
     ) -> None:
         super().__init__()
         self.d_model = d_model
         self.max_len = max_len
-        self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.dropout = nn.Dropout(dropout)
         table = _positional_encoding(max_len, d_model, base, None, torch.float64)  # (L, D)
         self.register_buffer("pe", table, persistent=False)
 
-    def _check_input(self, x: object) -> None:
-        x = check_tensor("x", x, ndim=3, floating=True)
-        if check_last_dim("x", x, self.d_model, what="d_model").shape[1] > self.max_len:
+    def forward(self, x: Shaped("B T d_model", floating=True)) -> torch.Tensor:
+        if x.shape[1] > self.max_len:
             raise ValueError(f"x has {x.shape[1]} positions but the positional encoding was "
                              f"built for max_len={self.max_len}; build it with a larger max_len")
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check_input(x)
         return self.dropout(x + self.pe[: x.shape[1]].to(x.dtype))  # (B, T, d_model)
 
     def extra_repr(self) -> str:

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import check_int, check_positive_int, check_real
-from seqbook._contracts import NonNegativeInt, PositiveInt, PositiveReal, check_signatures
+from seqbook._contracts import (
+    Device,
+    InstanceOf,
+    NonNegativeInt,
+    PositiveInt,
+    PositiveReal,
+    check_signatures,
+)
 from seqbook.seq2seq.data import TranslationTask
 from seqbook.train import History, fit
 from seqbook.transformer.model import Transformer
@@ -70,7 +77,9 @@ def _warmup_lr(step: int, lr: float, warmup: int, total: int) -> float:
     return lr * max(0.0, (total - step) / max(total - warmup, 1))
 
 
-def build_transformer(task: TranslationTask, config: TransformerConfig) -> Transformer:
+def build_transformer(
+    task: InstanceOf(TranslationTask), config: InstanceOf(TransformerConfig)
+) -> Transformer:
     """A seeded, untrained :class:`Transformer` sized for ``task``.
 
     Example:
@@ -80,10 +89,6 @@ def build_transformer(task: TranslationTask, config: TransformerConfig) -> Trans
         >>> model.output.out_features == len(task.tgt_vocab)
         True
     """
-    if not isinstance(config, TransformerConfig):
-        raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
-    if not isinstance(task, TranslationTask):
-        raise TypeError(f"task must be a TranslationTask, got {type(task).__name__}")
     seed_everything(config.seed)
     v = task.tgt_vocab
     if (task.src_vocab.pad_id, task.src_vocab.eos_id) != (v.pad_id, v.eos_id):
@@ -107,7 +112,7 @@ def build_transformer(task: TranslationTask, config: TransformerConfig) -> Trans
 def train_transformer(
     task: TranslationTask,
     config: TransformerConfig,
-    device: torch.device | str | None = None,
+    device: Device = None,
     progress: bool = True,
 ) -> tuple[Transformer, History]:
     """Build a transformer and train it with teacher forcing on ``task``'s training split.
@@ -121,7 +126,7 @@ def train_transformer(
         The trained model (in eval mode) and the training :class:`~seqbook.train.History`.
     """
     model = build_transformer(task, config)
-    device = default_device() if device is None else torch.device(device)
+    device = default_device() if device is None else device
     model.to(device)
     epochs = check_positive_int("epochs", config.epochs)
     epsilon = check_real("label_smoothing", config.label_smoothing, min_value=0.0, max_value=1.0)
