@@ -18,16 +18,21 @@ from __future__ import annotations
 import torch
 
 from seqbook._checks import (
-    check_patterns,
-    check_positive_int,
     check_real,
     check_same_dtype,
-    check_spin_network,
     check_spin_order,
+    check_spins,
     check_tensor,
 )
-from seqbook._contracts import NonNegativeInt, OneOf, PositiveInt, check_signatures
-from seqbook.hopfield.memory import PatternMemory, Retrieval
+from seqbook._contracts import (
+    NonNegativeInt,
+    OneOf,
+    PositiveInt,
+    RandomGenerator,
+    Shaped,
+    check_signatures,
+)
+from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
 
 __all__ = [
     "ClassicalHopfield",
@@ -38,8 +43,13 @@ __all__ = [
     "sync_step",
 ]
 
+# a batch of spin states (..., B, d) of networks with weights (..., d, d), thresholds (..., d)
+States = Shaped("... B d", floating=True, dtype_of="W")
+Weights = Shaped("... d d", floating=True)
+Thresholds = Shaped("... d", floating=True, dtype_of="W")
 
-def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
+
+def hebbian_weights(patterns: Patterns(binary=True, ndim=(2, 3))) -> torch.Tensor:
     r"""Hebbian storage :math:`\mathbf W = \sum_s \mathbf x^s \mathbf x^{s\top}` with zero diagonal.
 
     Args:
@@ -55,7 +65,7 @@ def hebbian_weights(patterns: torch.Tensor) -> torch.Tensor:
                 [-1.,  0., -1.],
                 [ 1., -1.,  0.]])
     """
-    return _hebbian_weights(check_patterns("patterns", patterns, binary=True, ndim=(2, 3)))
+    return _hebbian_weights(patterns)
 
 
 def _hebbian_weights(x: torch.Tensor) -> torch.Tensor:
@@ -64,7 +74,7 @@ def _hebbian_weights(x: torch.Tensor) -> torch.Tensor:
     return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))
 
 
-def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+def classical_energy(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
     r"""Energy :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi
     + \boldsymbol\xi^\top \mathbf U`.
 
@@ -79,7 +89,7 @@ def classical_energy(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torc
         >>> classical_energy(torch.tensor([[1., -1., 1.]]), W, torch.zeros(3))
         tensor([-3.])
     """
-    check_spin_network(xi, W, U)
+    check_spins("xi", xi)
     return _classical_energy(xi, W, U)
 
 
@@ -95,9 +105,7 @@ def _sign_keep_ties(h: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
     return torch.where(h > 0, 1.0, torch.where(h < 0, -1.0, current)).to(current.dtype)
 
 
-def async_sweep(
-    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch.Tensor
-) -> torch.Tensor:
+def async_sweep(xi: States, W: Weights, U: Thresholds, order: torch.Tensor) -> torch.Tensor:
     r"""One asynchronous sweep: update the spins one at a time, in ``order``.
 
     Spin :math:`i` becomes :math:`\operatorname{sgn}(\sum_j W_{ij}\xi_j - U_i)` using the
@@ -116,7 +124,7 @@ def async_sweep(
         >>> async_sweep(torch.tensor([[1., 1., 1.]]), W, torch.zeros(3), torch.tensor([1, 0, 2]))
         tensor([[ 1., -1.,  1.]])
     """
-    check_spin_network(xi, W, U)
+    check_spins("xi", xi)
     return _async_sweep(xi, W, U, check_spin_order(order, W.shape[-1]))
 
 
@@ -131,7 +139,7 @@ def _async_sweep(
     return xi
 
 
-def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+def sync_step(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
     r"""One synchronous step
     :math:`\boldsymbol\xi \leftarrow \operatorname{sgn}(\mathbf W\boldsymbol\xi - \mathbf U)`.
 
@@ -146,7 +154,7 @@ def sync_step(xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor) -> torch.Tenso
         >>> sync_step(torch.tensor([[1., -1.]]), W, torch.zeros(2))     # both spins swap
         tensor([[-1.,  1.]])
     """
-    check_spin_network(xi, W, U)
+    check_spins("xi", xi)
     return _sync_step(xi, W, U)
 
 
@@ -158,11 +166,11 @@ def _sync_step(
 
 
 def async_relax(
-    xi: torch.Tensor,
-    W: torch.Tensor,
-    U: torch.Tensor,
-    generator: torch.Generator | None = None,
-    max_flips: int | None = None,
+    xi: Shaped("T B d", floating=True, dtype_of="W"),
+    W: Shaped("T d d", floating=True),
+    U: Shaped("T d", floating=True, dtype_of="W"),
+    generator: RandomGenerator = None,
+    max_flips: PositiveInt | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Random asynchronous dynamics run to a fixed point, one flip at a time.
 
@@ -197,14 +205,11 @@ def async_relax(
         >>> torch.equal(final, X), flips.tolist()
         (True, [[1]])
     """
-    check_spin_network(xi, W, U)
-    if (xi.dim(), W.dim(), U.dim()) != (3, 3, 2) or not xi.shape[0] == W.shape[0] == U.shape[0]:
-        raise ValueError(f"xi, W and U must have shapes (T, B, d), (T, d, d) and (T, d), got "
-                         f"{tuple(xi.shape)}, {tuple(W.shape)} and {tuple(U.shape)}")
+    check_spins("xi", xi)
     if not torch.equal(W, W.transpose(-1, -2)):
         raise ValueError("W must be symmetric (as Hebbian weights are): energy descent needs it")
     d = xi.shape[-1]
-    max_flips = 10 * d if max_flips is None else check_positive_int("max_flips", max_flips)
+    max_flips = 10 * d if max_flips is None else max_flips
     return _async_relax(xi, W, U, generator, max_flips)
 
 
@@ -277,8 +282,10 @@ class ClassicalHopfield(PatternMemory):
         tensor(-6.)
     """
 
-    def __init__(self, patterns: torch.Tensor, threshold: float | torch.Tensor = 0.0) -> None:
-        self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
+    def __init__(
+        self, patterns: Patterns(binary=True), threshold: float | torch.Tensor = 0.0
+    ) -> None:
+        self.patterns = patterns  # (N, d)
         self.W = _hebbian_weights(self.patterns)  # (d, d)
         d = self.dim
         if isinstance(threshold, torch.Tensor):
@@ -328,7 +335,7 @@ class ClassicalHopfield(PatternMemory):
         xi: torch.Tensor,
         mode: OneOf('async', 'sync') = "async",
         steps: PositiveInt = 1,
-        generator: torch.Generator | None = None,
+        generator: RandomGenerator = None,
     ) -> torch.Tensor:
         """Run ``steps`` synchronous steps or asynchronous sweeps.
 
@@ -359,7 +366,7 @@ class ClassicalHopfield(PatternMemory):
         xi: torch.Tensor,
         max_sweeps: PositiveInt = 100,
         mode: OneOf('async', 'sync') = "async",
-        generator: torch.Generator | None = None,
+        generator: RandomGenerator = None,
     ) -> Retrieval:
         """Update until every state is a fixed point (or ``max_sweeps`` is reached).
 

@@ -22,16 +22,17 @@ import math
 
 import torch
 
-from seqbook._checks import (
-    check_choice,
-    check_int,
-    check_patterns,
-    check_spin_order,
-    check_spin_states,
+from seqbook._checks import check_spin_order, check_spin_states
+from seqbook._contracts import (
+    IntAtLeast,
+    NonNegativeInt,
+    OneOf,
+    PositiveInt,
+    RandomGenerator,
+    check_signatures,
 )
-from seqbook._contracts import IntAtLeast, NonNegativeInt, OneOf, PositiveInt, check_signatures
 from seqbook.hopfield.classical import _order, _sign_keep_ties
-from seqbook.hopfield.memory import PatternMemory, Retrieval
+from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
 
 __all__ = ["DenseAssociativeMemory", "dense_async_sweep", "dense_energy"]
 
@@ -49,15 +50,11 @@ def _odd_part(a: torch.Tensor, degree: int) -> torch.Tensor:
     return g
 
 
-def _check_memory(xi: torch.Tensor, patterns: torch.Tensor, F: str, degree: int) -> None:
-    patterns = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
-    check_spin_states("xi", xi, patterns)
-    check_choice("F", F, ("poly", "exp"))
-    check_int("degree", degree, min_value=2)
-
-
 def dense_energy(
-    xi: torch.Tensor, patterns: torch.Tensor, F: str = "poly", degree: int = 3
+    xi: torch.Tensor,
+    patterns: Patterns(binary=True, ndim=(2, 3)),
+    F: OneOf("poly", "exp") = "poly",
+    degree: IntAtLeast(2) = 3,
 ) -> torch.Tensor:
     r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)`, in float64.
 
@@ -71,7 +68,7 @@ def dense_energy(
         >>> dense_energy(torch.tensor([[1., 1., -1.]]), X, F="poly", degree=3)
         tensor([-27.], dtype=torch.float64)
     """
-    _check_memory(xi, patterns, F, degree)
+    check_spin_states("xi", xi, patterns)
     return _dense_energy(xi, patterns, F, degree)
 
 
@@ -81,7 +78,11 @@ def _dense_energy(xi: torch.Tensor, X: torch.Tensor, F: str, degree: int) -> tor
 
 
 def dense_async_sweep(
-    xi: torch.Tensor, patterns: torch.Tensor, F: str, degree: int, order: torch.Tensor
+    xi: torch.Tensor,
+    patterns: Patterns(binary=True, ndim=(2, 3)),
+    F: OneOf("poly", "exp"),
+    degree: IntAtLeast(2),
+    order: torch.Tensor,
 ) -> torch.Tensor:
     r"""One asynchronous sweep of the dense memory, spins visited in ``order``.
 
@@ -107,7 +108,7 @@ def dense_async_sweep(
         >>> dense_async_sweep(torch.tensor([[-1., 1., -1., -1.]]), X, "exp", 3, torch.arange(4))
         tensor([[ 1.,  1., -1., -1.]])
     """
-    _check_memory(xi, patterns, F, degree)
+    check_spin_states("xi", xi, patterns)
     order = check_spin_order(order, patterns.shape[-1])
     return _dense_async_sweep(xi, patterns.double(), F, degree, order).to(xi.dtype)
 
@@ -157,11 +158,11 @@ class DenseAssociativeMemory(PatternMemory):
 
     def __init__(
         self,
-        patterns: torch.Tensor,
+        patterns: Patterns(binary=True),
         F: OneOf('poly', 'exp') = "poly",
         degree: IntAtLeast(2) = 3,
     ) -> None:
-        self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
+        self.patterns = patterns  # (N, d)
         self.F = F
         self.degree = degree
 
@@ -213,7 +214,7 @@ class DenseAssociativeMemory(PatternMemory):
         ).squeeze(-2)
 
     def update(
-        self, xi: torch.Tensor, steps: PositiveInt = 1, generator: torch.Generator | None = None
+        self, xi: torch.Tensor, steps: PositiveInt = 1, generator: RandomGenerator = None
     ) -> torch.Tensor:
         """Run ``steps`` asynchronous sweeps, each in a fresh random order.
 
@@ -234,7 +235,7 @@ class DenseAssociativeMemory(PatternMemory):
         self,
         xi: torch.Tensor,
         max_sweeps: PositiveInt = 100,
-        generator: torch.Generator | None = None,
+        generator: RandomGenerator = None,
     ) -> Retrieval:
         """Sweep until every state is a fixed point (or ``max_sweeps`` is reached).
 
