@@ -7,8 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._checks import check_real
-from seqbook._contracts import Device, InstanceOf, PositiveInt, check_signatures
+from seqbook._contracts import Device, InstanceOf, PositiveInt, PositiveReal, check_signatures
 from seqbook.metrics import corpus_bleu
 from seqbook.seq2seq.bahdanau import BahdanauDecoder
 from seqbook.seq2seq.data import Pairs, TranslationTask
@@ -42,7 +41,7 @@ class TranslatorConfig:
     dropout: float = 0.0  # on the embeddings
     epochs: int = 8
     batch_size: int = 64
-    lr: float = 5e-3  # Adam
+    lr: PositiveReal = 5e-3  # Adam
     clip: float = 1.0  # gradient-norm clipping
     seed: int = 0
 
@@ -89,7 +88,6 @@ def train_translator(
     model = build_translator(task, config)
     device = default_device() if device is None else device
     model.to(device)
-    check_real("lr", config.lr, min_value=0.0, strict_min=True)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     batches = task.epochs(task.splits.train, config.batch_size, seed=config.seed)
     kind = "attention" if config.attention else "fixed context"

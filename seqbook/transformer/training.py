@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._checks import check_int, check_positive_int, check_real
 from seqbook._contracts import (
     Device,
     InstanceOf,
     NonNegativeInt,
     PositiveInt,
     PositiveReal,
+    RealIn,
     check_signatures,
 )
 from seqbook.seq2seq.data import TranslationTask
@@ -38,11 +38,11 @@ class TransformerConfig:
     dropout: float = 0.0  # clean data and short runs: no need (the paper: 0.1)
     norm_first: bool = True  # pre-norm; False: the paper's post-norm
     max_len: int = 64  # longest sequence the positional encoding covers
-    label_smoothing: float = 0.1  # epsilon of the loss; 0: plain cross-entropy
-    epochs: int = 4
+    label_smoothing: RealIn(0.0, 1.0) = 0.1  # epsilon of the loss; 0: plain cross-entropy
+    epochs: PositiveInt = 4
     batch_size: int = 64
-    lr: float = 2e-3  # Adam's peak learning rate, after the warm-up
-    warmup: int = 100  # optimizer steps of linear warm-up
+    lr: PositiveReal = 2e-3  # Adam's peak learning rate, after the warm-up
+    warmup: NonNegativeInt = 100  # optimizer steps of linear warm-up
     clip: float = 1.0  # gradient-norm clipping
     seed: int = 0
 
@@ -128,10 +128,7 @@ def train_transformer(
     model = build_transformer(task, config)
     device = default_device() if device is None else device
     model.to(device)
-    epochs = check_positive_int("epochs", config.epochs)
-    epsilon = check_real("label_smoothing", config.label_smoothing, min_value=0.0, max_value=1.0)
-    check_real("lr", config.lr, min_value=0.0, strict_min=True)
-    check_int("warmup", config.warmup, min_value=0)
+    epochs, epsilon = config.epochs, config.label_smoothing  # checked by the config
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=(0.9, 0.98))
     batches = task.epochs(task.splits.train, config.batch_size, seed=config.seed)
     per_epoch = -(-len(task.splits.train) // config.batch_size)
