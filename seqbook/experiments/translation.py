@@ -32,7 +32,7 @@ import torch
 from seqbook._contracts import InstanceOf, NonNegativeInt, Shaped, TensorOf, check_signatures
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
-from seqbook.seq2seq.data import check_pairs
+from seqbook.seq2seq.data import Pairs
 from seqbook.utils import to_device
 
 __all__ = [
@@ -315,7 +315,7 @@ class TeacherForcingGap(NamedTuple):
 def teacher_forcing_gap(
     model: InstanceOf(torch.nn.Module, what="a translator (an nn.Module)"),
     task: InstanceOf(TranslationTask),
-    pairs: Sequence[NumberPair],
+    pairs: Pairs,
     hypotheses: Sequence[Sequence[str]],
 ) -> TeacherForcingGap:
     r"""Next-token accuracy from the reference prefix against the model's own translation.
@@ -358,7 +358,6 @@ def teacher_forcing_gap(
         >>> bool(gap.free_running.all()), bool(gap.after_first_error.any())
         (True, False)
     """
-    check_pairs(pairs)
     if isinstance(hypotheses, (str, bytes)) or not isinstance(hypotheses, Sequence):
         raise TypeError("hypotheses must be a sequence of token lists")
     if len(hypotheses) != len(pairs):
