@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from seqbook._contracts import InstanceOf, check_signatures
 from seqbook.hopfield.recognition import (
     class_means,
     digits_pm1,
@@ -122,11 +123,13 @@ def main(argv: Sequence[str] | None = None) -> Path:
     return write_results(config, runs, shown, args.out / RESULTS.name)
 
 
-def write_results(config: dict, runs: list[dict], shown: dict[int, torch.Tensor],
-                  path: Path | str) -> Path:
+def write_results(
+    config: dict,
+    runs: InstanceOf(list, what="a list of dicts"),
+    shown: InstanceOf(dict, what="a dict of tensors"),
+    path: Path | str,
+) -> Path:
     """Write the results as the JSON file that :func:`load_results` reads."""
-    if not isinstance(runs, list) or not isinstance(shown, dict):
-        raise TypeError("runs must be a list of dicts and shown a dict of tensors")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     memories = {
@@ -160,6 +163,8 @@ def load_results(path: Path | str = RESULTS) -> tuple[dict, list[dict], dict]:
     }
     return data["config"], data["runs"], memories
 
+
+check_signatures(globals())
 
 if __name__ == "__main__":
     main()
