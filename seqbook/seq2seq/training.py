@@ -26,11 +26,6 @@ __all__ = [
 ]
 
 
-def check_task(task: object) -> None:
-    if not isinstance(task, TranslationTask):
-        raise TypeError(f"task must be a TranslationTask, got {type(task).__name__}")
-
-
 @dataclass
 class TranslatorConfig:
     """Sizes and training settings of a number translator."""
