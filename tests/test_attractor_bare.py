@@ -159,7 +159,8 @@ def test_bad_input():
     with pytest.raises(ValueError, match="gamma must be >= 0"):
         BareSelfAttention(4, 2, gamma=-1.0)
     model = BareSelfAttention(4, 2)
-    with pytest.raises(ValueError, match=r"x must have shape \(B, 4, 2\)"):
+    with pytest.raises(ValueError,
+                       match=r"x must have shape \(B, num_tokens, dim\) with num_tokens = 4"):
         model.step(torch.rand(3, 5, 2))
     with pytest.raises(ValueError, match="3 dimensions"):
         model.step(torch.rand(4, 2))
@@ -167,13 +168,14 @@ def test_bad_input():
         model.step(torch.full((1, 4, 2), float("nan")))
     with pytest.raises(TypeError, match="boolean"):
         model.step(torch.rand(1, 4, 2), torch.ones(1, 4))
-    with pytest.raises(ValueError, match=r"key_mask must have shape \(B, N\)"):
+    with pytest.raises(ValueError, match=r"key_mask must have shape \(B, num_tokens\) with B = 1"):
         model.step(torch.rand(1, 4, 2), torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="at least two tokens"):
         model.step(torch.rand(1, 4, 2), torch.tensor([[True, False, False, False]]))
     with pytest.raises(ValueError, match="steps must be >= 0"):
         model.run(torch.rand(1, 4, 2), -1)
-    with pytest.raises(ValueError, match="others must have the shape"):
+    with pytest.raises(ValueError,
+                       match=r"others must have shape \(B, num_tokens, dim\) with B = 1"):
         model.local_energies(torch.rand(1, 4, 2), others=torch.rand(2, 4, 2))
 
 
@@ -199,6 +201,7 @@ def test_float64_computes_in_float64_and_mixed_dtypes_are_refused():
     assert model.step(x).dtype == torch.float64
     assert model.local_energies(x).dtype == torch.float64
     with pytest.raises(
-        TypeError, match="x has dtype torch.float32 but the couplings J have dtype torch.float64"
+        TypeError,
+        match="x has dtype torch.float32 but the module's parameters have dtype torch.float64",
     ):
         model.step(x.float())

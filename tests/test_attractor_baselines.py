@@ -110,12 +110,13 @@ def test_the_training_script_runs(tmp_path):
 
 
 def test_bad_input(tmp_path):
-    with pytest.raises(ValueError, match="config.kind"):
+    with pytest.raises(ValueError, match="kind must be one of 'block', 'vit'"):
         build_baseline(BaselineConfig(kind="rnn"))
     with pytest.raises(ValueError, match="divisible by patch_size"):
         RecurrentTransformer(BaselineConfig(patch_size=5, **TINY))
     model = RecurrentTransformer(BaselineConfig(**TINY))
-    with pytest.raises(ValueError, match=r"s must have shape \(B, 49, 32\)"):
+    with pytest.raises(ValueError, match=r"s must have shape \(B, num_tokens, patch_dim\) "
+                                         r"with num_tokens = 49"):
         model(torch.rand(2, 196, 8))
     with pytest.raises(ValueError, match="steps must be >= 1"):
         model(torch.rand(2, 49, 32), steps=0)

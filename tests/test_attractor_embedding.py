@@ -90,7 +90,8 @@ def test_bad_input():
     with pytest.raises(ValueError, match="dim must be >= 2a = 32"):
         PatchEmbedding(patch_size=4, dim=16)
     embedding = PatchEmbedding(2)
-    with pytest.raises(ValueError, match=r"images must have shape \(B, 28, 28\)"):
+    with pytest.raises(ValueError,
+                       match=r"images must have shape \(B, height, width\) with height = 28"):
         embedding(torch.rand(2, 14, 14))
     with pytest.raises(ValueError, match="3 dimensions"):
         embedding(torch.rand(28, 28))
@@ -98,7 +99,7 @@ def test_bad_input():
         embedding(torch.rand(1, 28, 28) * 2)
     with pytest.raises(TypeError, match="floating-point"):
         embedding(torch.zeros(1, 28, 28, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"x must have shape \(B, 196, 8\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, num_tokens, dim\) with dim = 8"):
         embedding.decode(torch.rand(1, 196, 9))
     with pytest.raises(ValueError, match=r"\(\.\.\., 2\)"):
         spins_to_pixels(torch.rand(4, 3))

@@ -111,7 +111,8 @@ def test_bad_input():
         effective_partners(torch.ones(3, 3, dtype=torch.int64))
     with pytest.raises(ValueError, match="real eigenvector"):
         mode_spins(torch.tensor([[1.0 + 1.0j, 0.0]]), torch.ones(1, 2))
-    with pytest.raises(ValueError, match="same shape"):
+    with pytest.raises(ValueError,
+                       match=r"reference must have shape \(N, d\) with N = 2 \(as in v\)"):
         mode_spins(torch.ones(2, 2), torch.ones(3, 2))
     with pytest.raises(ValueError, match="at least two"):
         forgetting_time(torch.tensor([1.0]))

@@ -64,7 +64,7 @@ def test_the_committed_checkpoint_is_small_and_reproduces_its_tables():
 
 
 def test_bad_input(tmp_path):
-    with pytest.raises(ValueError, match=r"J must be a tensor of shape \(N, N, d, d\)"):
+    with pytest.raises(ValueError, match=r"J must have 4 dimensions \(N, N, d, d\)"):
         compress_couplings(torch.zeros(3, 3, 2))
     with pytest.raises(ValueError, match="made by compress_couplings"):
         expand_couplings({"shape": torch.tensor([3, 2])})

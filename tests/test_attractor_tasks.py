@@ -75,7 +75,9 @@ def test_bad_input():
         mask_tokens(torch.rand(4, 2), 0.3)
     with pytest.raises(ValueError, match="variance must be >= 0"):
         add_noise(torch.rand(1, 4, 4), -0.1)
-    with pytest.raises(ValueError, match="reconstructions must have shape"):
+    with pytest.raises(ValueError,
+                       match=r"images must have shape \(B, H, W\) with H = 4 "
+                             r"\(as in reconstructions\)"):
         mse_curve(torch.rand(3, 2, 4, 4), torch.rand(2, 5, 5))
     with pytest.raises(ValueError, match="divisible by patch_size"):
         patch_variance(torch.rand(1, 5, 5), 2)

@@ -35,32 +35,25 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._checks import (
-    check_real,
-    check_same_dtype,
-    check_tensor,
-    check_token_mask,
-)
 from seqbook._contracts import (
+    InstanceOf,
     IntAtLeast,
     NonNegativeInt,
     NonNegativeReal,
     PositiveInt,
+    Shaped,
     check_signatures,
 )
 
 __all__ = ["BareSelfAttention"]
 
+# The contracts of the public methods: configurations of the model's N spins of dimension d
+# in the couplings' dtype, and a mask of their tokens.
+Spins = Shaped("B num_tokens dim", floating=True, dtype_of="module")
+KeyMask = Shaped("B num_tokens")
+
 # Elements of one chunk's (B, N, N, d) intermediate: about 64 MB in float32.
 _CHUNK_ELEMENTS = 16_000_000
-
-
-def check_bare_model(model: object) -> BareSelfAttention:
-    """Return ``model`` if it is a :class:`BareSelfAttention` (for functions that take one)."""
-    if not isinstance(model, BareSelfAttention):
-        raise TypeError(f"model must be a seqbook.attractor.BareSelfAttention, "
-                        f"got {type(model).__name__}")
-    return model
 
 
 class BareSelfAttention(nn.Module):
@@ -168,44 +161,29 @@ class BareSelfAttention(nn.Module):
         ]
         return torch.cat(parts)
 
-    def _check_x(self, name: str, x: object) -> torch.Tensor:
-        x = check_tensor(name, x, ndim=3, floating=True)
-        if x.shape[1:] != (self.num_tokens, self.dim):
-            raise ValueError(
-                f"{name} must have shape (B, {self.num_tokens}, {self.dim}) "
-                f"(B configurations of N spins of dimension d), got {tuple(x.shape)}"
-            )
-        check_same_dtype(name, x, self.J.dtype, of="the couplings J")
+    def _check_values(self, name: str, x: torch.Tensor) -> None:
+        """What the signature cannot say: finite spins on the couplings' device."""
         if x.device != self.J.device:
             raise ValueError(f"{name} is on {x.device} but the couplings J are on {self.J.device}")
         if not torch.isfinite(x).all():
             raise ValueError(f"{name} must be finite (no NaN or inf)")
-        return x
 
-    def _check_key_mask(self, key_mask: object, x: torch.Tensor) -> torch.Tensor | None:
+    def _check_key_mask(self, key_mask: torch.Tensor | None) -> torch.Tensor | None:
+        """What the signature cannot say: booleans, two partners at least per configuration."""
         if key_mask is None:
             return None
-        key_mask = check_token_mask("key_mask", key_mask, x.shape[:2], meaning="True = attend")
+        if key_mask.dtype != torch.bool:
+            raise TypeError(f"key_mask must be a boolean tensor (True = attend), "
+                            f"got {key_mask.dtype}")
         if (key_mask.sum(-1) < 2).any():
             raise ValueError(
                 "key_mask must allow at least two tokens per configuration: a spin "
                 "never attends to itself and needs another one to attend to"
             )
-        return key_mask.to(x.device)
-
-    def _check_lam(self, lam: object) -> float:
-        if lam is None:
-            lam = self.lam
-        lam = check_real("lam", lam, min_value=0.0)
-        if lam == 0:
-            raise ValueError(
-                "lam must be > 0 for the energies (-(1/lam) log sum exp diverges at lam = 0), "
-                "got 0.0"
-            )
-        return lam
+        return key_mask.to(self.J.device)
 
     # ------------------------------------------------------------ public API
-    def scores(self, x: torch.Tensor) -> torch.Tensor:
+    def scores(self, x: Spins) -> torch.Tensor:
         r"""The scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}\mathbf x_j`, :math:`-\infty` for
         :math:`j = i`.
 
@@ -213,22 +191,22 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``.
             returns: ``(B, N, N)``, row ``i`` for the query spin ``i``.
         """
-        x = self._check_x("x", x)
+        self._check_values("x", x)
 
         def scores(x: torch.Tensor) -> torch.Tensor:
             return self._partners(torch.einsum("bid,ijde,bje->bij", x, self.J, x), None)
 
         return self._chunked(scores, x)
 
-    def attention(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def attention(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
         r"""The attention mask :math:`\alpha_{i\leftarrow j}` of eq. (eq-attr-alpha).
 
         Shapes:
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, N)``; each row sums to 1 and has a zero diagonal.
         """
-        x = self._check_x("x", x)
-        key_mask = self._check_key_mask(key_mask, x)
+        self._check_values("x", x)
+        key_mask = self._check_key_mask(key_mask)
 
         def attention(x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
             S = torch.einsum("bid,ijde,bje->bij", x, self.J, x)
@@ -236,7 +214,7 @@ class BareSelfAttention(nn.Module):
 
         return self._chunked(attention, x, key_mask)
 
-    def local_field(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def local_field(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
         r"""The local fields
         :math:`\mathbf h_i = \sum_{j\ne i}\alpha_{i\leftarrow j}J_{ij}\mathbf x_j`.
 
@@ -244,22 +222,22 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``.
         """
-        x = self._check_x("x", x)
-        return self._chunked(self._field, x, self._check_key_mask(key_mask, x))
+        self._check_values("x", x)
+        return self._chunked(self._field, x, self._check_key_mask(key_mask))
 
-    def step(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def step(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
         r"""One parallel update of all spins, eq. (eq-attr-dynamics), back on the sphere.
 
         Shapes:
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``, unit vectors.
         """
-        x = self._check_x("x", x)
-        return self._chunked(self._step, x, self._check_key_mask(key_mask, x))
+        self._check_values("x", x)
+        return self._chunked(self._step, x, self._check_key_mask(key_mask))
 
     @torch.no_grad()
     def run(
-        self, x0: torch.Tensor, steps: NonNegativeInt, key_mask: torch.Tensor | None = None
+        self, x0: Spins, steps: NonNegativeInt, key_mask: KeyMask | None = None
     ) -> torch.Tensor:
         """Iterate the dynamics ``steps`` times and return the whole trajectory.
 
@@ -270,15 +248,15 @@ class BareSelfAttention(nn.Module):
             x0: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(steps + 1, B, N, d)``, the initial state first.
         """
-        x = self._check_x("x0", x0)
-        key_mask = self._check_key_mask(key_mask, x)
-        states = [x]
+        self._check_values("x0", x0)
+        key_mask = self._check_key_mask(key_mask)
+        states = [x0]
         for t in range(steps):
             states.append(self._chunked(self._step, states[-1], key_mask if t == 0 else None))
         return torch.stack(states)  # (S + 1, B, N, d)
 
     def local_energies(
-        self, x: torch.Tensor, others: torch.Tensor | None = None, lam: float | None = None
+        self, x: Spins, others: Spins | None = None, lam: NonNegativeReal | None = None
     ) -> torch.Tensor:
         r"""The local energies :math:`e_i` of eq. (eq-attr-local-energy).
 
@@ -302,13 +280,15 @@ class BareSelfAttention(nn.Module):
             x, others: ``(B, N, d)``.
             returns: ``(B, N)``.
         """
-        x = self._check_x("x", x)
-        others = x if others is None else self._check_x("others", others)
-        if others.shape != x.shape:
-            raise ValueError(
-                f"others must have the shape of x {tuple(x.shape)}, got {tuple(others.shape)}"
-            )
-        lam = self._check_lam(lam)
+        self._check_values("x", x)
+        if others is None:
+            others = x
+        else:
+            self._check_values("others", others)
+        lam = self.lam if lam is None else lam
+        if lam == 0:
+            raise ValueError("lam must be > 0 for the energies (-(1/lam) log sum exp diverges "
+                             "at lam = 0), got 0.0")
         return self._chunked(lambda x, y: self._energies(x, y, lam), x, others)
 
     def energy(self, x: torch.Tensor, lam: float | None = None) -> torch.Tensor:
@@ -326,5 +306,8 @@ class BareSelfAttention(nn.Module):
             f"gamma={self.gamma:g}"
         )
 
+
+# The contract of the functions that take a model (training, spectrum, storage).
+BareModel = InstanceOf(BareSelfAttention, what="a seqbook.attractor.BareSelfAttention")
 
 check_signatures(globals())

@@ -29,24 +29,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import (
-    check_choice,
-    check_int,
-    check_patch_grid,
-    check_positive_int,
-    check_tensor,
-    checkpoint_path,
-)
+from seqbook._checks import check_int, checkpoint_path
 from seqbook._contracts import (
+    InstanceOf,
     NonNegativeReal,
     OneOf,
     PositiveInt,
     PositiveReal,
+    Shaped,
     TensorOf,
     check_signatures,
 )
 from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
-from seqbook.attractor.tasks import _add_noise, _check_fraction, _mask_tokens
+from seqbook.attractor.tasks import Fraction, _add_noise, _mask_tokens
 from seqbook.train import History, fit
 from seqbook.transformer import EncoderBlock, positional_encoding
 from seqbook.utils import seeded_generator, shifted_seed
@@ -71,19 +66,26 @@ __all__ = [
 #: tokens and the noise variance per pixel (:func:`corrupt`'s defaults).
 FRACTION, VARIANCE = 0.3, 0.7
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
+# The input of both baselines: the patch vectors s_i of a PatchEmbedding of their patches.
+PatchVectors = Shaped("B num_tokens patch_dim", floating=True)
 
 
 @dataclass
 class BaselineConfig:
     """The architecture of a baseline (stored in its checkpoint)."""
 
-    kind: str = "block"  # "block": one block, iterated; "vit": num_layers blocks, once
-    patch_size: int = 4  # the paper's transformers work best with 4 x 4 patches
-    image_size: int = 28
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 128  # hidden width of the MLP
-    num_layers: int = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
+    kind: OneOf("block", "vit") = "block"  # "block": one block, iterated; "vit": once
+    patch_size: PositiveInt = 4  # the paper's transformers work best with 4 x 4 patches
+    image_size: PositiveInt = 28
+    d_model: PositiveInt = 64
+    num_heads: PositiveInt = 4
+    d_ff: PositiveInt = 128  # hidden width of the MLP
+    num_layers: PositiveInt = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
+
+    def __post_init__(self) -> None:  # what the signature cannot say: whole patches
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size {self.image_size} must be divisible by patch_size "
+                             f"{self.patch_size}")
 
 
 class PatchTransformer(nn.Module):
@@ -99,25 +101,17 @@ class PatchTransformer(nn.Module):
         config: the architecture (:class:`BaselineConfig`).
     """
 
-    def __init__(self, config: BaselineConfig) -> None:
+    def __init__(self, config: InstanceOf(BaselineConfig)) -> None:
         super().__init__()
         self.config = config
-        self.patch_size, self.image_size = check_patch_grid(config.patch_size, config.image_size)
+        self.patch_size, self.image_size = config.patch_size, config.image_size
         self.a = self.patch_size**2
+        self.patch_dim = 2 * self.a  # numbers of a patch vector s_i
         self.num_tokens = (self.image_size // self.patch_size) ** 2
-        d_model = check_positive_int("d_model", config.d_model)
-        self.embed = nn.Linear(2 * self.a, d_model)  # F, trained
+        d_model = config.d_model
+        self.embed = nn.Linear(self.patch_dim, d_model)  # F, trained
         self.unembed = nn.Linear(d_model, self.a)  # F_out, trained
         self.register_buffer("pe", positional_encoding(self.num_tokens, d_model))  # (N, d_model)
-
-    def _check_spins(self, s: object) -> torch.Tensor:
-        s = check_tensor("s", s, ndim=3, floating=True)
-        if s.shape[1:] != (self.num_tokens, 2 * self.a):
-            raise ValueError(
-                f"s must have shape (B, {self.num_tokens}, {2 * self.a}) (patch vectors of "
-                f"a PatchEmbedding with patch_size {self.patch_size}), got {tuple(s.shape)}"
-            )
-        return s
 
     def encode(self, s: torch.Tensor) -> torch.Tensor:
         """Patch vectors ``(B, N, 2a)`` to tokens ``(B, N, d_model)``, with positions."""
@@ -158,24 +152,22 @@ class RecurrentTransformer(PatchTransformer):
         ((2, 49, 16), (5, 2, 28, 28))
     """
 
-    def __init__(self, config: BaselineConfig | None = None) -> None:
+    def __init__(self, config: InstanceOf(BaselineConfig) | None = None) -> None:
         config = config or BaselineConfig()
         super().__init__(config)
         self.block = EncoderBlock(
             config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True
         )
 
-    def forward(self, s: torch.Tensor, steps: PositiveInt = 5) -> torch.Tensor:
-        s = self._check_spins(s)
+    def forward(self, s: PatchVectors, steps: PositiveInt = 5) -> torch.Tensor:
         h = self.encode(s)
         for _ in range(steps):
             h = self.block(h)  # (eq-attr-block)  (B, N, d_model)
         return self.decode(h)
 
     @torch.no_grad()
-    def run(self, s: torch.Tensor, steps: PositiveInt) -> torch.Tensor:
+    def run(self, s: PatchVectors, steps: PositiveInt) -> torch.Tensor:
         """The reconstructed images after every iteration ``t = 1, ..., steps``."""
-        s = self._check_spins(s)
         h = self.encode(s)
         images = []
         for _ in range(steps):
@@ -201,17 +193,16 @@ class VisionTransformer(PatchTransformer):
         (2, 28, 28)
     """
 
-    def __init__(self, config: BaselineConfig | None = None) -> None:
+    def __init__(self, config: InstanceOf(BaselineConfig) | None = None) -> None:
         config = config or BaselineConfig(kind="vit")
         super().__init__(config)
-        layers = check_positive_int("num_layers", config.num_layers)
         self.blocks = nn.ModuleList(
             EncoderBlock(config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True)
-            for _ in range(layers)
+            for _ in range(config.num_layers)
         )
 
-    def forward(self, s: torch.Tensor) -> torch.Tensor:
-        h = self.encode(self._check_spins(s))
+    def forward(self, s: PatchVectors) -> torch.Tensor:
+        h = self.encode(s)
         for block in self.blocks:
             h = block(h)  # (B, N, d_model)
         return self.decode(h)
@@ -222,22 +213,21 @@ class VisionTransformer(PatchTransformer):
         return self.to_image(self(s))  # (B, H, W)
 
 
-def build_baseline(config: BaselineConfig) -> RecurrentTransformer | VisionTransformer:
+def build_baseline(config: InstanceOf(BaselineConfig)) -> RecurrentTransformer | VisionTransformer:
     """The baseline that ``config.kind`` names ("block" or "vit").
 
     Example:
         >>> type(build_baseline(BaselineConfig("vit", num_layers=1))).__name__
         'VisionTransformer'
     """
-    check_choice("config.kind", config.kind, ("block", "vit"))
     return RecurrentTransformer(config) if config.kind == "block" else VisionTransformer(config)
 
 
 def corrupt(
     images: torch.Tensor,
     task: OneOf('mask', 'denoise'),
-    embedding: PatchEmbedding,
-    fraction: float = FRACTION,
+    embedding: InstanceOf(PatchEmbedding),
+    fraction: Fraction = FRACTION,
     variance: NonNegativeReal = VARIANCE,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -256,9 +246,7 @@ def corrupt(
         >>> tuple(s.shape), visible.sum().item()
         ((2, 49, 32), 68)
     """
-    if not isinstance(embedding, PatchEmbedding):
-        raise TypeError(f"embedding must be a PatchEmbedding, got {type(embedding).__name__}")
-    images, fraction = embedding._check(images), _check_fraction(fraction)
+    images = embedding._check(images)  # the embedding's size, pixels in [0, 1]
     return _corrupt(images, task, embedding, fraction, variance, generator)
 
 
@@ -272,7 +260,7 @@ def _corrupt(
 
 
 def train_baseline(
-    model: RecurrentTransformer | VisionTransformer,
+    model: InstanceOf(RecurrentTransformer, VisionTransformer),
     images: TensorOf(3, floating=True),
     task: OneOf('mask', 'denoise'),
     epochs: int = 20,
@@ -305,11 +293,6 @@ def train_baseline(
     Returns:
         The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
     """
-    if not isinstance(model, (RecurrentTransformer, VisionTransformer)):
-        raise TypeError(
-            "model must be a RecurrentTransformer or VisionTransformer, "
-            f"got {type(model).__name__}"
-        )
     max_steps = check_int("max_steps", max_steps, min_value=min_steps)
     embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
     images = embedding._check(images)  # once: the mini-batches are corrupted unchecked

@@ -23,12 +23,13 @@ the pixels exactly.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from torch import nn
 
 from seqbook._checks import check_positive_int, check_tensor
-from seqbook._contracts import NonNegativeInt, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, PositiveInt, Shaped, check_signatures
 
 __all__ = [
     "PatchEmbedding",
@@ -39,33 +40,41 @@ __all__ = [
 ]
 
 
-def _check_grid(patch_size: object, height: object, width: object) -> int:
-    """``patch_size``, which must divide ``height`` and ``width`` (the image is whole patches)."""
-    P = check_positive_int("patch_size", patch_size)
-    if check_positive_int("height", height) % P or check_positive_int("width", width) % P:
-        raise ValueError(f"height and width must be divisible by patch_size = {P}, "
+def _check_grid(patch_size: int, height: int, width: int) -> None:
+    """What a signature cannot say: the image is made of whole patches."""
+    if height % patch_size or width % patch_size:
+        raise ValueError(f"height and width must be divisible by patch_size = {patch_size}, "
                          f"got {height} x {width}")
-    return P
 
 
-def _check_images(name: str, images: object, patch_size: int) -> torch.Tensor:
-    images = check_tensor(name, images, ndim=3, floating=True)
-    if min(images.shape[1:]) == 0 or images.shape[1] % patch_size or images.shape[2] % patch_size:
-        raise ValueError(f"{name} must have a height and width divisible by patch_size = "
-                         f"{patch_size}, got shape {tuple(images.shape)}")
-    return images
+def _check_pixels(name: str, value: object, *, ndim: int | None = None) -> torch.Tensor:
+    """A floating tensor (of ``ndim`` dimensions) of pixels in [0, 1], NaN refused."""
+    value = check_tensor(name, value, ndim=ndim, floating=True)
+    if value.numel() and not (value.min() >= 0 and value.max() <= 1):
+        raise ValueError(f"{name} must hold pixels in [0, 1] (grey levels), got values in "
+                         f"[{value.min().item():.3g}, {value.max().item():.3g}]")
+    return value
 
 
-def _check_pixels(pixels: object) -> torch.Tensor:
-    pixels = check_tensor("pixels", pixels, floating=True)
-    if pixels.numel() and (pixels.min() < 0 or pixels.max() > 1 or pixels.isnan().any()):
-        raise ValueError("pixels must lie in [0, 1] (the map to the quarter circle is only "
-                         f"invertible there), got values in [{pixels.min().item():.3g}, "
-                         f"{pixels.max().item():.3g}]")
-    return pixels
+def _check_image_size(name: str, value: object) -> tuple[int, int]:
+    """``(H, W)``: one positive int for square images, or a pair of them."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value, value)
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise TypeError(f"{name} must be an int or a pair (H, W), got {value!r}")
+    return check_positive_int("height", value[0]), check_positive_int("width", value[1])
 
 
-def image_to_patches(images: torch.Tensor, patch_size: PositiveInt) -> torch.Tensor:
+# Pixels in [0, 1]: of any shape, of images (B, H, W), of one image (H, W); an image size.
+Pixels = Annotated[torch.Tensor, Check(_check_pixels)]
+Images = Annotated[torch.Tensor, Check(_check_pixels, ndim=3)]
+Image = Annotated[torch.Tensor, Check(_check_pixels, ndim=2)]
+ImageSize = Annotated[tuple, Check(_check_image_size)]
+
+
+def image_to_patches(
+    images: Shaped("B H W", floating=True), patch_size: PositiveInt
+) -> torch.Tensor:
     r"""Cut images into non-overlapping square patches, read row by row.
 
     Args:
@@ -83,8 +92,11 @@ def image_to_patches(images: torch.Tensor, patch_size: PositiveInt) -> torch.Ten
         tensor([[0., 1., 4., 5.],
                 [2., 3., 6., 7.]])
     """
-    P = patch_size
-    return _image_to_patches(_check_images("images", images, P), P)
+    _, H, W = images.shape
+    if min(H, W) == 0 or H % patch_size or W % patch_size:
+        raise ValueError(f"images must have a height and width divisible by patch_size = "
+                         f"{patch_size}, got shape {tuple(images.shape)}")
+    return _image_to_patches(images, patch_size)
 
 
 def _image_to_patches(images: torch.Tensor, P: int) -> torch.Tensor:
@@ -95,7 +107,7 @@ def _image_to_patches(images: torch.Tensor, P: int) -> torch.Tensor:
 
 
 def patches_to_image(
-    patches: torch.Tensor, patch_size: int, height: int, width: int
+    patches: torch.Tensor, patch_size: PositiveInt, height: PositiveInt, width: PositiveInt
 ) -> torch.Tensor:
     """Put patches back together: the inverse of :func:`image_to_patches`.
 
@@ -108,7 +120,8 @@ def patches_to_image(
         >>> torch.equal(patches_to_image(image_to_patches(image, 2), 2, 6, 4), image)
         True
     """
-    P = _check_grid(patch_size, height, width)
+    _check_grid(patch_size, height, width)
+    P = patch_size
     N = (height // P) * (width // P)
     check_tensor("patches", patches, shape=("B", N, P * P))
     return _patches_to_image(patches, P, height, width)
@@ -120,7 +133,7 @@ def _patches_to_image(patches: torch.Tensor, P: int, height: int, width: int) ->
     return grid.permute(0, 1, 3, 2, 4).reshape(B, height, width)  # (B, H, W)
 
 
-def pixel_spins(pixels: torch.Tensor) -> torch.Tensor:
+def pixel_spins(pixels: Pixels) -> torch.Tensor:
     r"""Each pixel :math:`p \in [0, 1]` as the unit vector :math:`(p, 1-p)/\lVert(p, 1-p)\rVert`.
 
     Shapes:
@@ -133,7 +146,7 @@ def pixel_spins(pixels: torch.Tensor) -> torch.Tensor:
                 [0.7071, 0.7071],
                 [1.0000, 0.0000]])
     """
-    return _pixel_spins(_check_pixels(pixels))
+    return _pixel_spins(pixels)
 
 
 def _pixel_spins(p: torch.Tensor) -> torch.Tensor:
@@ -141,7 +154,7 @@ def _pixel_spins(p: torch.Tensor) -> torch.Tensor:
     return pair / pair.norm(dim=-1, keepdim=True)  # (eq-attr-pixel-spin)
 
 
-def spins_to_pixels(spins: TensorOf(floating=True)) -> torch.Tensor:
+def spins_to_pixels(spins: Shaped("... 2", floating=True)) -> torch.Tensor:
     r"""The pixel of each 2-vector :math:`(u, v)`: the inverse of :func:`pixel_spins`.
 
     The angle :math:`\varphi = \operatorname{atan2}(u, v)` is clamped to the quarter
@@ -158,8 +171,6 @@ def spins_to_pixels(spins: TensorOf(floating=True)) -> torch.Tensor:
         >>> spins_to_pixels(torch.tensor([[0.6, 0.8], [2.0, 2.0], [-1.0, 3.0]]))
         tensor([0.4286, 0.5000, 0.0000])
     """
-    if spins.dim() == 0 or spins.shape[-1] != 2:
-        raise ValueError(f"spins must have shape (..., 2), got {tuple(spins.shape)}")
     return _spins_to_pixels(spins)
 
 
@@ -207,21 +218,18 @@ class PatchEmbedding(nn.Module):
 
     def __init__(
         self,
-        patch_size: int = 2,
-        dim: int | None = None,
-        image_size: int | tuple[int, int] = 28,
+        patch_size: PositiveInt = 2,
+        dim: PositiveInt | None = None,
+        image_size: ImageSize = 28,
         seed: NonNegativeInt = 0,
     ) -> None:
         super().__init__()
-        if isinstance(image_size, int) and not isinstance(image_size, bool):
-            image_size = (image_size, image_size)
-        if not (isinstance(image_size, tuple) and len(image_size) == 2):
-            raise TypeError(f"image_size must be an int or a pair (H, W), got {image_size!r}")
-        self.height, self.width = image_size
-        self.patch_size = _check_grid(patch_size, self.height, self.width)
+        self.height, self.width = image_size  # (H, W), from an int or a pair
+        _check_grid(patch_size, self.height, self.width)
+        self.patch_size = patch_size
         self.a = self.patch_size**2  # pixels per patch
         self.num_tokens = (self.height // self.patch_size) * (self.width // self.patch_size)
-        self.dim = 2 * self.a if dim is None else check_positive_int("dim", dim)
+        self.dim = 2 * self.a if dim is None else dim
         if self.dim < 2 * self.a:  # two numbers per pixel of a patch
             raise ValueError(f"dim must be >= 2a = {2 * self.a}, got {self.dim}")
         # Not seeded_generator: the committed checkpoints were trained in this basis, so
@@ -231,14 +239,14 @@ class PatchEmbedding(nn.Module):
         F, _ = torch.linalg.qr(gaussian)  # (d, 2a), orthonormal columns
         self.register_buffer("F", F.float())
 
-    def spins(self, images: torch.Tensor) -> torch.Tensor:
+    def spins(self, images: Shaped("B height width", floating=True)) -> torch.Tensor:
         r"""The patch vectors :math:`\mathbf s_i` (pixel spins, concatenated).
 
         Shapes:
             images: ``(B, H, W)``.
             returns: ``(B, N, 2a)``.
         """
-        return self._spins(self._check(images))
+        return self._spins(_check_pixels("images", images))
 
     def _spins(self, images: torch.Tensor) -> torch.Tensor:
         patches = _image_to_patches(images.to(self.F.dtype), self.patch_size)  # (B, N, a)
@@ -254,7 +262,7 @@ class PatchEmbedding(nn.Module):
         s = self.spins(images)  # (B, N, 2a)
         return s @ self.F.T / math.sqrt(self.a)  # (eq-attr-embed)  (B, N, d)
 
-    def decode(self, x: torch.Tensor) -> torch.Tensor:
+    def decode(self, x: Shaped("B num_tokens dim", floating=True)) -> torch.Tensor:
         r"""De-embed spins into images: :math:`\mathbf s_i = \sqrt a\, F^\top\mathbf x_i`, then
         pixels.
 
@@ -266,14 +274,14 @@ class PatchEmbedding(nn.Module):
             x: ``(B, N, d)``.
             returns: ``(B, H, W)``.
         """
-        x = check_tensor("x", x, floating=True, shape=("B", self.num_tokens, self.dim))
         s = math.sqrt(self.a) * x @ self.F  # (B, N, 2a)
         pixels = _spins_to_pixels(s.unflatten(-1, (self.a, 2)))  # (B, N, a)
         return _patches_to_image(pixels, self.patch_size, self.height, self.width)
 
-    def _check(self, images: object) -> torch.Tensor:
-        images = check_tensor("images", images, floating=True, shape=("B", self.height, self.width))
-        return _check_pixels(images).to(self.F.dtype)
+    def _check(self, images: torch.Tensor) -> torch.Tensor:
+        """``images`` of this embedding's size, for the functions that take both."""
+        images = check_tensor("images", images, shape=("B", self.height, self.width))
+        return _check_pixels("images", images).to(self.F.dtype)
 
     def extra_repr(self) -> str:
         return (

@@ -28,9 +28,15 @@ from collections.abc import Callable
 import torch
 from tqdm.auto import tqdm
 
-from seqbook._checks import check_real, check_tensor
-from seqbook._contracts import PositiveInt, PositiveReal, check_signatures
-from seqbook.attractor.bare import BareSelfAttention, check_bare_model
+from seqbook._checks import check_same_dtype
+from seqbook._contracts import (
+    CallableAs,
+    PositiveInt,
+    PositiveReal,
+    Shaped,
+    check_signatures,
+)
+from seqbook.attractor.bare import BareModel, BareSelfAttention
 from seqbook.train import History
 from seqbook.utils import Timer
 
@@ -46,9 +52,19 @@ __all__ = [
 _TERMS = 16_000_000
 
 
+def _check_xi(model: BareSelfAttention, xi: torch.Tensor) -> None:
+    """What the signature cannot say: the configurations ``xi`` are of the model's shape
+    and dtype (a relation between two arguments), finite, on its device."""
+    N, d = model.num_tokens, model.dim
+    if xi.shape[1:] != (N, d):
+        raise ValueError(f"xi must have shape (B, {N}, {d}) (the model's num_tokens and dim), "
+                         f"got {tuple(xi.shape)}")
+    check_same_dtype("xi", xi, model.J.dtype, of="the couplings J")
+    model._check_values("xi", xi)
+
 
 def pseudo_likelihood_loss(
-    model: BareSelfAttention, xi: torch.Tensor, lam: PositiveReal = 5.0
+    model: BareModel, xi: Shaped("B N d", floating=True), lam: PositiveReal = 5.0
 ) -> torch.Tensor:
     r"""The mean total energy of the configurations ``xi``, eq. (eq-attr-pl-loss).
 
@@ -71,14 +87,13 @@ def pseudo_likelihood_loss(
         >>> torch.allclose(loss, model.energy(xi, lam=5.0).mean())
         True
     """
-    model = check_bare_model(model)
-    xi = model._check_x("xi", xi)
+    _check_xi(model, xi)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
 
 
 @torch.no_grad()
 def pseudo_likelihood_gradient(
-    model: BareSelfAttention, xi: torch.Tensor, lam: PositiveReal = 5.0
+    model: BareModel, xi: Shaped("B N d", floating=True), lam: PositiveReal = 5.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The loss of eq. (eq-attr-pl-loss) and its gradient in closed form, eq. (eq-attr-pl-grad).
 
@@ -99,8 +114,8 @@ def pseudo_likelihood_gradient(
         >>> torch.allclose(grad, model.J.grad, atol=1e-6)
         True
     """
-    model = check_bare_model(model)
-    return _loss_and_gradient(model, model._check_x("xi", xi), lam)
+    _check_xi(model, xi)
+    return _loss_and_gradient(model, xi, lam)
 
 
 def _loss_and_gradient(
@@ -132,16 +147,16 @@ def _pseudo_likelihood_gradient(
 
 
 def train_pseudo_likelihood(
-    model: BareSelfAttention,
-    xi: torch.Tensor,
+    model: BareModel,
+    xi: Shaped("P N d", floating=True),
     epochs: PositiveInt = 1,
     batch_size: PositiveInt = 32,
-    lr: float = 5.0,
-    lam: float = 5.0,
-    clip: float = 1.0,
+    lr: PositiveReal = 5.0,
+    lam: PositiveReal = 5.0,
+    clip: PositiveReal = 1.0,
     generator: torch.Generator | None = None,
     progress: bool = True,
-    on_step: Callable[[int], None] | None = None,
+    on_step: CallableAs("on_step(steps)", nargs=1) | None = None,
 ) -> History:
     r"""Minimise the energy of the training data by SGD on the couplings, with the paper's
     precautions.
@@ -192,13 +207,9 @@ def train_pseudo_likelihood(
         >>> math.isclose(model.J.norm().item(), norm, rel_tol=1e-5)
         True
     """
-    xi = check_bare_model(model)._check_x("xi", xi)
+    _check_xi(model, xi)
     if xi.shape[0] == 0:
         raise ValueError("xi must hold at least one training configuration, got 0")
-    lr, lam, clip = (check_real(k, v, min_value=0.0, strict_min=True)
-                     for k, v in (("lr", lr), ("lam", lam), ("clip", clip)))
-    if on_step is not None and not callable(on_step):
-        raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
     J, norm = model.J.data, model.J.data.norm()  # the norm is kept fixed
     history = History()
     kwargs = {} if progress else {"disable": True}
@@ -235,7 +246,7 @@ def _sgd_step(
 
 @torch.no_grad()
 def hebbian_couplings(
-    xi: torch.Tensor, norm: float | None = None
+    xi: Shaped("P N d", floating=True), norm: PositiveReal | None = None
 ) -> torch.Tensor:
     r"""The plain Hebbian couplings of the data: the training gradient at uniform attention.
 
@@ -264,7 +275,7 @@ def hebbian_couplings(
         >>> tuple(J.shape), round(J.norm().item(), 4), J[0, 0].abs().max().item()
         ((4, 4, 2, 2), 3.0, 0.0)
     """
-    P, N, d = check_tensor("xi", xi, ndim=3, floating=True).shape
+    P, N, d = xi.shape
     if P == 0:
         raise ValueError("xi must hold at least one configuration, got 0")
     flat = xi.reshape(P, N * d)  # (P, N d)
@@ -272,7 +283,7 @@ def hebbian_couplings(
     J = C.permute(0, 2, 1, 3).contiguous()  # (N, N, d, d): J_ij = <xi_i xi_j^T>
     J[torch.arange(N), torch.arange(N)] = 0.0
     if norm is not None:
-        J *= check_real("norm", norm, min_value=0.0, strict_min=True) / J.norm()
+        J *= norm / J.norm()
     return J
 
 

@@ -23,9 +23,8 @@ import math
 
 import torch
 
-from seqbook._checks import check_positive_int, check_tensor
-from seqbook._contracts import TensorOf, check_signatures
-from seqbook.attractor.bare import BareSelfAttention, check_bare_model
+from seqbook._contracts import PositiveInt, Shaped, check_signatures
+from seqbook.attractor.bare import BareModel, BareSelfAttention
 
 __all__ = [
     "coupling_matrix",
@@ -38,18 +37,17 @@ __all__ = [
 
 
 
-def _check_attention(alpha: object) -> torch.Tensor:
-    alpha = check_tensor("alpha", alpha, floating=True)
-    if alpha.dim() < 1 or (alpha.numel() and (alpha.min() < 0 or not torch.allclose(
-            alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4))):
+def _check_attention(alpha: torch.Tensor) -> torch.Tensor:
+    """What the signature cannot say: the rows are probabilities."""
+    if alpha.numel() and (alpha.min() < 0 or not torch.allclose(
+            alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4)):
         raise ValueError("alpha must hold non-negative weights whose rows sum to 1 "
                          f"(an attention matrix), got shape {tuple(alpha.shape)}")
     return alpha
 
 
-def _check_leading_pair(eigenvalues: object) -> tuple[float, float]:
+def _check_leading_pair(eigenvalues: torch.Tensor) -> tuple[float, float]:
     """The moduli of the first two eigenvalues, which must satisfy |mu_1| > |mu_2| > 0."""
-    eigenvalues = check_tensor("eigenvalues", eigenvalues, ndim=1)
     if eigenvalues.numel() < 2:
         raise ValueError(f"eigenvalues must hold at least two values, got {eigenvalues.numel()}")
     first, second = eigenvalues.abs()[:2].tolist()
@@ -60,7 +58,7 @@ def _check_leading_pair(eigenvalues: object) -> tuple[float, float]:
 
 
 @torch.no_grad()
-def coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
+def coupling_matrix(model: BareModel) -> torch.Tensor:
     r"""The couplings as one :math:`Nd \times Nd` matrix, :math:`M_{(i,a),(j,b)} = (J_{ij})_{ab}`.
 
     ``M @ x.flatten()`` is :math:`\sum_j J_{ij}\mathbf x_j` for every token :math:`i`.
@@ -75,7 +73,7 @@ def coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
         >>> torch.allclose(coupling_matrix(model) @ x.flatten(), field.flatten())
         True
     """
-    return _coupling_matrix(check_bare_model(model))
+    return _coupling_matrix(model)
 
 
 def _coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
@@ -84,7 +82,7 @@ def _coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
 
 
 @torch.no_grad()
-def power_operator(model: BareSelfAttention) -> torch.Tensor:
+def power_operator(model: BareModel) -> torch.Tensor:
     r"""The linear map of one step at uniform attention, :math:`A = \gamma I + M/(N-1)`,
     eq. (eq-attr-power).
 
@@ -98,13 +96,12 @@ def power_operator(model: BareSelfAttention) -> torch.Tensor:
         >>> torch.allclose(model.step(x), torch.nn.functional.normalize(y, dim=-1))
         True
     """
-    model = check_bare_model(model)
     M = _coupling_matrix(model)
     eye = torch.eye(M.shape[0], dtype=M.dtype, device=M.device)
     return model.gamma * eye + M / (model.num_tokens - 1)  # (eq-attr-power)
 
 
-def effective_partners(alpha: torch.Tensor) -> torch.Tensor:
+def effective_partners(alpha: Shaped("... N", floating=True)) -> torch.Tensor:
     r"""How many partners a spin listens to: :math:`n_i = 1 / \sum_j \alpha_{i\leftarrow j}^2`,
     eq. (eq-attr-partners).
 
@@ -122,7 +119,7 @@ def effective_partners(alpha: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+def leading_modes(model: BareModel, k: PositiveInt = 2) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The ``k`` eigenvalues of largest modulus of :math:`A` (eq. (eq-attr-power)) and their
     eigenvectors.
 
@@ -139,9 +136,8 @@ def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, t
         >>> tuple(v.shape), bool(mu[0].abs() >= mu[1].abs())
         ((2, 4, 2), True)
     """
-    model = check_bare_model(model)
     N, d = model.num_tokens, model.dim
-    if check_positive_int("k", k) > N * d:
+    if k > N * d:
         raise ValueError(f"k must be <= N d = {N * d}, got {k}")
     A = power_operator(model).double()
     mu, V = torch.linalg.eig(A)
@@ -149,7 +145,7 @@ def leading_modes(model: BareSelfAttention, k: int = 2) -> tuple[torch.Tensor, t
     return mu[order], V[:, order].T.reshape(k, N, d)  # (K, N, d)
 
 
-def mode_spins(v: torch.Tensor, reference: TensorOf(2, floating=True)) -> torch.Tensor:
+def mode_spins(v: Shaped("N d"), reference: Shaped("N d", floating=True)) -> torch.Tensor:
     r"""A real eigenvector as a configuration of unit spins, with the sign that agrees with
     ``reference``.
 
@@ -167,9 +163,6 @@ def mode_spins(v: torch.Tensor, reference: TensorOf(2, floating=True)) -> torch.
         tensor([[-0., 1.],
                 [1., -0.]])
     """
-    if check_tensor("v", v, ndim=2).shape != reference.shape:
-        raise ValueError(f"v and reference must have the same shape, got {tuple(v.shape)} "
-                         f"and {tuple(reference.shape)}")
     if v.is_complex():
         if v.imag.abs().max() > 1e-8 * max(v.abs().max().item(), 1e-30):
             raise ValueError("v must be a real eigenvector (its eigenvalue is complex)")
@@ -180,7 +173,7 @@ def mode_spins(v: torch.Tensor, reference: TensorOf(2, floating=True)) -> torch.
     return torch.nn.functional.normalize(v, dim=-1)
 
 
-def forgetting_time(eigenvalues: torch.Tensor) -> float:
+def forgetting_time(eigenvalues: Shaped("K")) -> float:
     r"""The time scale :math:`\tau = 1/\ln(|\mu_1|/|\mu_2|)` of a power iteration,
     eq. (eq-attr-tau).
 

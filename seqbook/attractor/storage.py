@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from seqbook._checks import checkpoint_path
+from seqbook._contracts import Shaped, check_signatures
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import CHECKPOINTS
 
@@ -33,7 +34,7 @@ __all__ = ["compress_couplings", "expand_couplings", "load_bare", "save_bare"]
 
 
 @torch.no_grad()
-def compress_couplings(J: torch.Tensor) -> dict[str, torch.Tensor]:
+def compress_couplings(J: Shaped("N N d d")) -> dict[str, torch.Tensor]:
     """Every block of ``J`` as int8 codes times its own float32 scale.
 
     Shapes:
@@ -50,15 +51,6 @@ def compress_couplings(J: torch.Tensor) -> dict[str, torch.Tensor]:
         >>> bool(((back - J).abs() <= bound).all())
         True
     """
-    if (
-        not isinstance(J, torch.Tensor)
-        or J.dim() != 4
-        or J.shape[0] != J.shape[1]
-        or J.shape[2] != J.shape[3]
-    ):
-        raise ValueError(
-            f"J must be a tensor of shape (N, N, d, d), got {getattr(J, 'shape', J)!r}"
-        )
     N, _, d, _ = J.shape
     J = J.detach().to("cpu", torch.float64)
     scales = J.abs().amax((2, 3))  # (N, N)
@@ -86,7 +78,7 @@ def save_bare(model: BareSelfAttention, path: str | Path, **info: object) -> Pat
     the loss, tables of curves measured during training, ...): tensors, numbers,
     strings, lists and dicts of them.
     """
-    if not isinstance(model, BareSelfAttention):
+    if not isinstance(model, BareSelfAttention):  # no contracts beside **info
         raise TypeError(f"model must be a BareSelfAttention, got {type(model).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,3 +117,6 @@ def load_bare(name_or_path: str | Path = "bare") -> tuple[BareSelfAttention, dic
     with torch.no_grad():
         model.J.copy_(expand_couplings(checkpoint["couplings"]))
     return model, checkpoint["info"]
+
+
+check_signatures(globals())

@@ -21,24 +21,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 
-from seqbook._checks import (
-    check_real,
-    check_same_dtype,
-    check_tensor,
-)
+from seqbook._checks import check_real
 from seqbook._contracts import (
+    Check,
+    InstanceOf,
     NonNegativeInt,
+    NonNegativeReal,
     OneOf,
     PositiveInt,
     PositiveReal,
+    Shaped,
     TensorOf,
     check_signatures,
 )
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.embedding import (
+    Image,
+    Images,
     PatchEmbedding,
     _patches_to_image,
     image_to_patches,
@@ -63,14 +66,21 @@ __all__ = [
 TASKS = ("mask", "denoise")
 
 
-def _check_pixels(name: str, images: object, ndim: int = 3) -> torch.Tensor:
-    images = check_tensor(name, images, ndim=ndim, floating=True)
-    if images.numel() and not (images.min() >= 0 and images.max() <= 1):
-        raise ValueError(
-            f"{name} must hold pixels in [0, 1], got values in "
-            f"[{images.min().item():.3g}, {images.max().item():.3g}]"
-        )
-    return images
+def _check_share(name: str, value: object) -> float:
+    """A share of the tokens to mask, in [0, 1)."""
+    value = check_real(name, value, min_value=0.0)
+    if value >= 1:
+        raise ValueError(f"{name} must be < 1 (some tokens must stay visible), got {value}")
+    return value
+
+
+def _check_fraction(fraction: object) -> float:
+    """The argument ``fraction`` (for modules that check it in their bodies)."""
+    return _check_share("fraction", fraction)
+
+
+# A share of the tokens to mask, in [0, 1).
+Fraction = Annotated[float, Check(_check_share)]
 
 
 def mnist_split(
@@ -109,8 +119,8 @@ def mnist_split(
 
 
 def mask_tokens(
-    tokens: TensorOf(3, floating=True),
-    fraction: float = 0.3,
+    tokens: Shaped("B N D", floating=True),
+    fraction: Fraction = 0.3,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Set a random ``fraction`` of the tokens of each configuration to zero.
@@ -132,13 +142,7 @@ def mask_tokens(
         >>> visible.sum(-1).tolist(), masked[~visible].abs().sum().item()
         ([7, 7], 0.0)
     """
-    return _mask_tokens(tokens, _check_fraction(fraction), generator)
-
-
-def _check_fraction(fraction: object) -> float:
-    if check_real("fraction", fraction, min_value=0.0) >= 1:
-        raise ValueError(f"fraction must be < 1 (some tokens must stay visible), got {fraction}")
-    return float(fraction)
+    return _mask_tokens(tokens, fraction, generator)
 
 
 def _mask_tokens(
@@ -152,7 +156,7 @@ def _mask_tokens(
 
 
 def add_noise(
-    images: torch.Tensor, variance: float = 0.7, generator: torch.Generator | None = None
+    images: Images, variance: NonNegativeReal = 0.7, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     r"""Gaussian noise on every pixel, rescaled to the original variance, clipped to [0, 1].
 
@@ -179,8 +183,7 @@ def add_noise(
         >>> tuple(noisy.shape), 0.0 <= noisy.min().item() and noisy.max().item() <= 1.0
         ((4, 28, 28), True)
     """
-    images = _check_pixels("images", images)
-    return _add_noise(images, check_real("variance", variance, min_value=0.0), generator)
+    return _add_noise(images, variance, generator)
 
 
 def _add_noise(
@@ -194,8 +197,8 @@ def _add_noise(
 
 
 def mse_curve(
-    reconstructions: TensorOf(4, floating=True),
-    images: TensorOf(3, floating=True),
+    reconstructions: Shaped("S B H W", floating=True, dtype_of="images"),
+    images: Shaped("B H W", floating=True),
 ) -> torch.Tensor:
     """Mean squared error per pixel of each step's reconstruction.
 
@@ -213,17 +216,11 @@ def mse_curve(
         >>> mse_curve(torch.stack([clean + 0.5, clean + 0.1, clean]), clean)
         tensor([0.2500, 0.0100, 0.0000])
     """
-    check_same_dtype("reconstructions", reconstructions, images.dtype, of="images")
-    if reconstructions.shape[1:] != images.shape:
-        raise ValueError(
-            f"reconstructions must have shape (S, *{tuple(images.shape)}), "
-            f"got {tuple(reconstructions.shape)}"
-        )
     return ((reconstructions - images) ** 2).mean((1, 2, 3))  # (S,)
 
 
 def patch_variance(
-    images: torch.Tensor, patch_size: PositiveInt, tokens: torch.Tensor | None = None
+    images: Images, patch_size: PositiveInt, tokens: TensorOf(2) | None = None
 ) -> torch.Tensor:
     """The variance of the pixels inside each patch (population variance).
 
@@ -242,11 +239,10 @@ def patch_variance(
         >>> patch_variance(image, 2)
         tensor([0.2500, 0.0000])
     """
-    patches = image_to_patches(_check_pixels("images", images), patch_size)  # (B, N, a)
+    patches = image_to_patches(images, patch_size)  # (B, N, a)
     variances = patches.var(-1, unbiased=False)  # (B, N)
     if tokens is None:
         return variances.flatten()
-    tokens = check_tensor("tokens", tokens, ndim=2)
     if tokens.dtype != torch.bool or tokens.shape != variances.shape:
         raise ValueError(
             f"tokens must be a boolean tensor of shape {tuple(variances.shape)}, "
@@ -277,11 +273,11 @@ class CorruptedDigits:
 
 
 def corrupt_digits(
-    images: torch.Tensor,
+    images: Images,
     task: OneOf(*TASKS),
     patch_size: PositiveInt = 2,
-    fraction: float = 0.3,
-    variance: float = 0.7,
+    fraction: Fraction = 0.3,
+    variance: NonNegativeReal = 0.7,
     generator: torch.Generator | None = None,
 ) -> CorruptedDigits:
     """Corrupt clean digits for one task.
@@ -300,19 +296,19 @@ def corrupt_digits(
         >>> tuple(digits.visible.shape), (~digits.visible).sum(-1).tolist()
         ((2, 196), [59, 59])
     """
-    images = _check_pixels("images", images)
     patches = image_to_patches(images, patch_size)  # (B, N, a); checks the grid
     if task == "denoise":
-        noisy = _add_noise(images, check_real("variance", variance, min_value=0.0), generator)
+        noisy = _add_noise(images, variance, generator)
         return CorruptedDigits(task, images, noisy, None, patch_size)
-    hidden, visible = _mask_tokens(patches, _check_fraction(fraction), generator)
+    hidden, visible = _mask_tokens(patches, fraction, generator)
     _, H, W = images.shape
     hidden_image = _patches_to_image(hidden, patch_size, H, W)
     return CorruptedDigits(task, images, hidden_image, visible, patch_size)
 
 
 def evaluation_set(
-    task: OneOf(*TASKS), seed: NonNegativeInt = 0, num_images: PositiveInt = 32, patch_size: int = 2
+    task: OneOf(*TASKS), seed: NonNegativeInt = 0, num_images: PositiveInt = 32,
+    patch_size: PositiveInt = 2,
 ) -> CorruptedDigits:
     """The chapter's evaluation digits: test digits of :func:`mnist_split`, corrupted with a seed.
 
@@ -349,7 +345,10 @@ def evaluation_set(
 
 @torch.no_grad()
 def bare_reconstructions(
-    model: BareSelfAttention, embedding: PatchEmbedding, digits: CorruptedDigits, steps: int
+    model: InstanceOf(BareSelfAttention),
+    embedding: InstanceOf(PatchEmbedding),
+    digits: InstanceOf(CorruptedDigits, what="CorruptedDigits"),
+    steps: NonNegativeInt,
 ) -> torch.Tensor:
     """The images after ``t = 0, 1, ..., steps`` iterations of the bare self-attention.
 
@@ -367,12 +366,6 @@ def bare_reconstructions(
         >>> tuple(bare_reconstructions(model, PatchEmbedding(2), digits, 3).shape)
         (4, 2, 28, 28)
     """
-    if not isinstance(model, BareSelfAttention):
-        raise TypeError(f"model must be a BareSelfAttention, got {type(model).__name__}")
-    if not isinstance(embedding, PatchEmbedding):
-        raise TypeError(f"embedding must be a PatchEmbedding, got {type(embedding).__name__}")
-    if not isinstance(digits, CorruptedDigits):
-        raise TypeError(f"digits must be CorruptedDigits, got {type(digits).__name__}")
     if digits.visible is not None and digits.patch_size != embedding.patch_size:
         raise ValueError(
             f"digits were masked with patch_size {digits.patch_size} but the embedding "
@@ -386,7 +379,9 @@ def bare_reconstructions(
     return torch.cat([digits.corrupted[None], images])  # (S + 1, B, H, W)
 
 
-def mean_fill(digits: CorruptedDigits, mean_image: torch.Tensor) -> torch.Tensor:
+def mean_fill(
+    digits: InstanceOf(CorruptedDigits, what="CorruptedDigits"), mean_image: Image
+) -> torch.Tensor:
     """A baseline for masked prediction: every masked patch takes the pixels of ``mean_image``.
 
     Shapes:
@@ -398,9 +393,8 @@ def mean_fill(digits: CorruptedDigits, mean_image: torch.Tensor) -> torch.Tensor
         >>> mean_fill(digits, torch.ones(4, 4)).sum().item()
         8.0
     """
-    if not isinstance(digits, CorruptedDigits) or digits.visible is None:
+    if digits.visible is None:
         raise ValueError("digits must be CorruptedDigits of the task 'mask' (with a visible mask)")
-    mean_image = _check_pixels("mean_image", mean_image, ndim=2)
     if mean_image.shape != digits.clean.shape[1:]:
         raise ValueError(
             f"mean_image must have shape {tuple(digits.clean.shape[1:])}, "
@@ -414,7 +408,7 @@ def mean_fill(digits: CorruptedDigits, mean_image: torch.Tensor) -> torch.Tensor
     return patches_to_image(filled, P, H, W)
 
 
-def blur(images: torch.Tensor, sigma: PositiveReal) -> torch.Tensor:
+def blur(images: Images, sigma: PositiveReal) -> torch.Tensor:
     r"""A baseline for denoising: a Gaussian blur of standard deviation ``sigma`` pixels.
 
     The kernel is truncated at :math:`3\sigma` and renormalised near the borders (the
@@ -432,7 +426,6 @@ def blur(images: torch.Tensor, sigma: PositiveReal) -> torch.Tensor:
         >>> round(out[0, 2, 2].item(), 3), bool(out[0, 2, 1] > 0)
         (0.162, True)
     """
-    images = _check_pixels("images", images)
     radius = max(1, math.ceil(3 * sigma))
     offsets = torch.arange(-radius, radius + 1, dtype=images.dtype, device=images.device)
     kernel = torch.exp(-(offsets**2) / (2 * sigma**2))
