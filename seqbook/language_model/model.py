@@ -124,21 +124,19 @@ class TransformerLM(nn.Module):
         return KVCache.empty(self, batch_size, self.num_layers, self.num_heads, d_k, d_k,
                             capacity=self.max_len)
 
-    def _check_length(self, ids: torch.Tensor, past: int) -> None:
-        if (T := ids.shape[1]) == 0:
-            raise ValueError(f"ids must hold at least one position, got shape {tuple(ids.shape)}")
-        if past + T > self.max_len:
-            raise ValueError(f"ids has {T} positions{f' after {past} cached ones' if past else ''}"
-                             f", more than the model's max_len={self.max_len}")
-
     def forward(
         self,
         ids: Shaped("B T", ids="vocab_size"),
         cache: InstanceOf(KVCache, what="a KVCache or None") | None = None,
     ) -> tuple[torch.Tensor, KVCache | None]:
+        past = 0 if cache is None else cache.length
+        if (T := ids.shape[1]) == 0:
+            raise ValueError(f"ids must hold at least one position, got shape {tuple(ids.shape)}")
+        if past + T > self.max_len:
+            raise ValueError(f"ids has {T} positions{f' after {past} cached ones' if past else ''}"
+                             f", more than the model's max_len={self.max_len}")
         if cache is not None:
             return self._forward_cached(ids, cache)
-        self._check_length(ids, 0)
         return self._forward(ids), None
 
     def _forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -157,7 +155,6 @@ class TransformerLM(nn.Module):
         return self.readout(self.norm(x))  # (B, T, V)  (eq-lm-output)
 
     def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
-        self._check_length(ids, cache.length)
         cache.check(self, ids.shape[0])
         with torch.no_grad():  # a cache serves generation: it is written in place
             return self._read_with_cache(ids, cache), cache
