@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Annotated, Any
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +38,7 @@ from torch import nn
 
 from seqbook._checks import check_tensor
 from seqbook._contracts import (
+    Check,
     Flag,
     InstanceOf,
     NonNegativeInt,
@@ -80,19 +82,26 @@ class HopfieldConfig:
     output_size: PositiveInt | None = None  # output projection W_O to this size; None: no W_O
 
 
-def _check_mask(mask: object, full: tuple[int, int, int, int]) -> None:
-    if check_tensor("mask", mask).dtype != torch.bool:
-        raise TypeError(f"mask must be a bool tensor (True = may attend), got {mask.dtype}")
+def _check_bool_mask(name: str, value: Any, *, meaning: str) -> torch.Tensor:
+    """``value`` if it is a bool tensor (``meaning`` says what True means)."""
+    if check_tensor(name, value).dtype != torch.bool:
+        raise TypeError(f"{name} must be a bool tensor ({meaning}), got {value.dtype}")
+    return value
+
+
+def Mask(meaning: str) -> Any:
+    """A bool tensor; ``meaning`` says what True means."""
+    return Annotated[torch.Tensor, Check(_check_bool_mask, meaning=meaning)]
+
+
+def _check_mask(mask: torch.Tensor, full: tuple[int, int, int, int]) -> None:
     if mask.dim() > 4 or any(m not in (1, n) for m, n in zip(mask.shape[::-1], full[::-1])):
         raise ValueError(f"mask must be broadcastable to (B, h, S, N) = {full}, got shape "
                          f"{tuple(mask.shape)}")
 
 
-def _check_stored_mask(mask: object, B: int, S: int, N: int) -> None:
-    """A layer's ``mask``: bool, ``(B, N)`` or ``(B, S, N)``, some True for every query."""
-    if check_tensor("mask", mask).dtype != torch.bool:
-        raise TypeError(f"mask must be a bool tensor (True = stored pattern present), "
-                        f"got {mask.dtype}")
+def _check_stored_mask(mask: torch.Tensor, B: int, S: int, N: int) -> None:
+    """A layer's ``mask``: ``(B, N)`` or ``(B, S, N)``, some True for every query."""
     if mask.shape not in ((B, N), (B, S, N)):
         raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
                          f"got {tuple(mask.shape)}")
@@ -112,7 +121,7 @@ def hopfield_association(
     beta: Beta,
     update_steps_max: NonNegativeInt | None = 0,
     update_steps_eps: PositiveReal = 1e-4,
-    mask: torch.Tensor | None = None,
+    mask: Mask("True = may attend") | None = None,
 ) -> torch.Tensor:
     r"""The association matrix
     :math:`\mathbf A = \operatorname{softmax}(\beta\mathbf Q\mathbf K^\top)`, after updating Q.
@@ -347,7 +356,7 @@ class HopfieldLayer(nn.Module):
         R: Shaped("B S state_size", floating=True, dtype_of="module"),
         Y: Shaped("B N stored_size", floating=True, dtype_of="module"),
         P: Shaped("B N pattern_projection_size", floating=True, dtype_of="module") | None = None,
-        mask: torch.Tensor | None = None,
+        mask: Mask("True = stored pattern present") | None = None,
         return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
@@ -469,7 +478,7 @@ class HopfieldPooling(nn.Module):
     def forward(
         self,
         Y: Shaped("B N input_size", floating=True),
-        mask: torch.Tensor | None = None,
+        mask: Mask("True at real instances") | None = None,
         return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
