@@ -287,9 +287,9 @@ def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
         return function
     signature = inspect.signature(function)
     parameters = signature.parameters
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters.values()):
-        raise TypeError(f"{function.__qualname__}: contracts need a signature without "
-                        "*args or **kwargs")
+    kinds = {p.kind for p in parameters.values()}
+    extra_args, extra_kwargs = (inspect.Parameter.VAR_POSITIONAL in kinds,
+                                inspect.Parameter.VAR_KEYWORD in kinds)  # passed on unchecked
     positions = {name: i for i, (name, p) in enumerate(parameters.items())
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
     defaults = {name: p.default for name, p in parameters.items() if p.default is not p.empty}
@@ -306,9 +306,11 @@ def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        if len(args) > len(positions) or not kwargs.keys() <= parameters.keys():
+        if (len(args) > len(positions) and not extra_args) or (
+            not extra_kwargs and not kwargs.keys() <= parameters.keys()
+        ):
             signature.bind(*args, **kwargs)  # raises Python's own TypeError
-        call = {**defaults, **dict(zip(parameters, args)), **kwargs} if needs_call else None
+        call = {**defaults, **dict(zip(positions, args)), **kwargs} if needs_call else None
         sizes: dict[str, Any] = {}
         for name, position, check, optional in plan:
             if position < len(args):

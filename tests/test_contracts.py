@@ -121,3 +121,17 @@ def test_private_methods_are_not_wrapped_and_wrappers_keep_signature_and_source(
     assert "return factor" in inspect.getsource(scale)
     with pytest.raises(TypeError):
         scale(torch.zeros(1, 1, 1), 1, "sum", None, "extra")
+
+
+def test_extra_positional_and_keyword_arguments_pass_through_unchecked():
+    from seqbook._contracts import _checked
+
+    def plot(values: Shaped("N"), scale: PositiveInt = 1, *more, **options):
+        return values.shape, scale, more, options
+
+    wrapped = _checked(plot)
+    assert wrapped(torch.zeros(3), 2, "a", color="red") == ((3,), 2, ("a",), {"color": "red"})
+    with pytest.raises(ValueError, match="scale must be >= 1"):
+        wrapped(torch.zeros(3), 0, color="red")
+    with pytest.raises(ValueError, match=r"values must have 1 dimensions \(N\)"):
+        wrapped(torch.zeros(3, 1), color="red")
