@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,16 @@ def _describe(value: Any) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
-def check_int(name: str, value: Any, *, min_value: int | None = None) -> int:
-    """Return ``value`` if it is an int (not a bool) and at least ``min_value``."""
+def check_int(
+    name: str, value: Any, *, min_value: int | None = None, max_value: int | None = None
+) -> int:
+    """Return ``value`` if it is an int (not a bool) in ``[min_value, max_value]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {_describe(value)}")
     if min_value is not None and value < min_value:
         raise ValueError(f"{name} must be >= {min_value}, got {value}")
+    if max_value is not None and value > max_value:
+        raise ValueError(f"{name} must be <= {max_value}, got {value}")
     return int(value)
 
 
@@ -42,13 +46,17 @@ def check_real(
     min_value: float | None = None,
     max_value: float | None = None,
     strict_min: bool = False,
+    finite: bool = False,
 ) -> float:
-    """Return ``value`` as a float if it is a real number in the given range."""
+    """Return ``value`` as a float if it is a real number in the given range (and
+    finite, with ``finite=True``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_describe(value)}")
     value = float(value)
     if value != value:  # NaN compares unequal to itself
         raise ValueError(f"{name} must not be NaN")
+    if finite and value in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be finite, got {value}")
     if min_value is not None:
         if strict_min and value <= min_value:
             raise ValueError(f"{name} must be > {min_value}, got {value}")
@@ -106,27 +114,25 @@ def check_tensor(
     return value
 
 
-def check_token_mask(name: str, value: Any, shape: torch.Size, *, meaning: str) -> torch.Tensor:
-    """Return ``value`` if it is a boolean tensor of shape ``(B, N)`` = ``shape``, one flag
-    per token (``meaning`` says what True means, for the message)."""
-    value = check_tensor(name, value, ndim=2)
-    if value.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean tensor ({meaning}), got {value.dtype}")
-    if value.shape != shape:
-        raise ValueError(
-            f"{name} must have shape (B, N) = {tuple(shape)}, got {tuple(value.shape)}"
-        )
+def check_sequence(
+    name: str, value: Any, *, what: str, non_empty: bool = False, iterable: bool = False
+) -> Any:
+    """Return ``value`` if it is a sequence (``iterable``: any iterable), not a str,
+    bytes or tensor; ``what`` describes it in the message."""
+    kind = Iterable if iterable else Sequence
+    if isinstance(value, (str, bytes, torch.Tensor)) or not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, got {_describe(value)}")
+    if non_empty and hasattr(value, "__len__") and len(value) == 0:
+        raise ValueError(f"{name} must hold at least one item ({what}), got an empty one")
     return value
 
 
-def check_patch_grid(patch_size: Any, image_size: Any) -> tuple[int, int]:
-    """Return ``(patch_size, image_size)``: positive integers, the image made of whole
-    ``patch_size x patch_size`` patches."""
-    patch_size = check_positive_int("patch_size", patch_size)
-    image_size = check_positive_int("image_size", image_size)
-    if image_size % patch_size:
-        raise ValueError(f"image_size {image_size} must be divisible by patch_size {patch_size}")
-    return patch_size, image_size
+def check_float_dtype(name: str, value: Any) -> torch.dtype:
+    """Return ``value`` if it is a floating-point ``torch.dtype``."""
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype such as torch.float32, "
+                        f"got {value!r}")
+    return value
 
 
 def check_probability(name: str, value: Any) -> float:
@@ -175,25 +181,6 @@ def parameter_dtype(module: torch.nn.Module) -> torch.dtype | None:
         if dtype is not None:
             return dtype
     return None
-
-
-def check_input(
-    name: str, value: Any, module: torch.nn.Module, *, ndim: int | tuple[int, ...] | None = None,
-    size: int | None = None, what: str = "",
-) -> torch.Tensor:
-    """Return ``value`` if it is a floating tensor a module can read.
-
-    Checks the rank (``ndim``), the size of the last dimension (``size``, called
-    ``what`` in the message, e.g. ``"d_model"``) and that the dtype is that of the
-    module's parameters.
-    """
-    check_tensor(name, value, ndim=ndim, floating=True)
-    if size is not None:
-        check_last_dim(name, value, size, what=what)
-    dtype = parameter_dtype(module)
-    if dtype is not None:
-        check_same_dtype(name, value, dtype, of="the module's parameters")
-    return value
 
 
 def check_batch(name: str, value: torch.Tensor, batch_size: int, *, of: str) -> torch.Tensor:
@@ -377,20 +364,6 @@ def check_spin_states(name: str, value: Any, patterns: torch.Tensor) -> torch.Te
     check_same_dtype(name, value, patterns.dtype, of="the stored patterns (or weights)")
     check_spins(name, value)
     return value
-
-
-def check_spin_network(xi: Any, W: Any, U: Any) -> None:
-    """Check a classical network's states ``(..., B, d)``, weights ``(..., d, d)``, thresholds
-    ``(..., d)``."""
-    W = check_tensor("W", W, floating=True)
-    if W.dim() < 2 or W.shape[-1] != W.shape[-2]:
-        raise ValueError(f"W must be square, of shape (..., d, d), got shape {tuple(W.shape)}")
-    d = W.shape[-1]
-    U = check_tensor("U", U, floating=True)
-    if U.dim() < 1 or U.shape[-1] != d:
-        raise ValueError(f"U must have shape (..., d) with d = {d}, got shape {tuple(U.shape)}")
-    check_same_dtype("U", U, W.dtype, of="the weights W")
-    check_spin_states("xi", xi, W)
 
 
 def check_spin_order(order: Any, d: int) -> torch.Tensor:

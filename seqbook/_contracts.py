@@ -41,12 +41,14 @@ from seqbook._checks import (
     check_callable,
     check_choice,
     check_device,
+    check_float_dtype,
     check_generator,
     check_int,
     check_positive_int,
     check_probability,
     check_real,
     check_same_dtype,
+    check_sequence,
     check_tensor,
     check_token_ids,
     parameter_dtype,
@@ -56,6 +58,7 @@ __all__ = [
     "Check", "check_signatures", "Int", "PositiveInt", "NonNegativeInt", "IntAtLeast",
     "Real", "RealIn", "PositiveReal", "NonNegativeReal", "Probability", "Flag", "OneOf",
     "RandomGenerator", "Device", "CallableAs", "TensorOf", "Shaped", "Dims", "InstanceOf",
+    "IntIn", "FiniteReal", "FloatDtype", "SequenceOf",
 ]
 
 
@@ -83,7 +86,9 @@ Real = Annotated[float, Check(check_real)]
 PositiveReal = Annotated[float, Check(check_real, min_value=0.0, strict_min=True)]
 NonNegativeReal = Annotated[float, Check(check_real, min_value=0.0)]
 Probability = Annotated[float, Check(check_probability)]  # a dropout rate, in [0, 1)
+FiniteReal = Annotated[float, Check(check_real, finite=True)]
 Flag = Annotated[bool, Check(check_bool)]
+FloatDtype = Annotated[torch.dtype, Check(check_float_dtype)]
 RandomGenerator = Annotated[typing.Optional[torch.Generator], Check(check_generator)]
 Device = Annotated[typing.Union[torch.device, str, None], Check(check_device)]
 
@@ -91,6 +96,11 @@ Device = Annotated[typing.Union[torch.device, str, None], Check(check_device)]
 def IntAtLeast(min_value: int) -> Any:
     """An int (not a bool) of at least ``min_value``."""
     return Annotated[int, Check(check_int, min_value=min_value)]
+
+
+def IntIn(min_value: int, max_value: int) -> Any:
+    """An int (not a bool) in ``[min_value, max_value]``."""
+    return Annotated[int, Check(check_int, min_value=min_value, max_value=max_value)]
 
 
 def RealIn(
@@ -104,6 +114,13 @@ def RealIn(
 def OneOf(*choices: Any) -> Any:
     """One of ``choices``."""
     return Annotated[Any, Check(check_choice, choices=choices)]
+
+
+def SequenceOf(what: str, *, non_empty: bool = False, iterable: bool = False) -> Any:
+    """A sequence (a list, a tuple; ``iterable=True``: any iterable) that is not a str,
+    bytes or tensor; ``what`` describes it in the message ("a list of token lists")."""
+    return Annotated[Any, Check(check_sequence, what=what, non_empty=non_empty,
+                                iterable=iterable)]
 
 
 def CallableAs(signature: str = "", nargs: int | None = None) -> Any:
@@ -132,17 +149,19 @@ class Dims(Check):
     later tensor of the call must then match (``T_k`` of ``key`` and ``value``).
     """
 
-    __slots__ = ("dims", "fixed", "leading", "spec", "floating", "dtype_of", "ids")
+    __slots__ = ("dims", "fixed", "leading", "spec", "floating", "dtype", "dtype_of",
+                 "device_of", "ids")
 
     def __init__(
-        self, dims: str, *, floating: bool | None = None, dtype_of: str | None = None,
-        ids: str | None = None,
+        self, dims: str, *, floating: bool | None = None, dtype: torch.dtype | None = None,
+        dtype_of: str | None = None, device_of: str | None = None, ids: str | None = None,
     ) -> None:
         super().__init__(check_tensor, floating=floating)
         self.dims, self.spec = dims.split(), ", ".join(dims.split())
         self.leading = self.dims[:1] == ["..."]  # any leading dimensions
         self.fixed = self.dims[1:] if self.leading else self.dims
-        self.floating, self.dtype_of, self.ids = floating, dtype_of, ids
+        self.floating, self.dtype, self.ids = floating, dtype, ids
+        self.dtype_of, self.device_of = dtype_of, device_of
 
     def __repr__(self) -> str:
         return f"Dims({' '.join(self.dims)!r})"
@@ -167,8 +186,12 @@ class Dims(Check):
             elif expected[0] != size:
                 where = f" with {symbol} = {expected[0]} ({expected[1]})" if expected[1] else ""
                 raise ValueError(f"{name} must have shape ({self.spec}){where}, got {shape}")
+        if self.dtype is not None and value.dtype != self.dtype:
+            raise TypeError(f"{name} must have dtype {self.dtype}, got {value.dtype}")
         if self.dtype_of is not None:
             _check_dtype_like(name, value, self.dtype_of, call)
+        if self.device_of is not None:
+            _check_device_like(name, value, self.device_of, call)
         if self.ids is not None:
             vocab = _size_of(self.ids, call, bound)
             check_token_ids(name, value, vocab[0], of=vocab[1] or self.ids)
@@ -183,6 +206,10 @@ def _size_of(symbol: str, call: dict[str, Any], bound: dict[str, Any]) -> tuple[
         return int(symbol), ""
     if symbol == "*":
         return None
+    if "." in symbol:  # an attribute of another argument: model.num_tokens
+        owner, attribute = symbol.split(".", 1)
+        value = getattr(call.get(owner), attribute, None)
+        return (value, f"{symbol} of the argument {owner}") if isinstance(value, int) else None
     value = call.get(symbol)
     if isinstance(value, int) and not isinstance(value, bool):
         return value, f"the argument {symbol}"
@@ -199,25 +226,44 @@ def _size_of(symbol: str, call: dict[str, Any], bound: dict[str, Any]) -> tuple[
 
 
 def _check_dtype_like(name: str, value: torch.Tensor, other: str, call: dict[str, Any]) -> None:
-    """``value`` has the dtype of the module's parameters (``other="module"``) or of the
-    argument ``other``."""
-    if other == "module":
-        dtype = parameter_dtype(call["self"])
+    """``value`` has the dtype of the module's parameters (``other="module"``), of the
+    argument ``other``, or of its parameters if it is a module."""
+    owner = call["self"] if other == "module" else call.get(other)
+    if isinstance(owner, torch.Tensor):
+        check_same_dtype(name, value, owner.dtype, of=other)
+    elif isinstance(owner, torch.nn.Module):
+        dtype = parameter_dtype(owner)
+        of = "the module's parameters" if other == "module" else f"the parameters of {other}"
         if dtype is not None:
-            check_same_dtype(name, value, dtype, of="the module's parameters")
-    elif isinstance(call.get(other), torch.Tensor):
-        check_same_dtype(name, value, call[other].dtype, of=other)
+            check_same_dtype(name, value, dtype, of=of)
+
+
+def _check_device_like(name: str, value: torch.Tensor, other: str, call: dict[str, Any]) -> None:
+    """``value`` is on the device of the module's parameters (``other="module"``) or of
+    the argument ``other``."""
+    owner = call["self"] if other == "module" else call.get(other)
+    if isinstance(owner, torch.nn.Module):
+        device = next((p.device for p in owner.parameters()), None)
+        of = "the module's parameters" if other == "module" else f"the parameters of {other}"
+    else:
+        device, of = getattr(owner, "device", None), other
+    if device is not None and value.device != device:
+        raise ValueError(f"{name} is on {value.device} but {of} are on {device}; move one to "
+                         f"the other (e.g. {name}.to({str(device)!r}))")
 
 
 def Shaped(
-    dims: str, *, floating: bool | None = None, dtype_of: str | None = None,
-    ids: str | None = None,
+    dims: str, *, floating: bool | None = None, dtype: torch.dtype | None = None,
+    dtype_of: str | None = None, device_of: str | None = None, ids: str | None = None,
 ) -> Any:
-    """A tensor with named dimensions (see :class:`Dims`); ``floating`` asks for a
-    floating (True) or integer (False) dtype, ``dtype_of`` for the dtype of the module's
-    parameters (``"module"``) or of another argument, ``ids`` for token ids below the
-    size that name stands for (``"vocab_size"``)."""
-    return Annotated[torch.Tensor, Dims(dims, floating=floating, dtype_of=dtype_of, ids=ids)]
+    """A tensor with named dimensions (see :class:`Dims`; ``model.num_tokens`` names an
+    attribute of the argument ``model``). ``floating`` asks for a floating (True) or
+    integer (False) dtype, ``dtype`` for exactly that dtype (``torch.bool``), ``dtype_of``
+    and ``device_of`` for the dtype and device of the module's parameters
+    (``"module"``) or of another argument (a tensor, or a module's parameters), ``ids``
+    for token ids below the size that name stands for (``"vocab_size"``)."""
+    return Annotated[torch.Tensor, Dims(dims, floating=floating, dtype=dtype, dtype_of=dtype_of,
+                                        device_of=device_of, ids=ids)]
 
 
 def _instance_of(name: str, value: Any, *, classes: tuple[type, ...], what: str) -> Any:
@@ -250,18 +296,11 @@ def _contract(hint: Any) -> tuple[Check, bool] | None:
 
 
 def _hints(function: Callable[..., Any]) -> dict[str, Any]:
-    """A function's hints, evaluated one by one in its module (a hint naming an import
-    made only for type checkers stays a string)."""
+    """A function's hints, evaluated in its module (a misspelt contract fails here, at
+    import, instead of silently checking nothing)."""
     namespace = inspect.unwrap(function).__globals__  # past decorators such as no_grad
-    hints = {}
-    for name, hint in function.__annotations__.items():
-        if isinstance(hint, str):
-            try:
-                hint = eval(hint, namespace)  # noqa: S307 (the package's own hints)
-            except NameError:
-                pass
-        hints[name] = hint
-    return hints
+    return {name: eval(hint, namespace) if isinstance(hint, str) else hint  # noqa: S307
+            for name, hint in function.__annotations__.items()}
 
 
 def _contracts_of(hints: dict[str, Any]) -> dict[str, tuple[Check, bool]]:

@@ -10,15 +10,20 @@ import torch
 from torch import nn
 
 from seqbook._contracts import (
+    FiniteReal,
     Flag,
+    FloatDtype,
     InstanceOf,
+    IntIn,
     NonNegativeReal,
     OneOf,
     PositiveInt,
     Probability,
     RandomGenerator,
     RealIn,
+    SequenceOf,
     Shaped,
+    _checked,
     check_signatures,
     contracts_of,
 )
@@ -124,8 +129,6 @@ def test_private_methods_are_not_wrapped_and_wrappers_keep_signature_and_source(
 
 
 def test_extra_positional_and_keyword_arguments_pass_through_unchecked():
-    from seqbook._contracts import _checked
-
     def plot(values: Shaped("N"), scale: PositiveInt = 1, *more, **options):
         return values.shape, scale, more, options
 
@@ -135,3 +138,49 @@ def test_extra_positional_and_keyword_arguments_pass_through_unchecked():
         wrapped(torch.zeros(3), 0, color="red")
     with pytest.raises(ValueError, match=r"values must have 1 dimensions \(N\)"):
         wrapped(torch.zeros(3, 1), color="red")
+
+
+def test_the_shared_contracts_added_for_several_modules():
+    def f(
+        model: InstanceOf(nn.Linear),
+        x: Shaped("B model.in_features", dtype_of="model", device_of="model"),
+        keep: Shaped("B", dtype=torch.bool) | None = None,
+        k: IntIn(1, 3) = 1,
+        bias: FiniteReal = 0.0,
+        dtype: FloatDtype | None = None,
+        items: SequenceOf("a list of words", non_empty=True) = ("a",),
+    ):
+        return x.shape
+
+    g = _checked(f)
+    lin = nn.Linear(3, 2)
+    assert g(lin, torch.zeros(4, 3), torch.ones(4, dtype=torch.bool), 3, 1.5, torch.float64,
+             ["w"]) == (4, 3)
+    cases = [
+        (lambda: g(lin, torch.zeros(4, 2)), ValueError,
+         r"x must have shape \(B, model.in_features\) with model.in_features = 3 "
+         r"\(model.in_features of the argument model\)"),
+        (lambda: g(lin, torch.zeros(4, 3, dtype=torch.float64)), TypeError,
+         "x has dtype torch.float64 but the parameters of model have dtype torch.float32"),
+        (lambda: g(lin, torch.zeros(4, 3), torch.ones(4)), TypeError,
+         "keep must have dtype torch.bool, got torch.float32"),
+        (lambda: g(lin, torch.zeros(4, 3), k=4), ValueError, "k must be <= 3"),
+        (lambda: g(lin, torch.zeros(4, 3), bias=float("inf")), ValueError, "bias must be finite"),
+        (lambda: g(lin, torch.zeros(4, 3), dtype=torch.int64), TypeError,
+         "dtype must be a floating-point torch.dtype"),
+        (lambda: g(lin, torch.zeros(4, 3), items="word"), TypeError,
+         "items must be a list of words, got 'word'"),
+        (lambda: g(lin, torch.zeros(4, 3), items=[]), ValueError,
+         r"items must hold at least one item \(a list of words\)"),
+    ]
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()
+
+
+def test_a_misspelt_contract_fails_at_import_not_silently():
+    def f(x: PositiveIntt) -> None:  # noqa: F821
+        pass
+
+    with pytest.raises(NameError, match="PositiveIntt"):
+        _checked(f)
