@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
 import types
 import typing
 from typing import Annotated, Any
@@ -45,8 +46,16 @@ def record_plain_types(app: Sphinx, objtype: str, name: str, obj: Any, options: 
         signature = inspect.signature(obj, type_aliases=app.config.autodoc_type_aliases)
     except (TypeError, ValueError):
         return
+    # a class's signature is its __init__'s, whose hints are still strings here
+    namespace = vars(sys.modules[obj.__module__]) if obj.__module__ in sys.modules else {}
     for parameter in signature.parameters.values():
-        plain = plain_type(parameter.annotation)
+        hint = parameter.annotation
+        if isinstance(hint, str):
+            try:
+                hint = eval(hint, namespace)  # noqa: S307 (the package's own hints)
+            except Exception:  # not ours to resolve: leave autodoc's record
+                continue
+        plain = plain_type(hint)
         if plain is not None:
             recorded[parameter.name] = stringify_annotation(plain, mode)
 
