@@ -24,7 +24,7 @@ class _EncodedDims(Dims):
     have the dtype of the decoder's parameters and whose ``mask (B, T_x)`` is boolean."""
 
     _state = Dims("B context_size", floating=True, dtype_of="module")
-    _mask = Dims("B T_x")
+    _mask = Dims("B T_x", dtype=torch.bool)  # True at real source tokens
 
     def __init__(self) -> None:
         super().__init__("B T_x context_size", floating=True, dtype_of="module")
@@ -35,9 +35,7 @@ class _EncodedDims(Dims):
                             f"{type(value).__name__}")
         super().check_in(f"{name}.outputs", value.outputs, call, bound)
         self._state.check_in(f"{name}.state", value.state, call, bound)
-        if self._mask.check_in(f"{name}.mask", value.mask, call, bound).dtype != torch.bool:
-            raise TypeError(f"{name}.mask must be a boolean keep mask (True = real token), got "
-                            f"{value.mask.dtype}")
+        self._mask.check_in(f"{name}.mask", value.mask, call, bound)
         return value
 
 

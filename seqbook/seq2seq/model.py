@@ -26,7 +26,7 @@ __all__ = ["EncoderDecoder", "masked_cross_entropy"]
 def masked_cross_entropy(
     logits: Shaped("B T_y V", floating=True),
     targets: Shaped("B T_y", ids="V"),
-    mask: Shaped("B T_y"),
+    mask: Shaped("B T_y", dtype=torch.bool),
 ) -> torch.Tensor:
     r"""Mean cross-entropy over the real (unpadded) target positions.
 
@@ -46,8 +46,6 @@ def masked_cross_entropy(
         >>> round(loss.item(), 4)                  # log 4, the padding ignored
         1.3863
     """
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a boolean keep mask (True = real token), got {mask.dtype}")
     if not bool(mask.any()):
         raise ValueError("mask must mark at least one real target token, got none")
     return _masked_cross_entropy(logits, targets, mask)

@@ -15,14 +15,13 @@ block-diagonal rotation :math:`M_k` for every position
 from __future__ import annotations
 
 import math
-from typing import Annotated
 
 import torch
 from torch import nn
 
 from seqbook._contracts import (
-    Check,
     Device,
+    FloatDtype,
     Int,
     PositiveInt,
     Probability,
@@ -40,16 +39,6 @@ def _frequencies(d_model: int, base: float, device=None) -> torch.Tensor:
     return torch.exp(-math.log(base) * two_i / d_model)  # (ceil(D/2),)
 
 
-def _check_dtype(name: str, dtype: object) -> torch.dtype:
-    """``dtype``, a floating-point torch.dtype (``None``: torch's default dtype)."""
-    dtype = torch.get_default_dtype() if dtype is None else dtype
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
-    return dtype
-
-
-# a floating-point dtype; None stands for torch's default dtype
-FloatingDtype = Annotated[torch.dtype, Check(_check_dtype)]
 # the base of the frequencies, > 1
 Base = RealIn(1.0, strict_min=True)
 
@@ -59,7 +48,7 @@ def positional_encoding(
     d_model: PositiveInt,
     base: Base = 10000.0,
     device: Device = None,
-    dtype: FloatingDtype = None,
+    dtype: FloatDtype | None = None,
 ) -> torch.Tensor:
     r"""The sinusoidal positional encodings of positions ``0, ..., max_len - 1``.
 
@@ -88,6 +77,7 @@ def positional_encoding(
         >>> pe[0]                                   # sin(0) = 0, cos(0) = 1
         tensor([0., 1., 0., 1., 0., 1., 0., 1.])
     """
+    dtype = torch.get_default_dtype() if dtype is None else dtype
     return _positional_encoding(max_len, d_model, base, device, dtype)
 
 
@@ -113,7 +103,7 @@ def relative_position_map(
     d_model: PositiveInt,
     base: Base = 10000.0,
     device: Device = None,
-    dtype: FloatingDtype = None,
+    dtype: FloatDtype | None = None,
 ) -> torch.Tensor:
     r"""The matrix :math:`M_k` with :math:`PE_{pos+k} = M_k PE_{pos}` for every ``pos``.
 
@@ -148,6 +138,7 @@ def relative_position_map(
     """
     if d_model % 2:
         raise ValueError(f"d_model must be even for the rotation map, got {d_model}")
+    dtype = torch.get_default_dtype() if dtype is None else dtype
     return _relative_position_map(offset, d_model, base, device, dtype)
 
 
