@@ -189,7 +189,7 @@ def test_bad_input_gives_clear_errors():
         corpus_bleu([["a"], ["b"]], [[["a"]]])
     with pytest.raises(ValueError, match=r"references\[0\] is empty"):
         corpus_bleu([["a"]], [[]])
-    with pytest.raises(ValueError, match="empty corpus"):
+    with pytest.raises(ValueError, match="hypotheses must hold at least one item"):
         corpus_bleu([], [])
     with pytest.raises(TypeError, match="tokenize it first"):
         corpus_bleu(["a b c"], [[["a", "b"]]])

@@ -7,13 +7,12 @@ features per time step.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
-from typing import Annotated
+from collections.abc import Iterable
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from seqbook._contracts import Check, NonNegativeInt, Real, TensorOf, check_signatures
+from seqbook._contracts import NonNegativeInt, Real, SequenceOf, TensorOf, check_signatures
 
 __all__ = ["pad_batch", "lengths_to_mask"]
 
@@ -52,19 +51,8 @@ def _lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
 
 
-def _check_sequences(name: str, sequences: object) -> Sequence:
-    """A non-empty list (not a str, not a tensor); its items are checked as they are
-    converted to tensors."""
-    if isinstance(sequences, (str, torch.Tensor)) or not isinstance(sequences, Sequence):
-        raise TypeError(f"{name} must be a list of sequences (lists of ids or tensors), "
-                        f"got {type(sequences).__name__}")
-    if len(sequences) == 0:
-        raise ValueError(f"{name} must contain at least one sequence, got an empty list")
-    return sequences
-
-
 def pad_batch(
-    sequences: Annotated[Sequence[Sequence[int] | torch.Tensor], Check(_check_sequences)],
+    sequences: SequenceOf("a list of sequences (lists of ids or tensors)", non_empty=True),
     pad_value: Real = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Stack sequences of different lengths into one padded, batch-first tensor.

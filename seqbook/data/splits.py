@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from seqbook._contracts import (
     CallableAs,
-    Check,
     NonNegativeInt,
     NonNegativeReal,
+    SequenceOf,
     check_signatures,
 )
 
@@ -36,14 +36,8 @@ class Splits(Generic[T]):
         return len(self.train), len(self.valid), len(self.test)
 
 
-def _check_items(name: str, items: object) -> Sequence:
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise TypeError(f"{name} must be a sequence (e.g. a list), got {type(items).__name__}")
-    return items
-
-
 def split_dataset(
-    items: Annotated[Sequence[T], Check(_check_items)],
+    items: SequenceOf("a sequence (e.g. a list)"),
     valid_fraction: NonNegativeReal = 0.1,
     test_fraction: NonNegativeReal = 0.1,
     seed: NonNegativeInt = 0,

@@ -18,29 +18,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_real
-from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt, Real, check_signatures
+from seqbook._contracts import (
+    FiniteReal,
+    Flag,
+    InstanceOf,
+    OneOf,
+    PositiveInt,
+    Real,
+    check_signatures,
+)
 from seqbook.recurrent import GRU, LSTM, chrono_init
 
 __all__ = ["LayerSpec", "recurrent_layer"]
 
 KINDS = ("rnn", "gru", "lstm")
-
-
-def _check_finite(name: str, value: object) -> float:
-    """A finite real number (a gate bias), as a float."""
-    value = check_real(name, value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    return value
-
-
-FiniteReal = Annotated[float, Check(_check_finite)]
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,18 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Annotated
 
 import torch
 
-from seqbook._contracts import NonNegativeInt, PositiveInt, PositiveReal, check_signatures
+from seqbook._checks import check_real
+from seqbook._contracts import (
+    Check,
+    NonNegativeInt,
+    PositiveInt,
+    SequenceOf,
+    check_signatures,
+)
 
 __all__ = ["NgramLM"]
 
@@ -41,12 +49,14 @@ def _check_ids(name: str, ids: object, vocab_size: int) -> list[int]:
     return out
 
 
+#: Training or evaluation sequences: a list (any iterable but a str or a tensor) of them.
+Sequences = SequenceOf("a list of sequences of int ids", iterable=True)
+#: The smoothing count k: a finite number > 0.
+Smoothing = Annotated[float, Check(check_real, min_value=0.0, strict_min=True, finite=True)]
+
+
 def _check_sequences(sequences: object, vocab_size: int) -> list[list[int]]:
     """``sequences`` (a list of id sequences, at least one token in all) as id lists."""
-    if isinstance(sequences, (str, bytes, torch.Tensor)) or not isinstance(sequences, Iterable):
-        raise TypeError(
-            f"sequences must be a list of sequences of int ids, got {type(sequences).__name__}"
-        )
     out = [_check_ids(f"sequences[{i}]", ids, vocab_size) for i, ids in enumerate(sequences)]
     if not any(out):
         raise ValueError("sequences must hold at least one token in all, got none")
@@ -96,17 +106,15 @@ class NgramLM:
 
     def __init__(
         self,
-        sequences: Sequence[Sequence[int] | torch.Tensor],
+        sequences: Sequences,
         order: PositiveInt,
         vocab_size: PositiveInt,
-        smoothing: PositiveReal = 1.0,
+        smoothing: Smoothing = 1.0,
         bos_id: NonNegativeInt = 0,
     ) -> None:
         self.order = order
         self.vocab_size = vocab_size
         self.smoothing = smoothing
-        if not math.isfinite(self.smoothing):
-            raise ValueError(f"smoothing must be a finite number > 0, got {smoothing}")
         self.bos_id = bos_id
         if self.bos_id >= self.vocab_size:
             raise ValueError(f"bos_id must be in [0, {self.vocab_size}), got {bos_id}")
@@ -191,7 +199,7 @@ class NgramLM:
         # their sum: (eq-seq-chain-rule)
         return torch.tensor(log_p, dtype=torch.float64)
 
-    def cross_entropy(self, sequences: Sequence[Sequence[int] | torch.Tensor]) -> float:
+    def cross_entropy(self, sequences: Sequences) -> float:
         r"""The mean negative log-probability per token (nats) over ``sequences``.
 
         Example:
@@ -207,7 +215,7 @@ class NgramLM:
         return total / count
 
     def perplexity(
-        self, sequences: Sequence[Sequence[int] | torch.Tensor]
+        self, sequences: Sequences
     ) -> float:
         r"""The perplexity on ``sequences``: the exponential of :meth:`cross_entropy`.
 

@@ -21,6 +21,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
+from seqbook._checks import check_sequence
 from seqbook._contracts import Check, Flag, NonNegativeReal, OneOf, PositiveInt, check_signatures
 from seqbook.metrics.ngrams import corpus_ngram_statistics
 
@@ -232,17 +233,10 @@ class BLEUStatistics:
         return precisions, order
 
 
-def _check_list(name: str, value: object, what: str) -> None:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
-
-
 def _check_hypotheses(name: str, hypotheses: object) -> list:
     """A non-empty list of token lists (their tokens are counted, and named if
     unhashable, by :func:`~seqbook.metrics.ngrams.corpus_ngram_statistics`)."""
-    _check_list(name, hypotheses, "a list of token lists")
-    if len(hypotheses) == 0:
-        raise ValueError(f"{name} must contain at least one sentence, got an empty corpus")
+    check_sequence(name, hypotheses, what="a list of token lists", non_empty=True)
     return [_check_tokens(f"{name}[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
 
 
@@ -251,7 +245,7 @@ def _check_references(name: str, refs: object) -> list:
     if (type(refs) is list or type(refs) is tuple) and refs:
         if all(type(ref) is list or type(ref) is tuple for ref in refs):
             return refs  # the fast, common case: a list of token lists
-    _check_list(name, refs, "a list of references")
+    check_sequence(name, refs, what="a list of references")
     if len(refs) == 0:
         raise ValueError(f"{name} is empty: every hypothesis needs at least one reference")
     if isinstance(refs[0], str) and len(refs[0]) != 0:
@@ -262,7 +256,7 @@ def _check_references(name: str, refs: object) -> list:
 
 
 def _check_reference_lists(name: str, references: object) -> list:
-    _check_list(name, references, "a list with one list of references per hypothesis")
+    check_sequence(name, references, what="a list with one list of references per hypothesis")
     return [_check_references(f"{name}[{i}]", refs) for i, refs in enumerate(references)]
 
 
