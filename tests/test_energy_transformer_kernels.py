@@ -29,11 +29,13 @@ def test_decode_kernel_equals_decode():
 
 def test_masked_loss_and_train_masked_check_images_and_fraction_once_up_front():
     model = MaskedEnergyTransformer(TINY)
-    with pytest.raises(ValueError, match=r"images must have shape \(B, 28, 28\)"):
+    size = (r"images must have shape \(B, model.image_size, model.image_size\)"
+            r" with model.image_size = 28")
+    with pytest.raises(ValueError, match=size):
         masked_loss(model, torch.rand(2, 20, 20))
     with pytest.raises(TypeError, match="images has dtype torch.float64"):
         masked_loss(model, torch.rand(2, 28, 28, dtype=torch.float64))
-    with pytest.raises(ValueError, match=r"images must have shape \(B, 28, 28\)"):
+    with pytest.raises(ValueError, match=size):
         train_masked(model, torch.rand(2, 20, 20), progress=False)
     with pytest.raises(ValueError, match="fraction must be < 1"):
         train_masked(model, torch.rand(2, 28, 28), fraction=1.0, progress=False)

@@ -74,11 +74,6 @@ def _check_share(name: str, value: object) -> float:
     return value
 
 
-def _check_fraction(fraction: object) -> float:
-    """The argument ``fraction`` (for modules that check it in their bodies)."""
-    return _check_share("fraction", fraction)
-
-
 # A share of the tokens to mask, in [0, 1).
 Fraction = Annotated[float, Check(_check_share)]
 

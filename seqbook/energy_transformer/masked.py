@@ -28,14 +28,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_same_dtype, check_tensor, checkpoint_path
+from seqbook._checks import check_tensor, checkpoint_path
 from seqbook._contracts import (
-    Dims,
     InstanceOf,
     IntAtLeast,
     NonNegativeInt,
@@ -50,7 +48,7 @@ from seqbook._contracts import (
 )
 from seqbook.attractor import image_to_patches, patches_to_image
 from seqbook.attractor.embedding import _image_to_patches
-from seqbook.attractor.tasks import _check_fraction, _mask_tokens
+from seqbook.attractor.tasks import Fraction, _mask_tokens
 from seqbook.energy_transformer._validate import Tokens
 from seqbook.energy_transformer.block import EnergyTransformer
 from seqbook.train import History, fit
@@ -91,19 +89,10 @@ class MaskedConfig:
     init_std: NonNegativeReal = 0.2  # initial W_Q (= W_K) and Xi
 
 
-class _Visible(Dims):
-    """Flags of the tokens, True = visible: a boolean tensor with named dimensions (see
-    :class:`~seqbook._contracts.Dims`)."""
-
-    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        value = super().check_in(name, value, call, bound)
-        if value.dtype != torch.bool:
-            raise TypeError(f"{name} must be a boolean tensor (True = visible), got {value.dtype}")
-        return value
-
-
 Patches = Shaped("B num_tokens a", floating=True, dtype_of="module")  # (B, N, a) pixels
-Visible = Annotated[torch.Tensor, _Visible("B num_tokens")]  # (B, N), True = visible
+Visible = Shaped("B num_tokens", dtype=torch.bool)  # (B, N), True = visible
+# (B, H, W) clean images of the model's size and dtype
+ModelImages = Shaped("B model.image_size model.image_size", floating=True, dtype_of="model")
 
 
 def grid_encoding(side: PositiveInt, dim: IntAtLeast(2)) -> torch.Tensor:
@@ -271,7 +260,7 @@ def paste_visible(
 
 
 def masked_loss(
-    model: InstanceOf(MaskedEnergyTransformer), images: torch.Tensor, fraction: float = 0.3,
+    model: InstanceOf(MaskedEnergyTransformer), images: ModelImages, fraction: Fraction = 0.3,
     generator: RandomGenerator = None,
 ) -> torch.Tensor:
     r"""The training loss: squared errors of the masked and of the visible patches after
@@ -292,24 +281,16 @@ def masked_loss(
         images: ``(B, H, W)`` clean images.
         returns: ``()``.
     """
-    images = _check_images(model, images)
-    return model._loss(images, _check_fraction(fraction), generator)
-
-
-def _check_images(model: MaskedEnergyTransformer, images: object) -> torch.Tensor:
-    """``images`` ``(B, H, W)`` of the model's size and dtype."""
-    images = check_tensor("images", images, shape=("B", model.image_size, model.image_size),
-                          floating=True)
-    return check_same_dtype("images", images, model.position.dtype, of="the model's parameters")
+    return model._loss(images, fraction, generator)
 
 
 def train_masked(
     model: InstanceOf(MaskedEnergyTransformer),
-    images: torch.Tensor,
+    images: ModelImages,
     epochs: int = 5,
     batch_size: PositiveInt = 32,
     lr: PositiveReal = 5e-3,
-    fraction: float = 0.3,
+    fraction: Fraction = 0.3,
     seed: NonNegativeInt = 0,
     steps_per_epoch: PositiveInt | None = None,
     progress: bool = True,
@@ -339,9 +320,8 @@ def train_masked(
     Returns:
         The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
     """
-    if len(images := _check_images(model, images)) == 0:
+    if len(images) == 0:
         raise ValueError("images must hold at least one training image, got 0")
-    fraction = _check_fraction(fraction)
     generator = generator or seeded_generator(seed)
 
     def batches() -> list[torch.Tensor]:
@@ -356,10 +336,10 @@ def train_masked(
                desc="energy transformer")
 
 
-def save_masked(model: MaskedEnergyTransformer, path: str | Path, **info: object) -> Path:
+def save_masked(
+    model: InstanceOf(MaskedEnergyTransformer), path: str | Path, **info: object
+) -> Path:
     """Save a model's configuration and weights (as float16) with ``info`` beside them."""
-    if not isinstance(model, MaskedEnergyTransformer):  # no contract: **info
-        raise TypeError(f"model must be a MaskedEnergyTransformer, got {type(model).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
