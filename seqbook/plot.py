@@ -9,17 +9,19 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 
-from seqbook._checks import check_bool
-from seqbook._contracts import Flag, InstanceOf, check_signatures
+from seqbook._contracts import Flag, InstanceOf, SequenceOf, check_signatures
 from seqbook.train import History
 
 __all__ = ["plot_history", "heatmap"]
 
+#: The axes to draw on; None: a new figure.
+Ax = InstanceOf(Axes, what="a matplotlib Axes or None")
+
 
 def plot_history(
     history: InstanceOf(History, what="a seqbook.train.History"),
-    metrics: Sequence[str] = (),
-    ax: InstanceOf(Axes, what="a matplotlib Axes or None") | None = None,
+    metrics: SequenceOf("a list of metric names") = (),
+    ax: Ax | None = None,
     log: Flag = False,
 ) -> Axes:
     """Plot the per-step and per-epoch training loss, and chosen metrics per epoch.
@@ -33,8 +35,7 @@ def plot_history(
     Returns:
         The axes of the loss curve.
     """
-    if (isinstance(metrics, str) or not isinstance(metrics, (list, tuple))
-            or not all(isinstance(m, str) for m in metrics)):
+    if not all(isinstance(m, str) for m in metrics):
         raise TypeError(f"metrics must be a list of metric names, got {metrics!r}")
     missing = [m for m in metrics if m not in history.metrics]
     if missing:
@@ -64,16 +65,16 @@ def plot_history(
 
 def heatmap(
     matrix: torch.Tensor | np.ndarray,
-    ax: Axes | None = None,
+    ax: Ax | None = None,
     xticklabels: Sequence[str] | None = None,
     yticklabels: Sequence[str] | None = None,
     xlabel: str | None = None,
     ylabel: str | None = None,
     title: str | None = None,
     cmap: str = "viridis",
-    colorbar: bool = True,
-    annotate: bool = False,
-    fmt: str = ".2f",
+    colorbar: Flag = True,
+    annotate: Flag = False,
+    fmt: InstanceOf(str, what="a format string such as '.2f'") = ".2f",
     **imshow_kwargs: object,
 ) -> Axes:
     """Draw a 2-D array as a heatmap with optional tick labels and cell annotations.
@@ -99,19 +100,12 @@ def heatmap(
         raise TypeError(f"matrix must be a 2-D array of numbers, got dtype {matrix.dtype}")
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
-    # heatmap passes **imshow_kwargs on, so its checks are in its body, not its signature
-    if ax is not None and not isinstance(ax, Axes):
-        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
-    if not isinstance(fmt, str):
-        raise TypeError(f"fmt must be a format string such as '.2f', got {fmt!r}")
     try:  # with an entry of the matrix's own dtype: "d" formats ints, not floats
         format(matrix.flat[0] if matrix.size else 1.0, fmt)
     except ValueError:
         raise ValueError(
             f"fmt must be a format spec for numbers such as '.2f', got {fmt!r}"
         ) from None
-    for flag, value in (("colorbar", colorbar), ("annotate", annotate)):
-        check_bool(flag, value)
     rows, cols = matrix.shape
     for name, labels, size in (
         ("xticklabels", xticklabels, cols), ("yticklabels", yticklabels, rows)

@@ -19,7 +19,6 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqbook._checks import check_positive_int
 from seqbook._contracts import Flag, InstanceOf, PositiveInt, Probability, Shaped, check_signatures
 from seqbook.attention import causal_mask
 from seqbook.language_model.cache import KVCache, _cached_self_attention
@@ -83,21 +82,19 @@ class TransformerLM(nn.Module):
         (True, 4)
     """
 
-    def __init__(self, vocab_size: int, config: TransformerLMConfig | None = None,
+    def __init__(self, vocab_size: PositiveInt,
+                 config: InstanceOf(TransformerLMConfig) | None = None,
                  **overrides: object) -> None:
         super().__init__()
         if config is None:
             config = TransformerLMConfig()
-        # checked in the body: a signature with **overrides cannot carry contracts
-        if not isinstance(config, TransformerLMConfig):
-            raise TypeError(f"config must be a TransformerLMConfig, got {type(config).__name__}")
         unknown = set(overrides) - set(TransformerLMConfig.__dataclass_fields__)
         if unknown:
             raise TypeError(f"unknown TransformerLM options: {sorted(unknown)}")
         # the config's fields are checked when it is made
         config = TransformerLMConfig(**{**config.__dict__, **overrides})
         self.config = config
-        self.vocab_size = V = check_positive_int("vocab_size", vocab_size)
+        self.vocab_size = V = vocab_size
         self.d_model = d = config.d_model
         self.num_heads = config.num_heads
         if d % config.num_heads:
