@@ -11,12 +11,10 @@ for bits.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
 import torch
 
 from seqbook._contracts import (
-    Check,
+    FloatDtype,
     Int,
     IntAtLeast,
     OneOf,
@@ -121,15 +119,6 @@ def kl_divergence(
 def _kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     r""":math:`D_{KL}(p \,\|\, q)` of (checked) distributions over the last dimension."""
     return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(-1)  # (eq-loss-kl)
-
-
-def _check_float_dtype(name: str, dtype: Any) -> torch.dtype:
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
-    return dtype
-
-
-FloatDtype = Annotated[torch.dtype, Check(_check_float_dtype)]
 
 
 def smoothed_targets(

@@ -8,12 +8,12 @@ Error messages name the argument and the expected shape, as everywhere in seqboo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import torch
 
 from seqbook._checks import check_same_dtype, check_tensor
-from seqbook._contracts import Dims
+from seqbook._contracts import Shaped
 
 State = tuple[torch.Tensor, ...]  # (h,) for the RNN and the GRU, (y, c) for the LSTM
 
@@ -24,13 +24,22 @@ def check_sequence_batch(
     """``x`` validated (``T >= 1``, ``D == input_size``, the parameters' dtype and
     device) and returned batch-first."""
     check_tensor("x", x, ndim=3, floating=True)
-    x = x if batch_first else x.transpose(0, 1)  # (B, T, D)
-    if x.shape[1] == 0:
-        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
+    x = check_steps(x if batch_first else x.transpose(0, 1))  # (B, T, D)
     if x.shape[2] != input_size:
         raise ValueError(f"x must have {input_size} features (input_size) in its last "
                          f"dimension, got shape {tuple(x.shape)}")
     return check_like("x", x, like)
+
+
+def check_steps(x: torch.Tensor, module: torch.nn.Module | None = None) -> torch.Tensor:
+    """``x`` ``(B, T, ...)`` has at least one time step (and, given a ``module``, the
+    dtype of its parameters)."""
+    if x.shape[1] == 0:
+        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
+    parameter = None if module is None else next(module.parameters(), None)
+    if parameter is not None:
+        check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
+    return x
 
 
 def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -43,21 +52,10 @@ def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Ten
     return tensor
 
 
-class _ModuleDims(Dims):
-    """:class:`~seqbook._contracts.Dims` of a tensor a module reads, which must also have
-    the dtype and the device of the module's parameters."""
-
-    __slots__ = ()
-
-    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        value = super().check_in(name, value, call, bound)
-        return check_like(name, value, call["self"]._like)
-
-
 def ModuleInput(dims: str) -> Any:
     """A floating tensor with named dimensions (as ``Shaped(dims)``), in the dtype and on
     the device of the module's parameters: a contract of a method's argument."""
-    return Annotated[torch.Tensor, _ModuleDims(dims, floating=True)]
+    return Shaped(dims, floating=True, dtype_of="module", device_of="module")
 
 
 def check_state(

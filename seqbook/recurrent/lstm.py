@@ -27,20 +27,21 @@ With ``proj_size`` :math:`P > 0` the block outputs are projected,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import nn
 
+from seqbook._checks import check_real
 from seqbook._contracts import (
+    Check,
+    FiniteReal,
     Flag,
     InstanceOf,
     Int,
     NonNegativeInt,
     RandomGenerator,
-    Real,
-    RealIn,
     check_signatures,
 )
 from seqbook.recurrent._sequence import (
@@ -57,6 +58,8 @@ __all__ = ["LSTM", "LSTMTrace", "chrono_init"]
 # sigmoid(50) rounds to exactly 1 in float32 and float64: a forget gate pinned open
 _PINNED_FORGET_BIAS = 50.0
 _TORCH_ORDER = dict(zip("ifzo", range(4)))  # torch's gates i, f, g, o; its g is our z
+# chrono_init's T_max: a finite number of steps, at least 2
+TimeScale = Annotated[float, Check(check_real, min_value=2.0, finite=True)]
 
 
 @dataclass
@@ -162,7 +165,7 @@ class LSTM(RecurrentStack):
         proj_size: NonNegativeInt = 0,
         *,
         forget_gate: Flag = True,
-        input_gate_bias: Real = 0.0,
+        input_gate_bias: FiniteReal = 0.0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
@@ -176,8 +179,6 @@ class LSTM(RecurrentStack):
             )
         self.forget_gate = forget_gate
         self.input_gate_bias = input_gate_bias
-        if not math.isfinite(self.input_gate_bias):
-            raise ValueError(f"input_gate_bias must be finite, got {input_gate_bias}")
         if self.input_gate_bias and not self.bias:
             raise ValueError(f"input_gate_bias={input_gate_bias} needs a bias: bias must be True")
         self._build()
@@ -489,7 +490,7 @@ class LSTM(RecurrentStack):
 
 def chrono_init(
     lstm: InstanceOf(LSTM, what="a seqbook.recurrent.LSTM"),
-    t_max: RealIn(2.0),
+    t_max: TimeScale,
     generator: RandomGenerator = None,
 ) -> LSTM:
     r"""Tallec and Ollivier's *chrono initialisation* of an LSTM's gate biases.
@@ -518,7 +519,7 @@ def chrono_init(
 
     Example:
         >>> lstm = chrono_init(LSTM(3, 4), t_max=100)
-        >>> bool(torch.all((lstm.b_f >= 0) & (lstm.b_f <= math.log(99))))
+        >>> bool(torch.all((lstm.b_f >= 0) & (lstm.b_f <= torch.tensor(99.0).log())))
         True
         >>> torch.equal(lstm.b_i, -lstm.b_f)
         True
@@ -528,8 +529,6 @@ def chrono_init(
                          "initialisation sets the forget-gate biases b_f")
     if not lstm.bias:
         raise ValueError("lstm must have biases (bias=True): chrono initialisation sets them")
-    if not math.isfinite(t_max):
-        raise ValueError(f"t_max must be finite, got {t_max}")
     with torch.no_grad():
         _chrono_init(lstm, t_max, generator)
     return lstm

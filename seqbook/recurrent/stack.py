@@ -34,7 +34,15 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from seqbook._checks import check_tensor
-from seqbook._contracts import Check, Flag, PositiveInt, Probability, TensorOf, check_signatures
+from seqbook._contracts import (
+    Check,
+    Flag,
+    FloatDtype,
+    PositiveInt,
+    Probability,
+    TensorOf,
+    check_signatures,
+)
 from seqbook.recurrent._sequence import (
     State,
     check_lengths,
@@ -46,12 +54,6 @@ from seqbook.recurrent._sequence import (
 __all__ = ["RecurrentStack"]
 
 
-def _check_float_dtype(name: str, value: Any) -> torch.dtype:
-    if not (isinstance(value, torch.dtype) and value.is_floating_point):
-        raise TypeError(f"{name} must be a floating-point torch.dtype or None, got {value!r}")
-    return value
-
-
 def check_no_projection(name: str, value: Any, *, module: str) -> int:
     """``proj_size`` is torch's LSTM-only argument; anything but 0 is an error."""
     if isinstance(value, bool) or value != 0:
@@ -60,7 +62,6 @@ def check_no_projection(name: str, value: Any, *, module: str) -> int:
     return value
 
 
-FloatDtype = Annotated[torch.dtype, Check(_check_float_dtype)]
 Lengths = TensorOf(1, floating=False)  # (B,) integer lengths of padded sequences
 
 
