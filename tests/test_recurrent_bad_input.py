@@ -259,7 +259,7 @@ def test_rtrl_bad_input():
          r"rnn must have num_layers=1 and bidirectional=False"),
         (lambda: rtrl(rnn, x.half(), loss), TypeError, r"x has dtype torch.float16"),
         (lambda: rtrl(rnn, x, loss, h0=torch.zeros(2, 1, 3)), ValueError,
-         r"h0 must have shape \(1, 1, 3\) \(num_layers \* num_directions, B, H\), got \(2, 1, 3\)"),
+         r"h0 must have shape \(1, B, rnn.hidden_size\), got \(2, 1, 3\)"),
         (lambda: rtrl(rnn, x, loss, h0=torch.zeros(1, 1, 3, dtype=torch.float64)), TypeError,
          r"h0 has dtype torch.float64"),
     ]

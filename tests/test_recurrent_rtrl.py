@@ -91,13 +91,14 @@ def test_bad_arguments():
         rtrl(rnn, torch.randn(1, 0, 2), loss)
     with pytest.raises(ValueError, match="input_size"):
         rtrl(rnn, torch.randn(1, 4, 3), loss)
-    with pytest.raises(ValueError, match=r"h0 must have shape \(1, 1, 3\) \(num_layers"):
+    with pytest.raises(ValueError,
+                       match=r"h0 must have shape \(1, B, rnn.hidden_size\) with B = 1"):
         rtrl(rnn, torch.randn(1, 4, 2), loss, h0=torch.zeros(1, 2, 3))
     with pytest.raises(ValueError, match="h0 must have 3 dimensions"):
         rtrl(rnn, torch.randn(1, 4, 2), loss, h0=torch.zeros(1, 3))
     with pytest.raises(ValueError, match="num_layers=1 and bidirectional=False"):
         rtrl(RNN(2, 3, num_layers=2), torch.randn(1, 4, 2), loss)
-    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's"):
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the parameters of rnn"):
         rtrl(rnn, torch.randn(1, 4, 2, dtype=torch.float64), loss)
     with pytest.raises(TypeError, match="step_loss must be callable"):
         rtrl(rnn, torch.randn(1, 4, 2), None)

@@ -28,7 +28,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook._checks import check_same_dtype
 from seqbook._contracts import (
     CallableAs,
     InstanceOf,
@@ -37,6 +36,7 @@ from seqbook._contracts import (
     TensorOf,
     check_signatures,
 )
+from seqbook.recurrent._sequence import check_steps
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
 
@@ -121,12 +121,7 @@ def truncated_bptt(
         >>> result.update_steps
         [2, 4, 6, 8, 10]
     """
-    B, T, _ = x.shape
-    if T == 0:
-        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-    parameter = next(module.parameters(), None)
-    if parameter is not None:
-        check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
+    B, T, _ = check_steps(x, module).shape
     if targets.dim() < 2 or targets.shape[:2] != (B, T):
         raise ValueError(f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
                          f"got {tuple(targets.shape)}")

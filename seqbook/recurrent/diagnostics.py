@@ -49,6 +49,7 @@ from seqbook._contracts import (
     Shaped,
     check_signatures,
 )
+from seqbook.recurrent._sequence import check_steps
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
@@ -78,11 +79,7 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
         raise ValueError("module must have one layer and one direction (a backward direction "
                          f"cannot be stepped forward in time), got num_layers={layers}, "
                          f"bidirectional={bidirectional}")
-    if x.shape[1] == 0:
-        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-    parameter = next(module.parameters(), None)
-    if parameter is not None:
-        check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
+    check_steps(x, module)
     for i, part in enumerate(() if state is None else _as_tuple(state)):
         _check_state_part(f"state[{i}]", part, x, f" with B={x.shape[0]} (the batch of x)")
         check_same_dtype(f"state[{i}]", part, x.dtype, of="x")

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._contracts import CallableAs, InstanceOf, check_signatures
-from seqbook.recurrent._sequence import check_sequence_batch, check_state
+from seqbook._contracts import CallableAs, InstanceOf, Shaped, check_signatures
+from seqbook.recurrent._sequence import check_steps
 from seqbook.recurrent.rnn import RNN
 
 __all__ = ["RTRLResult", "rtrl"]
@@ -45,9 +45,10 @@ class RTRLResult:
 
 def rtrl(
     rnn: InstanceOf(RNN, what="a seqbook.recurrent.RNN"),
-    x: torch.Tensor,
+    x: Shaped("B T rnn.input_size", floating=True, dtype_of="rnn", device_of="rnn"),
     step_loss: CallableAs('step_loss(t, h_t)'),
-    h0: torch.Tensor | None = None,
+    h0: Shaped("1 B rnn.hidden_size", floating=True, dtype_of="rnn", device_of="rnn")
+    | None = None,
 ) -> RTRLResult:
     r"""Gradients of an Elman RNN's losses, computed forward in time by RTRL.
 
@@ -95,10 +96,8 @@ def rtrl(
             "rnn must have num_layers=1 and bidirectional=False (RTRL here is for one "
             f"layer), got num_layers={rnn.num_layers}, bidirectional={rnn.bidirectional}"
         )
-    x = check_sequence_batch(x, rnn.input_size, True, rnn.W_hh)
+    x = check_steps(x)
     B, H = x.shape[0], rnn.hidden_size
-    if h0 is not None:
-        check_state("h0", h0, (1, B, H), rnn.W_hh, "(num_layers * num_directions, B, H)")
     h = x.new_zeros(B, H) if h0 is None else h0[0].detach()  # (B, H)
     with torch.no_grad():
         total, grads, h, S = _rtrl(rnn, x.detach(), step_loss, h)
