@@ -49,12 +49,6 @@ def _check_pairs(name: str, pairs: object) -> Sequence[NumberPair]:
     return pairs
 
 
-def check_pairs(pairs: object, name: str = "pairs") -> None:
-    """Validate a non-empty sequence of :class:`~seqbook.data.NumberPair` (for callers
-    outside a signature)."""
-    _check_pairs(name, pairs)
-
-
 # a non-empty sequence of NumberPair
 Pairs = Annotated[Sequence[NumberPair], Check(_check_pairs)]
 TargetTokens = OneOf("pieces", "word", "char")
