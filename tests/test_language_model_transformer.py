@@ -234,11 +234,14 @@ def test_cached_self_attention_bad_input():
         with pytest.raises(TypeError,
                            match="attention must be a seqbook.attention.MultiHeadAttention"):
             cached_self_attention(nn.Linear(16, 16), x, cache, 0)
-        with pytest.raises(ValueError, match="x must have d_model=16 features"):
+        with pytest.raises(ValueError,
+                           match=r"x must have shape \(cache.batch_size, T, attention.d_model\) "
+                           r"with attention.d_model = 16"):
             cached_self_attention(attention, torch.randn(2, 3, 8), cache, 0)
         with pytest.raises(ValueError, match="layer must be < the cache's 2 layers, got 2"):
             cached_self_attention(attention, x, cache, 2)
-        with pytest.raises(ValueError, match="cache holds a batch of 2 sequences, but x has 1"):
+        with pytest.raises(ValueError, match=r"x must have shape .* with cache.batch_size = 2 "
+                           r"\(cache.batch_size of the argument cache\), got \(1, 3, 16\)"):
             cached_self_attention(attention, x[:1], cache, 0)
         with pytest.raises(TypeError, match="x has dtype torch.float64 but the cache's keys"):
             cached_self_attention(attention, x.double(), cache, 0)

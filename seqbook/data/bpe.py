@@ -10,9 +10,10 @@ words ("-nen", "-ová") become single tokens and rare words are still spelled ou
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Annotated
 
+from seqbook._checks import check_sequence
 from seqbook._contracts import Check, NonNegativeInt, check_signatures
 
 __all__ = ["learn_bpe", "apply_bpe"]
@@ -25,15 +26,12 @@ def _check_word(name: str, word: object) -> str:
 
 
 def _check_words(name: str, words: object) -> list[str]:
-    if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
-        raise TypeError(f"{name} must be a list of str words, got {type(words).__name__}")
+    check_sequence(name, words, what="a list of str words", iterable=True)
     return [_check_word(f"{name}[{i}]", word) for i, word in enumerate(words)]
 
 
 def _check_merges(name: str, merges: object) -> list[tuple[str, str]]:
-    if isinstance(merges, (str, bytes)) or not isinstance(merges, Iterable):
-        raise TypeError(f"{name} must be a list of (str, str) pairs, got {type(merges).__name__}")
-    merges = list(merges)
+    merges = list(check_sequence(name, merges, what="a list of (str, str) pairs", iterable=True))
     for i, pair in enumerate(merges):
         if not (
             isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from seqbook._checks import check_last_dim, check_same_dtype
+from seqbook._checks import check_same_dtype
 from seqbook._contracts import InstanceOf, NonNegativeInt, PositiveInt, Shaped, check_signatures
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 
@@ -127,7 +127,7 @@ class KVCache:
 
 def cached_self_attention(
     attention: InstanceOf(MultiHeadAttention, what="a seqbook.attention.MultiHeadAttention"),
-    x: Shaped("B T d_model", floating=True),
+    x: Shaped("cache.batch_size T attention.d_model", floating=True),
     cache: InstanceOf(KVCache),
     layer: NonNegativeInt,
 ) -> torch.Tensor:
@@ -164,13 +164,9 @@ def cached_self_attention(
         >>> torch.allclose(torch.cat([first, last], 1), full, atol=1e-6)
         True
     """
-    # x, the cache and the layer must fit the attention and each other
-    check_last_dim("x", x, attention.d_model, what="d_model")
-    L, B = len(cache.key_buffers), cache.batch_size
-    if layer >= L:
+    # the layer and x's positions must fit the cache
+    if layer >= (L := len(cache.key_buffers)):
         raise ValueError(f"layer must be < the cache's {L} layers, got {layer}")
-    if x.shape[0] != B:
-        raise ValueError(f"cache holds a batch of {B} sequences, but x has {x.shape[0]}")
     check_same_dtype("x", x, cache.key_buffers[layer].dtype, of="the cache's keys")
     if (P := cache.lengths[layer]) + x.shape[1] > cache.capacity:
         raise ValueError(f"x has {x.shape[1]} positions after {P} cached ones, more than the "
