@@ -166,7 +166,7 @@ def test_bad_input():
         model.step(torch.rand(4, 2))
     with pytest.raises(ValueError, match="finite"):
         model.step(torch.full((1, 4, 2), float("nan")))
-    with pytest.raises(TypeError, match="boolean"):
+    with pytest.raises(TypeError, match="key_mask must have dtype torch.bool"):
         model.step(torch.rand(1, 4, 2), torch.ones(1, 4))
     with pytest.raises(ValueError, match=r"key_mask must have shape \(B, num_tokens\) with B = 1"):
         model.step(torch.rand(1, 4, 2), torch.ones(2, 4, dtype=torch.bool))

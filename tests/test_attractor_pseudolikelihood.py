@@ -95,7 +95,8 @@ def test_bad_input():
         pseudo_likelihood_loss(torch.nn.Linear(2, 2), xi)
     with pytest.raises(ValueError, match="lam must be > 0"):
         pseudo_likelihood_gradient(model, xi, lam=0.0)
-    with pytest.raises(ValueError, match=r"xi must have shape \(B, 4, 2\)"):
+    with pytest.raises(ValueError, match=r"xi must have shape \(B, model.num_tokens, model.dim\)"
+                                          r" with model.num_tokens = 4"):
         train_pseudo_likelihood(model, torch.rand(3, 5, 2), progress=False)
     with pytest.raises(ValueError, match="at least one"):
         train_pseudo_likelihood(model, torch.rand(0, 4, 2), progress=False)

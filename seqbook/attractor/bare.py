@@ -49,8 +49,14 @@ __all__ = ["BareSelfAttention"]
 
 # The contracts of the public methods: configurations of the model's N spins of dimension d
 # in the couplings' dtype, and a mask of their tokens.
-Spins = Shaped("B num_tokens dim", floating=True, dtype_of="module")
-KeyMask = Shaped("B num_tokens")
+Spins = Shaped("B num_tokens dim", floating=True, dtype_of="module", device_of="module")
+KeyMask = Shaped("B num_tokens", dtype=torch.bool)  # True = attend
+
+def _check_finite(name: str, x: torch.Tensor) -> None:
+    """What a signature cannot say: the values are finite (data-dependent)."""
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+
 
 # Elements of one chunk's (B, N, N, d) intermediate: about 64 MB in float32.
 _CHUNK_ELEMENTS = 16_000_000
@@ -161,20 +167,10 @@ class BareSelfAttention(nn.Module):
         ]
         return torch.cat(parts)
 
-    def _check_values(self, name: str, x: torch.Tensor) -> None:
-        """What the signature cannot say: finite spins on the couplings' device."""
-        if x.device != self.J.device:
-            raise ValueError(f"{name} is on {x.device} but the couplings J are on {self.J.device}")
-        if not torch.isfinite(x).all():
-            raise ValueError(f"{name} must be finite (no NaN or inf)")
-
     def _check_key_mask(self, key_mask: torch.Tensor | None) -> torch.Tensor | None:
-        """What the signature cannot say: booleans, two partners at least per configuration."""
+        """What the signature cannot say: two partners at least per configuration."""
         if key_mask is None:
             return None
-        if key_mask.dtype != torch.bool:
-            raise TypeError(f"key_mask must be a boolean tensor (True = attend), "
-                            f"got {key_mask.dtype}")
         if (key_mask.sum(-1) < 2).any():
             raise ValueError(
                 "key_mask must allow at least two tokens per configuration: a spin "
@@ -191,7 +187,7 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``.
             returns: ``(B, N, N)``, row ``i`` for the query spin ``i``.
         """
-        self._check_values("x", x)
+        _check_finite("x", x)
 
         def scores(x: torch.Tensor) -> torch.Tensor:
             return self._partners(torch.einsum("bid,ijde,bje->bij", x, self.J, x), None)
@@ -205,7 +201,7 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, N)``; each row sums to 1 and has a zero diagonal.
         """
-        self._check_values("x", x)
+        _check_finite("x", x)
         key_mask = self._check_key_mask(key_mask)
 
         def attention(x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
@@ -222,7 +218,7 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``.
         """
-        self._check_values("x", x)
+        _check_finite("x", x)
         return self._chunked(self._field, x, self._check_key_mask(key_mask))
 
     def step(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
@@ -232,7 +228,7 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``, unit vectors.
         """
-        self._check_values("x", x)
+        _check_finite("x", x)
         return self._chunked(self._step, x, self._check_key_mask(key_mask))
 
     @torch.no_grad()
@@ -248,7 +244,7 @@ class BareSelfAttention(nn.Module):
             x0: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(steps + 1, B, N, d)``, the initial state first.
         """
-        self._check_values("x0", x0)
+        _check_finite("x0", x0)
         key_mask = self._check_key_mask(key_mask)
         states = [x0]
         for t in range(steps):
@@ -280,11 +276,11 @@ class BareSelfAttention(nn.Module):
             x, others: ``(B, N, d)``.
             returns: ``(B, N)``.
         """
-        self._check_values("x", x)
+        _check_finite("x", x)
         if others is None:
             others = x
         else:
-            self._check_values("others", others)
+            _check_finite("others", others)
         lam = self.lam if lam is None else lam
         if lam == 0:
             raise ValueError("lam must be > 0 for the energies (-(1/lam) log sum exp diverges "

@@ -319,7 +319,8 @@ def train_baseline(
 
 
 def save_baseline(
-    model: RecurrentTransformer | VisionTransformer, path: str | Path, **info: object
+    model: InstanceOf(RecurrentTransformer, VisionTransformer), path: str | Path,
+    **info: object,
 ) -> Path:
     """Save a baseline's configuration and weights (as float16, to keep files small).
 

@@ -28,7 +28,6 @@ from collections.abc import Callable
 import torch
 from tqdm.auto import tqdm
 
-from seqbook._checks import check_same_dtype
 from seqbook._contracts import (
     CallableAs,
     PositiveInt,
@@ -36,7 +35,7 @@ from seqbook._contracts import (
     Shaped,
     check_signatures,
 )
-from seqbook.attractor.bare import BareModel, BareSelfAttention
+from seqbook.attractor.bare import BareModel, BareSelfAttention, _check_finite
 from seqbook.train import History
 from seqbook.utils import Timer
 
@@ -52,19 +51,13 @@ __all__ = [
 _TERMS = 16_000_000
 
 
-def _check_xi(model: BareSelfAttention, xi: torch.Tensor) -> None:
-    """What the signature cannot say: the configurations ``xi`` are of the model's shape
-    and dtype (a relation between two arguments), finite, on its device."""
-    N, d = model.num_tokens, model.dim
-    if xi.shape[1:] != (N, d):
-        raise ValueError(f"xi must have shape (B, {N}, {d}) (the model's num_tokens and dim), "
-                         f"got {tuple(xi.shape)}")
-    check_same_dtype("xi", xi, model.J.dtype, of="the couplings J")
-    model._check_values("xi", xi)
+# Configurations of the model's N spins of dimension d, in its couplings' dtype and device.
+Configurations = Shaped("B model.num_tokens model.dim", floating=True, dtype_of="model",
+                        device_of="model")
 
 
 def pseudo_likelihood_loss(
-    model: BareModel, xi: Shaped("B N d", floating=True), lam: PositiveReal = 5.0
+    model: BareModel, xi: Configurations, lam: PositiveReal = 5.0
 ) -> torch.Tensor:
     r"""The mean total energy of the configurations ``xi``, eq. (eq-attr-pl-loss).
 
@@ -87,13 +80,13 @@ def pseudo_likelihood_loss(
         >>> torch.allclose(loss, model.energy(xi, lam=5.0).mean())
         True
     """
-    _check_xi(model, xi)
+    _check_finite("xi", xi)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
 
 
 @torch.no_grad()
 def pseudo_likelihood_gradient(
-    model: BareModel, xi: Shaped("B N d", floating=True), lam: PositiveReal = 5.0
+    model: BareModel, xi: Configurations, lam: PositiveReal = 5.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The loss of eq. (eq-attr-pl-loss) and its gradient in closed form, eq. (eq-attr-pl-grad).
 
@@ -114,7 +107,7 @@ def pseudo_likelihood_gradient(
         >>> torch.allclose(grad, model.J.grad, atol=1e-6)
         True
     """
-    _check_xi(model, xi)
+    _check_finite("xi", xi)
     return _loss_and_gradient(model, xi, lam)
 
 
@@ -148,7 +141,7 @@ def _pseudo_likelihood_gradient(
 
 def train_pseudo_likelihood(
     model: BareModel,
-    xi: Shaped("P N d", floating=True),
+    xi: Configurations,
     epochs: PositiveInt = 1,
     batch_size: PositiveInt = 32,
     lr: PositiveReal = 5.0,
@@ -207,7 +200,7 @@ def train_pseudo_likelihood(
         >>> math.isclose(model.J.norm().item(), norm, rel_tol=1e-5)
         True
     """
-    _check_xi(model, xi)
+    _check_finite("xi", xi)
     if xi.shape[0] == 0:
         raise ValueError("xi must hold at least one training configuration, got 0")
     J, norm = model.J.data, model.J.data.norm()  # the norm is kept fixed

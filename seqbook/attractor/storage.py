@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from seqbook._checks import checkpoint_path
-from seqbook._contracts import Shaped, check_signatures
+from seqbook._contracts import InstanceOf, Shaped, check_signatures
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import CHECKPOINTS
 
@@ -71,15 +71,13 @@ def expand_couplings(stored: dict[str, torch.Tensor]) -> torch.Tensor:
     return J.float()
 
 
-def save_bare(model: BareSelfAttention, path: str | Path, **info: object) -> Path:
+def save_bare(model: InstanceOf(BareSelfAttention), path: str | Path, **info: object) -> Path:
     """Save a bare self-attention compressed (:func:`compress_couplings`), with ``info``.
 
     ``info`` holds what the chapter needs besides the couplings (the training recipe,
     the loss, tables of curves measured during training, ...): tensors, numbers,
     strings, lists and dicts of them.
     """
-    if not isinstance(model, BareSelfAttention):  # no contracts beside **info
-        raise TypeError(f"model must be a BareSelfAttention, got {type(model).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import torch
 
 from seqbook._contracts import Dims
+from seqbook.attractor.bare import _check_finite
 
 
 class _Tokens(Dims):
@@ -23,8 +24,7 @@ class _Tokens(Dims):
         if value.shape[1] < 2:
             raise ValueError(f"{name} must have shape (B, N, dim) with N >= 2 tokens, "
                              f"got {tuple(value.shape)}")
-        if not torch.isfinite(value).all():
-            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        _check_finite(name, value)
         return value
 
 
