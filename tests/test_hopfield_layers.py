@@ -387,7 +387,7 @@ def test_bad_inputs_are_rejected():
         layer(torch.randn(1, 2, 3), torch.randn(1, 0, 2))
     with pytest.raises(ValueError, match=r"P must have shape .* with N = 5 \(as in Y\)"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), torch.randn(1, 4, 2))
-    with pytest.raises(TypeError, match="mask must be a bool tensor"):
+    with pytest.raises(TypeError, match="mask must have dtype torch.bool"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), mask=torch.ones(1, 5))
     with pytest.raises(ValueError, match="mask must have shape \\(1, 5\\) or \\(1, 2, 5\\)"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), mask=torch.ones(1, 4, dtype=torch.bool))
@@ -417,7 +417,7 @@ def test_bad_association_arguments_are_rejected():
         hopfield_association(Q, K, -1.0)
     with pytest.raises(ValueError, match="update_steps_max must be >= 0"):
         hopfield_association(Q, K, 1.0, update_steps_max=-2)
-    with pytest.raises(TypeError, match="mask must be a bool tensor"):
+    with pytest.raises(TypeError, match="mask must have dtype torch.bool"):
         hopfield_association(Q, K, 1.0, mask=torch.ones(1, 1, 1, 5))
 
 

@@ -30,15 +30,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_tensor
 from seqbook._contracts import (
-    Check,
     Flag,
     InstanceOf,
     NonNegativeInt,
@@ -82,16 +79,9 @@ class HopfieldConfig:
     output_size: PositiveInt | None = None  # output projection W_O to this size; None: no W_O
 
 
-def _check_bool_mask(name: str, value: Any, *, meaning: str) -> torch.Tensor:
-    """``value`` if it is a bool tensor (``meaning`` says what True means)."""
-    if check_tensor(name, value).dtype != torch.bool:
-        raise TypeError(f"{name} must be a bool tensor ({meaning}), got {value.dtype}")
-    return value
-
-
-def Mask(meaning: str) -> Any:
-    """A bool tensor; ``meaning`` says what True means."""
-    return Annotated[torch.Tensor, Check(_check_bool_mask, meaning=meaning)]
+# A bool mask of any shape (True = may attend, stored pattern present, real instance):
+# its shape relations to the other arguments stay in the bodies.
+Mask = Shaped("...", dtype=torch.bool)
 
 
 def _check_mask(mask: torch.Tensor, full: tuple[int, int, int, int]) -> None:
@@ -121,7 +111,7 @@ def hopfield_association(
     beta: Beta,
     update_steps_max: NonNegativeInt | None = 0,
     update_steps_eps: PositiveReal = 1e-4,
-    mask: Mask("True = may attend") | None = None,
+    mask: Mask | None = None,
 ) -> torch.Tensor:
     r"""The association matrix
     :math:`\mathbf A = \operatorname{softmax}(\beta\mathbf Q\mathbf K^\top)`, after updating Q.
@@ -356,7 +346,7 @@ class HopfieldLayer(nn.Module):
         R: Shaped("B S state_size", floating=True, dtype_of="module"),
         Y: Shaped("B N stored_size", floating=True, dtype_of="module"),
         P: Shaped("B N pattern_projection_size", floating=True, dtype_of="module") | None = None,
-        mask: Mask("True = stored pattern present") | None = None,
+        mask: Mask | None = None,
         return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
@@ -478,7 +468,7 @@ class HopfieldPooling(nn.Module):
     def forward(
         self,
         Y: Shaped("B N input_size", floating=True),
-        mask: Mask("True at real instances") | None = None,
+        mask: Mask | None = None,
         return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
