@@ -279,7 +279,7 @@ def test_diagnostics_bad_input():
         (lambda: state_jacobians(rnn, x, component=0.0), TypeError, r"component must be an int"),
         (lambda: state_gradient_norms(rnn, x, "loss"), TypeError, r"loss_fn must be callable"),
         (lambda: unroll_with_probes(RNN(2, 3, num_layers=2), x), ValueError,
-         r"module must have one layer and one direction .* got num_layers=2"),
+         r"module must have num_layers=1 and bidirectional=False .* got num_layers=2"),
         (lambda: unroll_with_probes(GRU(2, 3, bidirectional=True), x), ValueError,
          r"bidirectional=True"),
         (lambda: unroll_with_probes(LSTM(2, 3, batch_first=False), x), ValueError, r"batch-first"),

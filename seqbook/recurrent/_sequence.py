@@ -42,6 +42,16 @@ def check_steps(x: torch.Tensor, module: torch.nn.Module | None = None) -> torch
     return x
 
 
+def check_one_layer(name: str, module: torch.nn.Module, why: str) -> None:
+    """``module`` (the argument ``name``) has one layer and one direction; ``why`` says
+    what needs it."""
+    layers = getattr(module, "num_layers", 1)
+    bidirectional = getattr(module, "bidirectional", False)
+    if layers != 1 or bidirectional:
+        raise ValueError(f"{name} must have num_layers=1 and bidirectional=False ({why}), "
+                         f"got num_layers={layers}, bidirectional={bidirectional}")
+
+
 def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``tensor`` has the dtype and device of the module's parameters ``like``."""
     check_same_dtype(name, tensor, like.dtype, of="the module's parameters")

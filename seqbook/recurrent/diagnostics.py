@@ -49,7 +49,7 @@ from seqbook._contracts import (
     Shaped,
     check_signatures,
 )
-from seqbook.recurrent._sequence import check_steps
+from seqbook.recurrent._sequence import check_one_layer, check_steps
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
@@ -73,12 +73,8 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
     docstring), the state and ``component`` against the module and ``x``."""
     if getattr(module, "batch_first", True) is not True:
         raise ValueError("module must be batch-first (batch_first=True)")
-    layers = getattr(module, "num_layers", 1)
-    bidirectional = getattr(module, "bidirectional", False)
-    if layers != 1 or bidirectional:
-        raise ValueError("module must have one layer and one direction (a backward direction "
-                         f"cannot be stepped forward in time), got num_layers={layers}, "
-                         f"bidirectional={bidirectional}")
+    check_one_layer("module", module, "one layer and one direction: a backward direction "
+                    "cannot be stepped forward in time")
     check_steps(x, module)
     for i, part in enumerate(() if state is None else _as_tuple(state)):
         _check_state_part(f"state[{i}]", part, x, f" with B={x.shape[0]} (the batch of x)")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._contracts import CallableAs, InstanceOf, Shaped, check_signatures
-from seqbook.recurrent._sequence import check_steps
+from seqbook.recurrent._sequence import check_one_layer, check_steps
 from seqbook.recurrent.rnn import RNN
 
 __all__ = ["RTRLResult", "rtrl"]
@@ -91,11 +91,7 @@ def rtrl(
         >>> torch.allclose(result.grads["W_hh"], rnn.W_hh.grad, atol=1e-5)
         True
     """
-    if rnn.num_layers != 1 or rnn.bidirectional:
-        raise ValueError(
-            "rnn must have num_layers=1 and bidirectional=False (RTRL here is for one "
-            f"layer), got num_layers={rnn.num_layers}, bidirectional={rnn.bidirectional}"
-        )
+    check_one_layer("rnn", rnn, "RTRL here is for one layer")
     x = check_steps(x)
     B, H = x.shape[0], rnn.hidden_size
     h = x.new_zeros(B, H) if h0 is None else h0[0].detach()  # (B, H)
