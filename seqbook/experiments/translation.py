@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-from seqbook._contracts import InstanceOf, NonNegativeInt, Shaped, TensorOf, check_signatures
+from seqbook._contracts import InstanceOf, IntIn, SequenceOf, Shaped, TensorOf, check_signatures
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
 from seqbook.seq2seq.data import Pairs
@@ -70,7 +70,17 @@ def german_number_words() -> dict[str, str]:
     return words
 
 
-def first_word_source_index(number: NonNegativeInt) -> int:
+def _check_one_per_pair(
+    name: str, count: int, pairs: Sequence[NumberPair], *, what: str = "entry",
+    got: object = None,
+) -> None:
+    """``name`` holds one ``what`` per pair: ``count`` of them (``got`` says what it is)."""
+    if count != len(pairs):
+        raise ValueError(f"{name} must have one {what} per pair ({len(pairs)}), "
+                         f"got {count if got is None else got}")
+
+
+def first_word_source_index(number: IntIn(0, 999_999)) -> int:
     r"""The index of the English word that the German number's first word translates.
 
     English is cut into word tokens as by :func:`seqbook.data.tokenize` (hyphens and
@@ -94,8 +104,6 @@ def first_word_source_index(number: NonNegativeInt) -> int:
         >>> first_word_source_index(45_678)    # forty - five thousand, ...
         2
     """
-    if number > 999_999:
-        raise ValueError(f"number must be <= 999999, got {number}")
     english = tokenize(spell_number(number, "en"), "word")
     german = spell_number(number, "de")
     words = german_number_words()
@@ -142,8 +150,7 @@ def accuracy_by_length(
         >>> accuracy_by_length(task, pairs, [True] * len(pairs), bins=[(1, 3)])
         [1.0]
     """
-    if len(pairs) != len(correct):
-        raise ValueError(f"correct must have one entry per pair ({len(pairs)}), got {len(correct)}")
+    _check_one_per_pair("correct", len(correct), pairs)
     lengths = [len(task.source_tokens(p.source)) for p in pairs]
     shares = []
     for lo, hi in bins:
@@ -182,12 +189,9 @@ def tens_unit_alignment(
     Returns:
         ``(unit share, tens share, number of pairs checked)``.
     """
-    if weights.shape[0] != len(pairs):
-        raise ValueError(f"weights must have one row per pair (B={len(pairs)}), "
-                         f"got shape {tuple(weights.shape)}")
-    if len(hypotheses) != len(pairs):
-        raise ValueError(f"hypotheses must have one entry per pair ({len(pairs)}), got "
-                         f"{len(hypotheses)}")
+    _check_one_per_pair("weights", weights.shape[0], pairs, what="row",
+                        got=f"shape {tuple(weights.shape)}")
+    _check_one_per_pair("hypotheses", len(hypotheses), pairs)
     unit_ok = tens_ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if not (pair.number % 100 > 20 and pair.number % 10):
@@ -227,9 +231,8 @@ def french_dix_alignment(
     Returns:
         ``(share, number of pairs checked)``.
     """
-    if weights.shape[0] != len(pairs):
-        raise ValueError(f"weights must have one row per pair (B={len(pairs)}), "
-                         f"got shape {tuple(weights.shape)}")
+    _check_one_per_pair("weights", weights.shape[0], pairs, what="row",
+                        got=f"shape {tuple(weights.shape)}")
     ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if pair.number % 100 not in (77, 78, 79, 97, 98, 99):
@@ -316,7 +319,7 @@ def teacher_forcing_gap(
     model: InstanceOf(torch.nn.Module, what="a translator (an nn.Module)"),
     task: InstanceOf(TranslationTask),
     pairs: Pairs,
-    hypotheses: Sequence[Sequence[str]],
+    hypotheses: SequenceOf("a sequence of token lists"),
 ) -> TeacherForcingGap:
     r"""Next-token accuracy from the reference prefix against the model's own translation.
 
@@ -358,11 +361,7 @@ def teacher_forcing_gap(
         >>> bool(gap.free_running.all()), bool(gap.after_first_error.any())
         (True, False)
     """
-    if isinstance(hypotheses, (str, bytes)) or not isinstance(hypotheses, Sequence):
-        raise TypeError("hypotheses must be a sequence of token lists")
-    if len(hypotheses) != len(pairs):
-        raise ValueError(f"hypotheses must have one entry per pair ({len(pairs)}), got "
-                         f"{len(hypotheses)}")
+    _check_one_per_pair("hypotheses", len(hypotheses), pairs)
     for h in hypotheses:
         if isinstance(h, str) or not all(isinstance(t, str) for t in h):
             raise TypeError(f"hypotheses must be lists of token strings, got {h!r}")
