@@ -41,15 +41,17 @@ def check_mask(
     polarity: str = "keep",
     floating: bool = False,
     of: str = "the scores",
+    ndim: int | tuple[int, ...] | None = None,
 ) -> torch.Tensor:
-    """Return ``mask`` if it is a boolean (or, with ``floating``, float) tensor that
-    broadcasts to ``shape`` without enlarging it.
+    """Return ``mask`` if it is a boolean (or, with ``floating``, float) tensor, of
+    ``ndim`` dimensions if given, that broadcasts to ``shape`` without enlarging it: the
+    one mask validation of :mod:`seqbook.attention` and the transformer blocks.
 
     A mask of shape ``(2, 1, 5)`` fits scores of shape ``(2, 4, 5)``; one of shape
     ``(3, 4, 5)`` does not. ``polarity`` (``"keep"`` or ``"ignore"``) and ``of`` (whose
     shape ``shape`` is) only word the message.
     """
-    mask = check_tensor(name, mask)
+    mask = check_tensor(name, mask, ndim=ndim)
     meaning = "True = attend" if polarity == "keep" else "True = ignore this key"
     kinds = "boolean or floating-point (added to the scores)" if floating else "boolean"
     if mask.dtype != torch.bool and not (floating and mask.is_floating_point()):

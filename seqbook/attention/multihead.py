@@ -61,9 +61,8 @@ def check_attention_masks(
     padding_name, attn_name = names
     scores = f"the scores (B, num_heads, T_q, T_k) of {of[0]} and {of[1]}"
     if key_padding_mask is not None:
-        check_tensor(padding_name, key_padding_mask, ndim=2)
         key_padding_mask = check_mask(padding_name, key_padding_mask, (B, T_k), polarity="ignore",
-                                      floating=True, of=f"{of[1]} (B, T_k)")
+                                      floating=True, of=f"{of[1]} (B, T_k)", ndim=2)
         key_padding_mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
     if attn_mask is not None:
         attn_mask = check_tensor(attn_name, attn_mask, ndim=(2, 3, 4))
@@ -282,13 +281,16 @@ class MultiHeadAttention(nn.Module):
     def _mask(
         self, query: torch.Tensor, key: torch.Tensor, key_padding_mask: torch.Tensor | None,
         attn_mask: torch.Tensor | None, is_causal: bool,
+        names: tuple[str, str] = ("key_padding_mask", "attn_mask"),
+        of: tuple[str, str] = ("query", "key"),
     ) -> torch.Tensor | None:
         """The one mask to apply, as a keep mask or an additive float mask broadcastable
         to ``(B, h, T_q, T_k)``, from :meth:`forward`'s masks (checked here: their shapes
-        depend on the inputs')."""
+        depend on the inputs'; ``names`` and ``of`` as in :func:`check_attention_masks`,
+        for a transformer block that knows the masks by other names)."""
         (B, T_q, _), T_k = query.shape, key.shape[1]
         key_padding_mask, attn_mask = check_attention_masks(
-            key_padding_mask, attn_mask, B, self.num_heads, T_q, T_k)
+            key_padding_mask, attn_mask, B, self.num_heads, T_q, T_k, names=names, of=of)
         causal = causal_mask(T_q, T_k, device=query.device) if is_causal else None
         return merge_masks(
             _as_keep(key_padding_mask, query.dtype), _as_keep(attn_mask, query.dtype), causal

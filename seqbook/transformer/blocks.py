@@ -31,7 +31,6 @@ from seqbook._contracts import (
     check_signatures,
 )
 from seqbook.attention import MultiHeadAttention
-from seqbook.attention.multihead import check_attention_masks
 from seqbook.transformer.norm import AddNorm, LayerNorm
 
 __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
@@ -205,10 +204,10 @@ class EncoderBlock(nn.Module):
         self.last_attention: torch.Tensor | None = None
 
     def _attend(self, x, src_mask, src_key_padding_mask, is_causal) -> torch.Tensor:
-        output, weights = self.self_attention(
-            x, x, x, src_key_padding_mask, attn_mask=src_mask, is_causal=is_causal,
-            average_attn_weights=False,
-        )
+        attention = self.self_attention  # its masks checked under the block's names
+        mask = attention._mask(x, x, src_key_padding_mask, src_mask, is_causal,
+                               names=("src_key_padding_mask", "src_mask"), of=("src", "src"))
+        output, weights = attention._attend(x, x, x, mask)
         self.last_attention = weights.detach()  # (B, h, T, T)
         return output
 
@@ -221,10 +220,6 @@ class EncoderBlock(nn.Module):
     ) -> torch.Tensor:
         """Run the block (arguments as ``nn.TransformerEncoderLayer.forward``;
         ``is_causal=True`` applies the causal mask, with or without ``src_mask``)."""
-        (B, T, _), h = src.shape, self.self_attention.num_heads
-        # masks of several accepted shapes, sized by src: not a signature's
-        check_attention_masks(src_key_padding_mask, src_mask, B, h, T, T,
-                              names=("src_key_padding_mask", "src_mask"), of=("src", "src"))
         return self._encode(src, src_mask, src_key_padding_mask, is_causal)
 
     def _encode(
@@ -363,18 +358,19 @@ class DecoderBlock(nn.Module):
         self.last_cross_attention: torch.Tensor | None = None
 
     def _self_attend(self, y, tgt_mask, tgt_key_padding_mask, is_causal) -> torch.Tensor:
-        output, weights = self.self_attention(
-            y, y, y, tgt_key_padding_mask, attn_mask=tgt_mask, is_causal=is_causal,
-            average_attn_weights=False,
-        )
+        attention = self.self_attention  # its masks checked under the block's names
+        mask = attention._mask(y, y, tgt_key_padding_mask, tgt_mask, is_causal,
+                               names=("tgt_key_padding_mask", "tgt_mask"), of=("tgt", "tgt"))
+        output, weights = attention._attend(y, y, y, mask)
         self.last_self_attention = weights.detach()  # (B, h, T, T)
         return output
 
     def _cross_attend(self, y, memory, memory_mask, memory_key_padding_mask, is_causal):
-        output, weights = self.cross_attention(
-            y, memory, memory, memory_key_padding_mask, attn_mask=memory_mask,
-            is_causal=is_causal, average_attn_weights=False,
-        )
+        attention = self.cross_attention  # its masks checked under the block's names
+        mask = attention._mask(y, memory, memory_key_padding_mask, memory_mask, is_causal,
+                               names=("memory_key_padding_mask", "memory_mask"),
+                               of=("tgt", "memory"))
+        output, weights = attention._attend(y, memory, memory, mask)
         self.last_cross_attention = weights.detach()  # (B, h, T, S)
         return output
 
@@ -391,13 +387,6 @@ class DecoderBlock(nn.Module):
     ) -> torch.Tensor:
         """Run the block (arguments as ``nn.TransformerDecoderLayer.forward``;
         ``tgt_is_causal=True`` applies the causal mask, with or without ``tgt_mask``)."""
-        (B, T, _), S, h = tgt.shape, memory.shape[1], self.self_attention.num_heads
-        # masks of several accepted shapes, sized by tgt and memory: not a signature's
-        check_attention_masks(tgt_key_padding_mask, tgt_mask, B, h, T, T,
-                              names=("tgt_key_padding_mask", "tgt_mask"), of=("tgt", "tgt"))
-        check_attention_masks(memory_key_padding_mask, memory_mask, B, h, T, S,
-                              names=("memory_key_padding_mask", "memory_mask"),
-                              of=("tgt", "memory"))
         return self._decode(
             tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
             memory_key_padding_mask, tgt_is_causal, memory_is_causal,
