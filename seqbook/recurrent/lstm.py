@@ -47,7 +47,6 @@ from seqbook._contracts import (
 from seqbook.recurrent._sequence import (
     ModuleInput,
     State,
-    check_state,
     run_masked,
     stack_history,
 )
@@ -151,7 +150,7 @@ class LSTM(RecurrentStack):
     """
 
     _torch_class = nn.LSTM
-    _state_names = ("state[0] (h_0)", "state[1] (c_0)")
+    _state_names = ("h_0", "c_0")
 
     def __init__(
         self,
@@ -302,22 +301,10 @@ class LSTM(RecurrentStack):
             ((4, 3), (4, 3))
         """
         self._check_one_layer("cell")
-        y_prev, c_prev = self._check_step(x_t, state)
+        y_prev, c_prev = self._check_state_parts(state, ("y_prev", "c_prev"), (x_t.shape[0],),
+                                                 "B, ")
         pre_x = x_t @ self._stacked("W").T + self._stacked("b")  # (B, G H)
         return self._recurrence("")(pre_x, (y_prev, c_prev))[0]
-
-    def _check_step(self, x_t: torch.Tensor, state: object) -> tuple[torch.Tensor, torch.Tensor]:
-        """The state ``(y, c)`` of one step of :meth:`cell` for the input ``x_t``."""
-        if not isinstance(state, (tuple, list)) or len(state) != 2:
-            raise TypeError(
-                f"state must be a pair (y_prev, c_prev) of tensors, got {type(state).__name__}"
-            )
-        B = x_t.shape[0]
-        names = ("state[0] (y_prev)", "state[1] (c_prev)")
-        for name, tensor, size in zip(names, state, self._state_sizes()):
-            letter = "H" if size == self.hidden_size else "proj_size"
-            check_state(name, tensor, (B, size), self._like, f"(B, {letter})")
-        return state[0], state[1]
 
     def forward(
         self,

@@ -294,19 +294,29 @@ class RecurrentStack(nn.Module):
         if state is None:
             parts = [like.new_zeros(K, B, size) for size in sizes]  # (K, B, H)
         else:
-            if len(sizes) == 1:
-                parts = [state]
-            elif isinstance(state, (tuple, list)) and len(state) == len(sizes):
-                parts = list(state)
-            else:
-                raise TypeError(
-                    f"state must be a pair (h_0, c_0) of tensors, got {_describe(state)}"
-                )
-            letters = ["H" if size == self.hidden_size else "proj_size" for size in sizes]
-            for name, part, size, letter in zip(self._state_names, parts, sizes, letters):
-                check_state(name, part, (K, B, size), like,
-                            f"(num_layers * num_directions, B, {letter})")
+            parts = self._check_state_parts(state, self._state_names, (K, B),
+                                            "num_layers * num_directions, B, ")
         return [tuple(part[k] for part in parts) for k in range(K)]
+
+    def _check_state_parts(
+        self, state: Any, names: tuple[str, ...], leading: tuple[int, ...], what: str
+    ) -> list[torch.Tensor]:
+        """The tensors of ``state`` (one, or an LSTM's pair of parts ``names``), each of
+        shape ``leading + (size,)``, in the parameters' dtype and device; ``what``
+        spells ``leading`` out in letters."""
+        sizes = self._state_sizes()
+        if len(sizes) == 1:
+            parts = [state]
+        elif isinstance(state, (tuple, list)) and len(state) == len(sizes):
+            parts = list(state)
+        else:
+            raise TypeError(f"state must be a pair ({', '.join(names)}) of tensors, got "
+                            f"{_describe(state)}")
+        labels = names if len(sizes) == 1 else [f"state[{i}] ({n})" for i, n in enumerate(names)]
+        for label, part, size in zip(labels, parts, sizes):
+            letter = "H" if size == self.hidden_size else "proj_size"
+            check_state(label, part, (*leading, size), self._like, f"({what}{letter})")
+        return parts
 
     def _final_state(self, finals: list[State]) -> Any:
         """Per-layer final states stacked as torch returns them, ``(K, B, H)`` each."""
