@@ -214,9 +214,7 @@ class NgramLM:
             count += len(log_p)
         return total / count
 
-    def perplexity(
-        self, sequences: Sequences
-    ) -> float:
+    def perplexity(self, sequences: Sequences) -> float:
         r"""The perplexity on ``sequences``: the exponential of :meth:`cross_entropy`.
 
         .. math::
