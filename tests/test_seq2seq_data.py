@@ -44,7 +44,7 @@ def test_piece_tokenizer_falls_back_to_characters_and_learns():
         PieceTokenizer(["a", ""])
     with pytest.raises(TypeError, match="text"):
         tok.tokenize(["a"])
-    with pytest.raises(TypeError, match="single str"):
+    with pytest.raises(TypeError, match="pieces must be an iterable of str"):
         PieceTokenizer("abc")
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, NamedTuple
 
 import torch
 
+from seqbook._checks import check_sequence
 from seqbook._contracts import (
     Check,
     Flag,
@@ -39,8 +40,7 @@ __all__ = ["TranslationBatch", "TranslationTask", "number_translation_task"]
 
 def _check_pairs(name: str, pairs: object) -> Sequence[NumberPair]:
     """``pairs`` if it is a non-empty sequence of :class:`~seqbook.data.NumberPair`."""
-    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
-        raise TypeError(f"{name} must be a list of NumberPair, got {type(pairs).__name__}")
+    check_sequence(name, pairs, what="a list of NumberPair")
     if not pairs:
         raise ValueError(f"{name} must contain at least one pair, got none")
     bad = next((p for p in pairs if not isinstance(p, NumberPair)), None)

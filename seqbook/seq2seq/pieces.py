@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
 from typing import Annotated
 
+from seqbook._checks import check_sequence
 from seqbook._contracts import Check, InstanceOf, PositiveInt, check_signatures
 
 __all__ = ["PieceTokenizer", "join_words"]
@@ -24,10 +24,7 @@ __all__ = ["PieceTokenizer", "join_words"]
 def _check_strings(name: str, values: object, *, allow_empty_str: bool = False) -> list[str]:
     """``values`` as a list of str (non-empty unless ``allow_empty_str``), or a
     TypeError/ValueError naming ``name``."""
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        got = "a single str" if isinstance(values, str) else type(values).__name__
-        raise TypeError(f"{name} must be an iterable of str, got {got}")
-    values = list(values)
+    values = list(check_sequence(name, values, what="an iterable of str", iterable=True))
     bad = next((v for v in values if not isinstance(v, str)), None)
     if bad is not None:
         raise TypeError(f"{name} must hold str items, got {bad!r:.60} ({type(bad).__name__})")
