@@ -37,10 +37,14 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     Shaped,
-    TensorOf,
     check_signatures,
 )
-from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
+from seqbook.attractor.embedding import (
+    PatchEmbedding,
+    _check_pixels,
+    image_to_patches,
+    patches_to_image,
+)
 from seqbook.attractor.tasks import Fraction, _add_noise, _mask_tokens
 from seqbook.train import History, fit
 from seqbook.transformer import EncoderBlock, positional_encoding
@@ -224,7 +228,7 @@ def build_baseline(config: InstanceOf(BaselineConfig)) -> RecurrentTransformer |
 
 
 def corrupt(
-    images: torch.Tensor,
+    images: Shaped("B embedding.height embedding.width", floating=True),
     task: OneOf('mask', 'denoise'),
     embedding: InstanceOf(PatchEmbedding),
     fraction: Fraction = FRACTION,
@@ -246,7 +250,7 @@ def corrupt(
         >>> tuple(s.shape), visible.sum().item()
         ((2, 49, 32), 68)
     """
-    images = embedding._check(images)  # the embedding's size, pixels in [0, 1]
+    images = _check_pixels("images", images).to(embedding.F.dtype)  # pixels in [0, 1]
     return _corrupt(images, task, embedding, fraction, variance, generator)
 
 
@@ -261,7 +265,7 @@ def _corrupt(
 
 def train_baseline(
     model: InstanceOf(RecurrentTransformer, VisionTransformer),
-    images: TensorOf(3, floating=True),
+    images: Shaped("P model.image_size model.image_size", floating=True),
     task: OneOf('mask', 'denoise'),
     epochs: int = 20,
     batch_size: PositiveInt = 64,
@@ -295,7 +299,8 @@ def train_baseline(
     """
     max_steps = check_int("max_steps", max_steps, min_value=min_steps)
     embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
-    images = embedding._check(images)  # once: the mini-batches are corrupted unchecked
+    # once: the mini-batches are corrupted unchecked
+    images = _check_pixels("images", images).to(embedding.F.dtype)
     generator = seeded_generator(seed)
     draw = random.Random(shifted_seed(seed))
 

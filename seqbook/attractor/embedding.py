@@ -278,11 +278,6 @@ class PatchEmbedding(nn.Module):
         pixels = _spins_to_pixels(s.unflatten(-1, (self.a, 2)))  # (B, N, a)
         return _patches_to_image(pixels, self.patch_size, self.height, self.width)
 
-    def _check(self, images: torch.Tensor) -> torch.Tensor:
-        """``images`` of this embedding's size, for the functions that take both."""
-        images = check_tensor("images", images, shape=("B", self.height, self.width))
-        return _check_pixels("images", images).to(self.F.dtype)
-
     def extra_repr(self) -> str:
         return (
             f"patch_size={self.patch_size}, dim={self.dim}, "
