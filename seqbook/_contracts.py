@@ -192,8 +192,8 @@ class Dims(Check):
             _check_dtype_like(name, value, self.dtype_of, call)
         if self.device_of is not None:
             _check_device_like(name, value, self.device_of, call)
-        if self.ids is not None:
-            vocab = _size_of(self.ids, call, bound)
+        vocab = None if self.ids is None else _size_of(self.ids, call, bound)
+        if vocab is not None:  # None: the owner of the size is not what it should be
             check_token_ids(name, value, vocab[0], of=vocab[1] or self.ids)
         return value
 
