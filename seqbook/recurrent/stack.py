@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-from seqbook._checks import check_tensor
+from seqbook._checks import _describe, check_tensor
 from seqbook._contracts import (
     Check,
     Flag,
@@ -406,12 +406,6 @@ def _check_layer(layer: int, num_layers: int) -> int:
             f"got {layer}"
         )
     return layer % num_layers
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)}"
-    return type(value).__name__
 
 
 def _map_fields(trace: Any, fn) -> Any:
