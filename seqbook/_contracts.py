@@ -228,7 +228,8 @@ def _size_of(symbol: str, call: dict[str, Any], bound: dict[str, Any]) -> tuple[
 def _check_dtype_like(name: str, value: torch.Tensor, other: str, call: dict[str, Any]) -> None:
     """``value`` has the dtype of the module's parameters (``other="module"``), of the
     argument ``other``, or of its parameters if it is a module."""
-    owner = call["self"] if other == "module" else call.get(other)
+    # "module": the method's own module, or a function's argument named module
+    owner = call["self"] if other == "module" and "self" in call else call.get(other)
     if isinstance(owner, torch.Tensor):
         check_same_dtype(name, value, owner.dtype, of=other)
     elif isinstance(owner, torch.nn.Module):
@@ -241,7 +242,8 @@ def _check_dtype_like(name: str, value: torch.Tensor, other: str, call: dict[str
 def _check_device_like(name: str, value: torch.Tensor, other: str, call: dict[str, Any]) -> None:
     """``value`` is on the device of the module's parameters (``other="module"``) or of
     the argument ``other``."""
-    owner = call["self"] if other == "module" else call.get(other)
+    # "module": the method's own module, or a function's argument named module
+    owner = call["self"] if other == "module" and "self" in call else call.get(other)
     if isinstance(owner, torch.nn.Module):
         device = next((p.device for p in owner.parameters()), None)
         of = "the module's parameters" if other == "module" else f"the parameters of {other}"
