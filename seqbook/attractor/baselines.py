@@ -41,6 +41,7 @@ from seqbook._contracts import (
 )
 from seqbook.attractor.embedding import (
     PatchEmbedding,
+    _check_grid,
     _check_pixels,
     image_to_patches,
     patches_to_image,
@@ -87,9 +88,7 @@ class BaselineConfig:
     num_layers: PositiveInt = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
 
     def __post_init__(self) -> None:  # what the signature cannot say: whole patches
-        if self.image_size % self.patch_size:
-            raise ValueError(f"image_size {self.image_size} must be divisible by patch_size "
-                             f"{self.patch_size}")
+        _check_grid(self.patch_size, self.image_size, self.image_size, "image_size")
 
 
 class PatchTransformer(nn.Module):

@@ -40,10 +40,11 @@ __all__ = [
 ]
 
 
-def _check_grid(patch_size: int, height: int, width: int) -> None:
-    """What a signature cannot say: the image is made of whole patches."""
+def _check_grid(patch_size: int, height: int, width: int, name: str = "height and width") -> None:
+    """What a signature cannot say: the image is made of whole patches (``name`` says
+    which arguments or fields give its size)."""
     if height % patch_size or width % patch_size:
-        raise ValueError(f"height and width must be divisible by patch_size = {patch_size}, "
+        raise ValueError(f"{name} must be divisible by patch_size = {patch_size}, "
                          f"got {height} x {width}")
 
 

@@ -47,7 +47,7 @@ from seqbook._contracts import (
     check_signatures,
 )
 from seqbook.attractor import image_to_patches, patches_to_image
-from seqbook.attractor.embedding import _image_to_patches
+from seqbook.attractor.embedding import _check_grid, _image_to_patches
 from seqbook.attractor.tasks import Fraction, _mask_tokens
 from seqbook.energy_transformer._validate import Tokens
 from seqbook.energy_transformer.block import EnergyTransformer
@@ -142,9 +142,7 @@ class MaskedEnergyTransformer(nn.Module):
         super().__init__()
         self.config = config = config or MaskedConfig()
         self.patch_size, self.image_size = config.patch_size, config.image_size
-        if self.image_size % self.patch_size:
-            raise ValueError(f"image_size {self.image_size} must be divisible by patch_size "
-                             f"{self.patch_size}")
+        _check_grid(self.patch_size, self.image_size, self.image_size, "image_size")
         self.a = self.patch_size**2
         self.num_tokens = (self.image_size // self.patch_size) ** 2
         self.dim = D = config.dim
