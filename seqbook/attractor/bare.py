@@ -31,11 +31,13 @@ few configurations at a time, so that memory stays small for any batch.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated, Any
 
 import torch
 from torch import nn
 
 from seqbook._contracts import (
+    Dims,
     InstanceOf,
     IntAtLeast,
     NonNegativeInt,
@@ -47,16 +49,27 @@ from seqbook._contracts import (
 
 __all__ = ["BareSelfAttention"]
 
-# The contracts of the public methods: configurations of the model's N spins of dimension d
-# in the couplings' dtype, and a mask of their tokens.
-Spins = Shaped("B num_tokens dim", floating=True, dtype_of="module", device_of="module")
+
+class _FiniteDims(Dims):
+    """A tensor with named dimensions (see :class:`~seqbook._contracts.Dims`) whose values
+    are finite (no NaN or inf): spins and tokens of the attractor models."""
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        value = super().check_in(name, value, call, bound)
+        if not torch.isfinite(value).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        return value
+
+
+def FiniteShaped(dims: str, **options: Any) -> Any:
+    """:func:`~seqbook._contracts.Shaped` (same options) with finite values."""
+    return Annotated[torch.Tensor, _FiniteDims(dims, **options)]
+
+
+# The contracts of the public methods: finite configurations of the model's N spins of
+# dimension d in the couplings' dtype and device, and a mask of their tokens.
+Spins = FiniteShaped("B num_tokens dim", floating=True, dtype_of="module", device_of="module")
 KeyMask = Shaped("B num_tokens", dtype=torch.bool)  # True = attend
-
-def _check_finite(name: str, x: torch.Tensor) -> None:
-    """What a signature cannot say: the values are finite (data-dependent)."""
-    if not torch.isfinite(x).all():
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-
 
 # Elements of one chunk's (B, N, N, d) intermediate: about 64 MB in float32.
 _CHUNK_ELEMENTS = 16_000_000
@@ -187,7 +200,6 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``.
             returns: ``(B, N, N)``, row ``i`` for the query spin ``i``.
         """
-        _check_finite("x", x)
 
         def scores(x: torch.Tensor) -> torch.Tensor:
             return self._partners(torch.einsum("bid,ijde,bje->bij", x, self.J, x), None)
@@ -201,7 +213,6 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, N)``; each row sums to 1 and has a zero diagonal.
         """
-        _check_finite("x", x)
         key_mask = self._check_key_mask(key_mask)
 
         def attention(x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
@@ -218,7 +229,6 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``.
         """
-        _check_finite("x", x)
         return self._chunked(self._field, x, self._check_key_mask(key_mask))
 
     def step(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
@@ -228,7 +238,6 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``, unit vectors.
         """
-        _check_finite("x", x)
         return self._chunked(self._step, x, self._check_key_mask(key_mask))
 
     @torch.no_grad()
@@ -244,7 +253,6 @@ class BareSelfAttention(nn.Module):
             x0: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(steps + 1, B, N, d)``, the initial state first.
         """
-        _check_finite("x0", x0)
         key_mask = self._check_key_mask(key_mask)
         states = [x0]
         for t in range(steps):
@@ -276,11 +284,8 @@ class BareSelfAttention(nn.Module):
             x, others: ``(B, N, d)``.
             returns: ``(B, N)``.
         """
-        _check_finite("x", x)
         if others is None:
             others = x
-        else:
-            _check_finite("others", others)
         lam = self.lam if lam is None else lam
         if lam == 0:
             raise ValueError("lam must be > 0 for the energies (-(1/lam) log sum exp diverges "

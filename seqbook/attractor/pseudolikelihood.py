@@ -35,7 +35,7 @@ from seqbook._contracts import (
     Shaped,
     check_signatures,
 )
-from seqbook.attractor.bare import BareModel, BareSelfAttention, _check_finite
+from seqbook.attractor.bare import BareModel, BareSelfAttention, FiniteShaped
 from seqbook.train import History
 from seqbook.utils import Timer
 
@@ -51,9 +51,10 @@ __all__ = [
 _TERMS = 16_000_000
 
 
-# Configurations of the model's N spins of dimension d, in its couplings' dtype and device.
-Configurations = Shaped("B model.num_tokens model.dim", floating=True, dtype_of="model",
-                        device_of="model")
+# Finite configurations of the model's N spins of dimension d, in its couplings' dtype and
+# device.
+Configurations = FiniteShaped("B model.num_tokens model.dim", floating=True,
+                              dtype_of="model", device_of="model")
 
 
 def pseudo_likelihood_loss(
@@ -80,7 +81,6 @@ def pseudo_likelihood_loss(
         >>> torch.allclose(loss, model.energy(xi, lam=5.0).mean())
         True
     """
-    _check_finite("xi", xi)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
 
 
@@ -107,7 +107,6 @@ def pseudo_likelihood_gradient(
         >>> torch.allclose(grad, model.J.grad, atol=1e-6)
         True
     """
-    _check_finite("xi", xi)
     return _loss_and_gradient(model, xi, lam)
 
 
@@ -200,7 +199,6 @@ def train_pseudo_likelihood(
         >>> math.isclose(model.J.norm().item(), norm, rel_tol=1e-5)
         True
     """
-    _check_finite("xi", xi)
     if xi.shape[0] == 0:
         raise ValueError("xi must hold at least one training configuration, got 0")
     J, norm = model.J.data, model.J.data.norm()  # the norm is kept fixed

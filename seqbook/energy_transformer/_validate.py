@@ -6,13 +6,12 @@ from typing import Annotated, Any
 
 import torch
 
-from seqbook._contracts import Dims
-from seqbook.attractor.bare import _check_finite
+from seqbook.attractor.bare import _FiniteDims
 
 
-class _Tokens(Dims):
-    """A configuration of tokens (see :class:`~seqbook._contracts.Dims`), with ``N >= 2``
-    finite tokens.
+class _Tokens(_FiniteDims):
+    """A configuration of finite tokens (see :class:`~seqbook._contracts.Dims`), with
+    ``N >= 2`` tokens.
 
     A token never attends to itself, so a configuration needs at least two tokens; the
     dtype must be the parameters' (float64 input is computed in float64 only by a
@@ -24,7 +23,6 @@ class _Tokens(Dims):
         if value.shape[1] < 2:
             raise ValueError(f"{name} must have shape (B, N, dim) with N >= 2 tokens, "
                              f"got {tuple(value.shape)}")
-        _check_finite(name, value)
         return value
 
 
