@@ -29,6 +29,7 @@ from seqbook._checks import check_real
 from seqbook._contracts import (
     Check,
     InstanceOf,
+    IntIn,
     NonNegativeInt,
     NonNegativeReal,
     OneOf,
@@ -79,7 +80,7 @@ Fraction = Annotated[float, Check(_check_share)]
 
 
 def mnist_split(
-    train_size: PositiveInt = 4000, test_size: PositiveInt = 1000, seed: int = 0
+    train_size: IntIn(1, 4000) = 4000, test_size: IntIn(1, 1000) = 1000, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Disjoint training and test digits from :func:`seqbook.data.mnist5k`.
 
@@ -101,11 +102,6 @@ def mnist_split(
         >>> tuple(train.shape), tuple(test.shape)
         ((100, 28, 28), (10, 28, 28))
     """
-    if train_size > 4000 or test_size > 1000:
-        raise ValueError(
-            f"train_size must be <= 4000 and test_size <= 1000 (5,000 digits in all), "
-            f"got {train_size} and {test_size}"
-        )
     images, labels = mnist5k()
     train, _, test = split_dataset(
         list(range(len(labels))), 0.0, 0.2, seed=seed, stratify=lambda k: int(labels[k])

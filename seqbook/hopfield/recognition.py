@@ -35,6 +35,7 @@ from seqbook._checks import (
 )
 from seqbook._contracts import (
     Check,
+    IntIn,
     NonNegativeInt,
     NonNegativeReal,
     PositiveInt,
@@ -67,12 +68,13 @@ def _check_pixels(name: str, pixels: object, num_visible: int | None = None) -> 
 Pixels = Annotated[torch.Tensor, Check(_check_pixels)]  # (B, N_v) in [-1, 1]
 
 
-def digits_pm1(train_per_class: PositiveInt = 400) -> tuple[torch.Tensor, ...]:
+def digits_pm1(train_per_class: IntIn(1, 499) = 400) -> tuple[torch.Tensor, ...]:
     """The 5,000 digits of :func:`seqbook.data.mnist5k` as pixels in [-1, 1], split by class.
 
     Krotov and Hopfield map every pixel :math:`p \\in [0, 1]` to :math:`2p - 1`. The
-    first ``train_per_class`` digits of each class (in the file's order) are for
-    training, the rest of each class for testing: a fixed split, the same in every run.
+    first ``train_per_class`` digits of each class (in the file's order, 1 to 499 of its
+    500) are for training, the rest of each class for testing: a fixed split, the same in
+    every run.
 
     Returns:
         ``(train_x, train_y, test_x, test_y)``: float32 ``(S, 784)`` pixels and int64
@@ -85,8 +87,6 @@ def digits_pm1(train_per_class: PositiveInt = 400) -> tuple[torch.Tensor, ...]:
     """
     from seqbook.data import mnist5k
 
-    if train_per_class > 499:
-        raise ValueError(f"train_per_class must be <= 499 (500 per class), got {train_per_class}")
     images, labels = mnist5k(flatten=True)
     order = torch.argsort(labels, stable=True)  # class by class, in the file's order
     images, labels = 2 * images[order] - 1, labels[order]
