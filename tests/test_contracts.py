@@ -184,3 +184,41 @@ def test_a_misspelt_contract_fails_at_import_not_silently():
 
     with pytest.raises(NameError, match="PositiveIntt"):
         _checked(f)
+
+
+def _functions_of(module):
+    """Every function a seqbook module defines, with the name it is reached by: its
+    module-level functions and the methods (static and class methods too) of its classes."""
+    for name, obj in vars(module).items():
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                if inspect.isfunction(member):
+                    yield f"{name}.{attr}", member
+
+
+def test_every_contract_in_a_signature_is_checked():
+    """A contract on a function that check_signatures does not wrap (not in __all__, a
+    private method, a module without the call) would check nothing: none exists."""
+    import importlib
+    import pkgutil
+
+    import seqbook
+    from seqbook._contracts import _contracts_of, _hints
+
+    unchecked = []
+    for info in pkgutil.walk_packages(seqbook.__path__, "seqbook."):
+        module = importlib.import_module(info.name)
+        if info.name == "seqbook._contracts":
+            continue
+        for name, function in _functions_of(module):
+            if hasattr(function, "__contracts__"):
+                continue  # wrapped
+            if _contracts_of(_hints(function)):
+                unchecked.append(f"{info.name}.{name}")
+    assert not unchecked, f"contracts that nothing checks: {unchecked}"
