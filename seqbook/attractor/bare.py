@@ -43,6 +43,7 @@ from seqbook._contracts import (
     NonNegativeInt,
     NonNegativeReal,
     PositiveInt,
+    RandomGenerator,
     Shaped,
     check_signatures,
 )
@@ -121,7 +122,7 @@ class BareSelfAttention(nn.Module):
         dim: PositiveInt,
         lam: NonNegativeReal = 1.0,
         gamma: NonNegativeReal = 1.0,
-        generator: torch.Generator | None = None,
+        generator: RandomGenerator = None,
     ) -> None:
         super().__init__()
         self.num_tokens = num_tokens

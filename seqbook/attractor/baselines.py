@@ -36,6 +36,7 @@ from seqbook._contracts import (
     OneOf,
     PositiveInt,
     PositiveReal,
+    RandomGenerator,
     Shaped,
     check_signatures,
 )
@@ -232,7 +233,7 @@ def corrupt(
     embedding: InstanceOf(PatchEmbedding),
     fraction: Fraction = FRACTION,
     variance: NonNegativeReal = VARIANCE,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The corrupted patch vectors of a task, and the visible-token mask ("mask" only).
 

@@ -32,6 +32,7 @@ from seqbook._contracts import (
     CallableAs,
     PositiveInt,
     PositiveReal,
+    RandomGenerator,
     Shaped,
     check_signatures,
 )
@@ -146,7 +147,7 @@ def train_pseudo_likelihood(
     lr: PositiveReal = 5.0,
     lam: PositiveReal = 5.0,
     clip: PositiveReal = 1.0,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
     progress: bool = True,
     on_step: CallableAs("on_step(steps)", nargs=1) | None = None,
 ) -> History:

@@ -35,6 +35,7 @@ from seqbook._contracts import (
     OneOf,
     PositiveInt,
     PositiveReal,
+    RandomGenerator,
     Shaped,
     TensorOf,
     check_signatures,
@@ -112,7 +113,7 @@ def mnist_split(
 def mask_tokens(
     tokens: Shaped("B N D", floating=True),
     fraction: Fraction = 0.3,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Set a random ``fraction`` of the tokens of each configuration to zero.
 
@@ -147,7 +148,7 @@ def _mask_tokens(
 
 
 def add_noise(
-    images: Images, variance: NonNegativeReal = 0.7, generator: torch.Generator | None = None
+    images: Images, variance: NonNegativeReal = 0.7, generator: RandomGenerator = None
 ) -> torch.Tensor:
     r"""Gaussian noise on every pixel, rescaled to the original variance, clipped to [0, 1].
 
@@ -269,7 +270,7 @@ def corrupt_digits(
     patch_size: PositiveInt = 2,
     fraction: Fraction = 0.3,
     variance: NonNegativeReal = 0.7,
-    generator: torch.Generator | None = None,
+    generator: RandomGenerator = None,
 ) -> CorruptedDigits:
     """Corrupt clean digits for one task.
 
