@@ -160,8 +160,9 @@ def check_same_dtype(
             f"(e.g. {name}.to({dtype}) or module.to({value.dtype}))"
             if "module" in of else f"(e.g. {name}.to({dtype}))"
         )
+        verb = "has" if of.isidentifier() else "have"  # "Q has", "the parameters have"
         raise TypeError(
-            f"{name} has dtype {value.dtype} but {of} have dtype {dtype}; convert one to "
+            f"{name} has dtype {value.dtype} but {of} {verb} dtype {dtype}; convert one to "
             f"the other {hint}"
         )
     return value

@@ -106,6 +106,6 @@ def test_float64_follows_the_formula_to_float64_accuracy():
     assert torch.allclose(weights, expected, atol=1e-15, rtol=1e-13)
     assert torch.allclose(context, expected @ values, atol=1e-15, rtol=1e-13)
     with pytest.raises(
-        TypeError, match="values has dtype torch.float32 but keys have dtype torch.float64"
+        TypeError, match="values has dtype torch.float32 but keys has dtype torch.float64"
     ):
         attention(queries, keys, values.float())

@@ -128,7 +128,7 @@ def test_mixed_dtypes_name_both(which, dtype):
     Q, K, V = torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3)
     args = dict(Q=Q, K=K, V=V)
     args[which] = args[which].to(dtype)
-    with pytest.raises(TypeError, match=rf"{which} has dtype {dtype} but Q have dtype"):
+    with pytest.raises(TypeError, match=rf"{which} has dtype {dtype} but Q has dtype"):
         scaled_dot_product_attention(**args)
 
 

@@ -107,6 +107,6 @@ def test_float64_matches_the_formula_to_float64_accuracy(kernel):
     assert torch.allclose(weights, expected, atol=1e-15, rtol=1e-12)
     assert torch.allclose(predictions, expected @ values, atol=1e-14, rtol=1e-12)
     with pytest.raises(
-        TypeError, match="keys has dtype torch.float32 but queries have dtype torch.float64"
+        TypeError, match="keys has dtype torch.float32 but queries has dtype torch.float64"
     ):
         nadaraya_watson(queries, keys.float(), values)

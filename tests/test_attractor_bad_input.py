@@ -67,7 +67,7 @@ CASES = [
     ("xi float64", lambda: attractor.pseudo_likelihood_loss(M, X.double()), TypeError,
      "xi has dtype torch.float64"),
     ("mse dtypes", lambda: attractor.mse_curve(IMAGES[None].double(), IMAGES), TypeError,
-     "reconstructions has dtype torch.float64 but images have dtype torch.float32"),
+     "reconstructions has dtype torch.float64 but images has dtype torch.float32"),
     ("integer images", lambda: attractor.add_noise(torch.ones(1, 28, 28, dtype=torch.int64)),
      TypeError, "images must have a floating-point dtype"),
     # images outside [0, 1]

@@ -29,7 +29,7 @@ from seqbook.transformer import AddNorm, DecoderBlock, EncoderBlock, FeedForward
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
 def test_mixed_dtypes_in_scaled_dot_product_attention(dtype):
     Q, K, V = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
-    with pytest.raises(TypeError, match=f"K has dtype {dtype} but Q have dtype torch.float32"):
+    with pytest.raises(TypeError, match=f"K has dtype {dtype} but Q has dtype torch.float32"):
         scaled_dot_product_attention(Q, K.to(dtype), V)
 
 

@@ -99,7 +99,7 @@ def test_good_arguments_pass_and_scalars_arrive_converted():
     (lambda: Cell(4)(torch.zeros(5, 4), torch.zeros(6, 2)), ValueError,
      r"h must have shape \(B, 2\) with B = 5 \(as in x\)"),
     (lambda: Cell(4)(torch.zeros(5, 4), torch.zeros(5, 2, dtype=torch.float64)), TypeError,
-     "h has dtype torch.float64 but x have"),
+     "h has dtype torch.float64 but x has dtype"),
     (lambda: Cell(4).run(0), ValueError, "steps must be >= 1"),
     (lambda: Cell.make(2.0), ValueError, "size must be <= 1.0"),
     (lambda: Cell(4).describe(3), TypeError, r"other must be a module, got 3 \(int\)"),

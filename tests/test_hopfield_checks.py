@@ -97,9 +97,9 @@ CASES = [
      ValueError, r"converged must have shape \(5,\)"),
     # mixed dtypes
     ("classical_energy", lambda: hop.classical_energy(SPINS.double(), W, U), TypeError,
-     "xi has dtype torch.float64 but W have dtype torch.float32"),
+     "xi has dtype torch.float64 but W has dtype torch.float32"),
     ("classical_energy", lambda: hop.classical_energy(SPINS, W, U.double()), TypeError,
-     "U has dtype torch.float64 but W have dtype torch.float32"),
+     "U has dtype torch.float64 but W has dtype torch.float32"),
     ("dense_energy", lambda: hop.dense_energy(SPINS.double(), SPINS), TypeError,
      "xi has dtype torch.float64"),
     ("ModernHopfield", lambda: hop.ModernHopfield(REAL, 1.0).update(REAL.double()), TypeError,

@@ -410,7 +410,7 @@ def test_bad_association_arguments_are_rejected():
         hopfield_association(Q, K[..., :3], 1.0)
     with pytest.raises(
         TypeError,
-        match="K has dtype torch.float64 but Q have dtype torch.float32",
+        match="K has dtype torch.float64 but Q has dtype torch.float32",
     ):
         hopfield_association(Q, K.double(), 1.0)
     with pytest.raises(ValueError, match="beta must be > 0"):

@@ -150,7 +150,7 @@ def test_float64_divergences_equal_torch():
 
 def test_mixed_dtypes_and_reductions_are_checked():
     p = random_distributions(2, 3)
-    with pytest.raises(TypeError, match="q has dtype torch.float64 but p have dtype torch.float32"):
+    with pytest.raises(TypeError, match="q has dtype torch.float64 but p has dtype torch.float32"):
         kl_divergence(p, p.double())
     with pytest.raises(ValueError, match="reduction must be one of"):
         label_smoothing_loss(torch.randn(2, 3), torch.tensor([0, 1]), 0.1, reduction="batchmean")

@@ -110,7 +110,7 @@ def test_float64_equals_torch_and_round_trips(bias):
 def test_dtypes_must_agree():
     with pytest.raises(TypeError, match="x has dtype torch.float64 but the module's parameters"):
         LayerNorm(4)(torch.randn(2, 4, dtype=torch.float64))
-    with pytest.raises(TypeError, match="a has dtype torch.float64 but x have dtype torch.float32"):
+    with pytest.raises(TypeError, match="a has dtype torch.float64 but x has dtype torch.float32"):
         layer_norm(torch.randn(2, 4), torch.ones(4, dtype=torch.float64))
 
 
