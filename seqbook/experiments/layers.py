@@ -36,6 +36,9 @@ from seqbook.recurrent import GRU, LSTM, chrono_init
 __all__ = ["LayerSpec", "recurrent_layer"]
 
 KINDS = ("rnn", "gru", "lstm")
+# a name, not OneOf(*KINDS) in the field: Sphinx's source parser cannot read a starred
+# argument in a class-level annotation (and the API pages would lose their source)
+Kind = OneOf(*KINDS)
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class LayerSpec:
         'LSTM, chrono T_max = 100'
     """
 
-    kind: OneOf(*KINDS)  # "rnn", "gru" or "lstm"
+    kind: Kind  # "rnn", "gru" or "lstm"
     forget_gate: Flag = True  # LSTM: False is the 1997 LSTM
     input_gate_bias: FiniteReal = 0.0  # LSTM: added to b_i
     forget_gate_bias: FiniteReal = 0.0  # LSTM with forget gate: added to b_f
