@@ -184,3 +184,29 @@ def test_a_torch_key_padding_mask_gives_torchs_result():
     expected, _ = reference(x, x, x, key_padding_mask=padding)
     output, _ = ours(x, x, x, key_padding_mask=padding)
     assert torch.allclose(output, expected, atol=1e-6)
+
+
+# --- boundary leaks found by a differential review: torch or Python errors before -------
+
+
+def test_losses_and_profiles_refuse_bad_batches_naming_the_argument():
+    from seqbook.costs import CausalConvolution
+    from seqbook.costs.generation import generation_profile
+    from seqbook.decoding import length_normalized
+    from seqbook.language_model import RecurrentLM, lm_loss
+    from seqbook.seq2seq import EncoderDecoder
+
+    model = RecurrentLM(vocab_size=10, hidden_size=8, embedding_dim=4)
+    ids = torch.randint(0, 10, (2, 6))
+    with pytest.raises(ValueError, match=r"targets must hold token ids in \[0, 10\)"):
+        lm_loss(model, (ids, ids + 10))
+    with pytest.raises(TypeError, match="batch must be a TranslationBatch"):
+        Transformer(12, 12, d_model=8, num_heads=2, num_layers=1, d_ff=16).loss(None)
+    with pytest.raises(TypeError, match="batch must be a TranslationBatch"):
+        EncoderDecoder.loss(None, None)
+    with pytest.raises(TypeError, match="model must be a Module"):
+        generation_profile(None, 4)
+    with pytest.raises(TypeError, match="x has dtype torch.float64 but the module's parameters"):
+        CausalConvolution(4, 3)(torch.zeros(1, 5, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"length must broadcast to log_prob's shape \(3,\)"):
+        length_normalized(torch.zeros(3), torch.ones(2), 0.5)

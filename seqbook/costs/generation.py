@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._contracts import PositiveInt, check_signatures
+from seqbook._contracts import InstanceOf, PositiveInt, check_signatures
 from seqbook.costs.measure import count_flops
 from seqbook.language_model.cache import KVCache
 from seqbook.language_model.mixers import MixerLM
@@ -44,8 +44,12 @@ def _one_step(model: nn.Module) -> Callable[[torch.Tensor, object], tuple[torch.
 
 
 @torch.no_grad()
-def generation_profile(model: nn.Module, num_tokens: PositiveInt, block_size: PositiveInt = 64,
-                       repeats: PositiveInt = 3) -> dict[str, list]:
+def generation_profile(
+    model: InstanceOf(nn.Module),
+    num_tokens: PositiveInt,
+    block_size: PositiveInt = 64,
+    repeats: PositiveInt = 3,
+) -> dict[str, list]:
     """Generate ``num_tokens`` tokens greedily, one at a time, and measure each block.
 
     The model needs ``init_state(batch_size)`` and a step that reads one token with a

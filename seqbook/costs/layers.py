@@ -74,7 +74,9 @@ class CausalConvolution(nn.Module):
         self.W = nn.Parameter(torch.empty(kernel_size, d, d).uniform_(-bound, bound))
         self.b = nn.Parameter(torch.empty(d).uniform_(-bound, bound))
 
-    def forward(self, x: Shaped("B n d", floating=True)) -> torch.Tensor:
+    def forward(
+        self, x: Shaped("B n d", floating=True, dtype_of="module")
+    ) -> torch.Tensor:
         return self._convolve(x)
 
     def _convolve(self, x: torch.Tensor) -> torch.Tensor:

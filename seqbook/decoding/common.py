@@ -170,6 +170,11 @@ def length_normalized(
         >>> length_normalized(torch.tensor([-2.0]), torch.tensor([4]), 0.5).item()
         -1.0
     """
+    try:
+        torch.broadcast_shapes(log_prob.shape, length.shape)
+    except RuntimeError:
+        raise ValueError(f"length must broadcast to log_prob's shape {tuple(log_prob.shape)}, "
+                         f"got {tuple(length.shape)}") from None
     return _length_normalized(log_prob, length, length_penalty)
 
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_tensor
+from seqbook._checks import check_tensor, check_token_ids
 from seqbook._contracts import InstanceOf, PositiveInt, TensorOf, check_signatures
 
 __all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
@@ -74,6 +74,7 @@ def lm_loss(model: Model, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Ten
         raise ValueError(f"targets must have the shape {tuple(logits.shape[:2])} of the inputs "
                          f"(B, T), got {tuple(targets.shape)}")
     V = logits.shape[-1]
+    check_token_ids("targets", targets, V, of="the V scores of the model's logits")
     return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 
 

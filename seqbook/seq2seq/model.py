@@ -131,7 +131,7 @@ class EncoderDecoder(nn.Module):
         ``(B, T_y, T_x)`` (``None`` for the fixed-context decoder)."""
         return self.decoder(tgt_in, self.encode(src, src_lengths))
 
-    def loss(self, batch: TranslationBatch) -> torch.Tensor:
+    def loss(self, batch: InstanceOf(TranslationBatch)) -> torch.Tensor:
         """The masked cross-entropy of one batch (a ``loss_fn`` for ``fit``)."""
         logits, _ = self(batch.src, batch.src_lengths, batch.tgt_in)
         return _masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)

@@ -19,6 +19,7 @@ from torch import nn
 
 from seqbook._checks import check_token_ids
 from seqbook._contracts import (
+    InstanceOf,
     NonNegativeInt,
     PositiveInt,
     RealIn,
@@ -221,7 +222,7 @@ class Transformer(nn.Module):
 
     def loss(
         self,
-        batch: TranslationBatch,
+        batch: InstanceOf(TranslationBatch),
         label_smoothing: RealIn(0.0, 1.0) = 0.0,
     ) -> torch.Tensor:
         """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
