@@ -7,4 +7,9 @@ Subpackages are imported on demand (``import seqbook.data``) to keep ``import se
 cheap in Colab's first cell.
 """
 
+from seqbook._checked_imports import check_package_signatures
+
 __version__ = "0.1.0"
+
+# every module imported from here on checks the contracts in its public signatures
+check_package_signatures(__name__)

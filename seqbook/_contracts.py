@@ -5,9 +5,11 @@ A public function says what each argument must be in its type hints::
     def beam_search(..., beam_size: PositiveInt, length_penalty: NonNegativeReal = 0.0,
                     generator: Generator = None) -> ...:
 
-and its module ends with ``check_signatures(globals())``. That call wraps every function
-of the module's ``__all__`` whose hints carry a contract, and the ``__init__``,
-``forward`` and other public methods of every class of ``__all__``, so that each call
+and that is all: when a module of the package has been imported, :func:`check_signatures`
+(installed for the whole package by ``seqbook/__init__.py``, see
+:mod:`seqbook._checked_imports`) wraps every function of the module's ``__all__`` whose
+hints carry a contract, and the ``__init__``, ``forward`` and other public methods of
+every class of ``__all__``, so that each call
 first validates its arguments, defaults included, with the helpers of
 :mod:`seqbook._checks` (same messages, same ``TypeError``/``ValueError``), then runs the
 body with the values the helpers return (``check_real`` turns ``1`` into ``1.0``). The

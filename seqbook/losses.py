@@ -20,7 +20,6 @@ from seqbook._contracts import (
     OneOf,
     RealIn,
     Shaped,
-    check_signatures,
 )
 
 __all__ = [
@@ -246,6 +245,3 @@ def _label_smoothing_loss(
         return losses.sum()
     zeros = torch.zeros(y.shape, dtype=losses.dtype, device=losses.device)
     return zeros.masked_scatter(keep, losses)  # (...), 0 where ignored
-
-
-check_signatures(globals())

@@ -19,7 +19,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from seqbook._contracts import InstanceOf, check_signatures
+from seqbook._contracts import InstanceOf
 
 __all__ = ["SourceSnippet", "glue", "show_source"]
 
@@ -275,6 +275,3 @@ def _find(lines: list[str], keep: list[int], text: str, begin: int, name: str, o
 def _longest_backtick_run(text: str) -> int:
     runs = re.findall(r"`+", text)
     return max((len(r) for r in runs), default=0)
-
-
-check_signatures(globals())

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 
-from seqbook._contracts import Flag, InstanceOf, SequenceOf, check_signatures
+from seqbook._contracts import Flag, InstanceOf, SequenceOf
 from seqbook.train import History
 
 __all__ = ["plot_history", "heatmap"]
@@ -137,6 +137,3 @@ def heatmap(
     if colorbar:
         ax.figure.colorbar(image, ax=ax)
     return ax
-
-
-check_signatures(globals())

@@ -24,7 +24,6 @@ from seqbook._contracts import (
     InstanceOf,
     PositiveInt,
     PositiveReal,
-    check_signatures,
 )
 from seqbook.utils import Timer, to_device
 
@@ -171,6 +170,3 @@ def _fit(
             bar.set_postfix(postfix)
     history.seconds = timer.seconds
     return history
-
-
-check_signatures(globals())

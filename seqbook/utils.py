@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqbook._contracts import Device, NonNegativeInt, check_signatures
+from seqbook._contracts import Device, NonNegativeInt
 
 __all__ = [
     "SEED_SHIFT_VARIABLE",
@@ -166,6 +166,3 @@ class Timer:
 
     def __repr__(self) -> str:
         return f"Timer(seconds={self.seconds:.3f})"
-
-
-check_signatures(globals())

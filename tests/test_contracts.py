@@ -204,7 +204,8 @@ def _functions_of(module):
 
 def test_every_contract_in_a_signature_is_checked():
     """A contract on a function that check_signatures does not wrap (not in __all__, a
-    private method, a module without the call) would check nothing: none exists."""
+    private method, a module imported past the package's import hook) would check
+    nothing: none exists."""
     import importlib
     import pkgutil
 
@@ -238,3 +239,43 @@ def test_sphinx_reads_the_source_of_every_module():
         analyzer = ModuleAnalyzer.for_module(info.name)
         analyzer.find_tags()
         analyzer.find_attr_docs()
+
+
+def test_the_package_installs_its_import_hook_once():
+    """``seqbook/__init__.py`` puts one finder on ``sys.meta_path``; calling it again (a
+    reloaded package) does not stack a second one."""
+    import sys
+
+    import seqbook
+    from seqbook._checked_imports import _CheckingFinder, check_package_signatures
+
+    check_package_signatures("seqbook")
+    finders = [f for f in sys.meta_path if isinstance(f, _CheckingFinder)]
+    assert [f.prefix for f in finders] == ["seqbook."]
+    assert seqbook.__name__ == "seqbook"
+
+
+def test_a_reloaded_module_checks_its_contracts_again():
+    import importlib
+
+    import seqbook.attention.dot_product as module
+
+    module = importlib.reload(module)
+    assert contracts_of(module.scaled_dot_product_attention)
+    with pytest.raises(ValueError, match="K must have shape"):
+        module.scaled_dot_product_attention(torch.randn(2, 3, 4), torch.randn(2, 3, 5),
+                                            torch.randn(2, 3, 4))
+
+
+def test_a_module_run_as_a_script_reads_its_source_through_the_hook():
+    """``python -m seqbook.<module>`` and inspect read the code through the wrapped
+    loader, which passes ``get_code``/``get_source`` on to the module's own."""
+    import importlib.util
+    import inspect
+    from pathlib import Path
+
+    import seqbook.hopfield.modern as module
+
+    spec = importlib.util.find_spec("seqbook.hopfield.modern")
+    assert spec.loader.get_code("seqbook.hopfield.modern") is not None
+    assert inspect.getsource(module) == Path(module.__file__).read_text()

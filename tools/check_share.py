@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_NAME = re.compile(r"^_?check(_|$)|^_validate")  # not checkpoint_path
 # the shared validation: every line of these modules is a check line, whatever its name
-CHECK_MODULES = {"_checks.py", "_contracts.py"}
+CHECK_MODULES = {"_checks.py", "_contracts.py", "_checked_imports.py"}
 
 
 def _name(func: ast.expr) -> str:

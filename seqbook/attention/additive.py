@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._contracts import PositiveInt, Shaped, TensorOf, check_signatures
+from seqbook._contracts import PositiveInt, Shaped, TensorOf
 from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AdditiveAttention"]
@@ -121,6 +121,3 @@ class AdditiveAttention(nn.Module):
             f"query_size={self.query_size}, key_size={self.key_size}, "
             f"hidden_size={self.hidden_size}"
         )
-
-
-check_signatures(globals())

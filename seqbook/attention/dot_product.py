@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from seqbook._contracts import Flag, Probability, Real, Shaped, check_signatures
+from seqbook._contracts import Flag, Probability, Real, Shaped
 from seqbook.attention.masking import _masked_softmax, causal_mask, check_mask
 
 __all__ = ["scaled_dot_product_attention"]
@@ -133,6 +133,3 @@ def _sdpa(
     weights = _masked_softmax(scores, mask)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)
-
-
-check_signatures(globals())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from seqbook._checks import check_same_dtype
-from seqbook._contracts import OneOf, PositiveReal, TensorOf, check_signatures
+from seqbook._contracts import OneOf, PositiveReal, TensorOf
 
 __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 
@@ -152,6 +152,3 @@ def _nadaraya_watson(
         # (eq-attn-nw)
         weights = alpha / total.clamp(min=torch.finfo(alpha.dtype).tiny)
     return weights @ v, weights  # (N, V), (N, M)
-
-
-check_signatures(globals())

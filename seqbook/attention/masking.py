@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from seqbook._checks import check_tensor
-from seqbook._contracts import Device, Int, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import Device, Int, PositiveInt, TensorOf
 
 __all__ = ["masked_softmax", "causal_mask", "check_mask", "merge_masks"]
 
@@ -191,6 +191,3 @@ def causal_mask(
     """
     T_k = T_q if T_k is None else T_k
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)
-
-
-check_signatures(globals())

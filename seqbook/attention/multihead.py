@@ -24,7 +24,6 @@ from seqbook._contracts import (
     PositiveInt,
     Probability,
     Shaped,
-    check_signatures,
 )
 from seqbook.attention.dot_product import _sdpa
 from seqbook.attention.masking import causal_mask, check_mask, merge_masks
@@ -357,6 +356,3 @@ class MultiHeadAttention(nn.Module):
             f"bias={self.b_O is not None}, kdim={self.kdim}, vdim={self.vdim}, "
             f"d_k={self.d_k}, d_v={self.d_v}"
         )
-
-
-check_signatures(globals())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._contracts import PositiveInt, Shaped, TensorOf, check_signatures
+from seqbook._contracts import PositiveInt, Shaped, TensorOf
 from seqbook.attention.masking import _masked_softmax, check_mask
 
 __all__ = ["AttentionPooling"]
@@ -77,6 +77,3 @@ class AttentionPooling(nn.Module):
 
     def extra_repr(self) -> str:
         return f"input_size={self.input_size}, hidden_size={self.hidden_size}"
-
-
-check_signatures(globals())

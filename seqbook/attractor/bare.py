@@ -45,7 +45,6 @@ from seqbook._contracts import (
     PositiveInt,
     RandomGenerator,
     Shaped,
-    check_signatures,
 )
 
 __all__ = ["BareSelfAttention"]
@@ -311,5 +310,3 @@ class BareSelfAttention(nn.Module):
 
 # The contract of the functions that take a model (training, spectrum, storage).
 BareModel = InstanceOf(BareSelfAttention, what="a seqbook.attractor.BareSelfAttention")
-
-check_signatures(globals())

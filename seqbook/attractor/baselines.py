@@ -38,7 +38,6 @@ from seqbook._contracts import (
     PositiveReal,
     RandomGenerator,
     Shaped,
-    check_signatures,
 )
 from seqbook.attractor.embedding import (
     PatchEmbedding,
@@ -365,6 +364,3 @@ def load_baseline(
     if missing:
         raise ValueError(f"checkpoint {path} lacks {sorted(missing)}")
     return model.eval(), checkpoint["info"]
-
-
-check_signatures(globals())

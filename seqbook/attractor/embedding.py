@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_positive_int, check_tensor
-from seqbook._contracts import Check, NonNegativeInt, PositiveInt, Shaped, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, PositiveInt, Shaped
 
 __all__ = [
     "PatchEmbedding",
@@ -284,6 +284,3 @@ class PatchEmbedding(nn.Module):
             f"patch_size={self.patch_size}, dim={self.dim}, "
             f"image_size=({self.height}, {self.width}), num_tokens={self.num_tokens}"
         )
-
-
-check_signatures(globals())

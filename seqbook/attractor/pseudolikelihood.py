@@ -34,7 +34,6 @@ from seqbook._contracts import (
     PositiveReal,
     RandomGenerator,
     Shaped,
-    check_signatures,
 )
 from seqbook.attractor.bare import BareModel, BareSelfAttention, FiniteShaped
 from seqbook.train import History
@@ -277,6 +276,3 @@ def hebbian_couplings(
     if norm is not None:
         J *= norm / J.norm()
     return J
-
-
-check_signatures(globals())

@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from seqbook._contracts import PositiveInt, Shaped, check_signatures
+from seqbook._contracts import PositiveInt, Shaped
 from seqbook.attractor.bare import BareModel, BareSelfAttention
 
 __all__ = [
@@ -188,6 +188,3 @@ def forgetting_time(eigenvalues: Shaped("K")) -> float:
     """
     first, second = _check_leading_pair(eigenvalues)
     return 1.0 / math.log(first / second)  # (eq-attr-tau)
-
-
-check_signatures(globals())

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from seqbook._checks import checkpoint_path
-from seqbook._contracts import InstanceOf, Shaped, check_signatures
+from seqbook._contracts import InstanceOf, Shaped
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import CHECKPOINTS
 
@@ -115,6 +115,3 @@ def load_bare(name_or_path: str | Path = "bare") -> tuple[BareSelfAttention, dic
     with torch.no_grad():
         model.J.copy_(expand_couplings(checkpoint["couplings"]))
     return model, checkpoint["info"]
-
-
-check_signatures(globals())

@@ -38,7 +38,6 @@ from seqbook._contracts import (
     RandomGenerator,
     Shaped,
     TensorOf,
-    check_signatures,
 )
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.embedding import (
@@ -428,6 +427,3 @@ def blur(images: Images, sigma: PositiveReal) -> torch.Tensor:
         return torch.nn.functional.conv2d(x, kernel.view(1, 1, -1, 1), padding=(radius, 0))[:, 0]
 
     return smooth(images) / smooth(torch.ones_like(images[:1]))
-
-
-check_signatures(globals())

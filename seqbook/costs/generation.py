@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._contracts import InstanceOf, PositiveInt, check_signatures
+from seqbook._contracts import InstanceOf, PositiveInt
 from seqbook.costs.measure import count_flops
 from seqbook.language_model.cache import KVCache
 from seqbook.language_model.mixers import MixerLM
@@ -107,6 +107,3 @@ def _copy(state: object) -> object:
     if isinstance(state, KVCache):
         return state.copy()
     return state  # the other states are replaced, never changed in place
-
-
-check_signatures(globals())

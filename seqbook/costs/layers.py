@@ -23,7 +23,6 @@ from seqbook._contracts import (
     PositiveInt,
     Shaped,
     TensorOf,
-    check_signatures,
 )
 from seqbook.attention import MultiHeadAttention, causal_mask
 
@@ -184,6 +183,3 @@ def convolution_stack(d: int, num_layers: PositiveInt, kernel_size: IntAtLeast(2
         CausalConvolution(d, kernel_size, kernel_size**layer if dilated else 1)
         for layer in range(num_layers)
     ))
-
-
-check_signatures(globals())

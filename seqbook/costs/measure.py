@@ -23,7 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._contracts import CallableAs, IntAtLeast, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import CallableAs, IntAtLeast, PositiveInt, TensorOf
 
 __all__ = ["count_flops", "count_operations", "cpu_seconds", "path_length", "power_law_exponent"]
 
@@ -161,6 +161,3 @@ def power_law_exponent(
     x = np.log(np.asarray(sizes, dtype=float)[order])
     y = np.log(np.asarray(costs, dtype=float)[order])
     return float(np.polyfit(x, y, 1)[0])
-
-
-check_signatures(globals())

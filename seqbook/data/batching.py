@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from seqbook._contracts import NonNegativeInt, Real, SequenceOf, TensorOf, check_signatures
+from seqbook._contracts import NonNegativeInt, Real, SequenceOf, TensorOf
 
 __all__ = ["pad_batch", "lengths_to_mask"]
 
@@ -102,6 +102,3 @@ def pad_batch(
     lengths = torch.tensor([t.shape[0] for t in tensors], dtype=torch.long)
     padded = pad_sequence(tensors, batch_first=True, padding_value=pad_value)  # (B, T[, D])
     return padded, lengths, _lengths_to_mask(lengths, padded.shape[1])
-
-
-check_signatures(globals())

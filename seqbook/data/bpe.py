@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Annotated
 
 from seqbook._checks import check_sequence
-from seqbook._contracts import Check, NonNegativeInt, check_signatures
+from seqbook._contracts import Check, NonNegativeInt
 
 __all__ = ["learn_bpe", "apply_bpe"]
 
@@ -120,6 +120,3 @@ def apply_bpe(word: Word, merges: Merges) -> list[str]:
     for pair in merges:
         symbols = _merge(symbols, pair)
     return symbols
-
-
-check_signatures(globals())

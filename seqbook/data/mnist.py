@@ -7,7 +7,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from seqbook._contracts import Flag, check_signatures
+from seqbook._contracts import Flag
 
 __all__ = ["mnist5k"]
 
@@ -49,6 +49,3 @@ def mnist5k(flatten: Flag = False) -> tuple[torch.Tensor, torch.Tensor]:
     if not flatten:
         images = images.reshape(-1, 28, 28)  # (N, 28, 28)
     return images, torch.as_tensor(labels, dtype=torch.int64)
-
-
-check_signatures(globals())

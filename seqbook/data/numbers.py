@@ -14,7 +14,7 @@ from typing import Annotated, NamedTuple
 
 from num2words import CONVERTER_CLASSES, num2words
 
-from seqbook._contracts import Check, NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, PositiveInt
 from seqbook.data.splits import Splits
 
 __all__ = ["NumberPair", "number_translation", "spell_number"]
@@ -97,6 +97,3 @@ def number_translation(
     test = numbers[num_valid : num_valid + num_test]
     train = numbers[num_valid + num_test : num_valid + num_test + num_train]
     return Splits(pairs(train), pairs(valid), pairs(test))
-
-
-check_signatures(globals())

@@ -13,7 +13,7 @@ import sysconfig
 from pathlib import Path
 from typing import NamedTuple
 
-from seqbook._contracts import NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import NonNegativeInt, PositiveInt
 from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["SourceFile", "python_source_corpus"]
@@ -94,6 +94,3 @@ def python_source_corpus(
             f"of at most max_file_chars={max_file_chars} characters"
         )
     return split_dataset(chosen, valid_fraction, test_fraction, seed=seed)
-
-
-check_signatures(globals())

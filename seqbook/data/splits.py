@@ -13,7 +13,6 @@ from seqbook._contracts import (
     NonNegativeInt,
     NonNegativeReal,
     SequenceOf,
-    check_signatures,
 )
 
 __all__ = ["Splits", "split_dataset"]
@@ -81,6 +80,3 @@ def split_dataset(
     for split in (train, valid, test):  # mix the classes again
         rng.shuffle(split)
     return Splits(train, valid, test)
-
-
-check_signatures(globals())

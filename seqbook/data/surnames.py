@@ -16,7 +16,7 @@ import warnings
 from functools import lru_cache
 from typing import Annotated, NamedTuple
 
-from seqbook._contracts import Check, NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import Check, NonNegativeInt, PositiveInt
 from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["Surname", "SURNAME_LOCALES", "surnames"]
@@ -117,6 +117,3 @@ def surnames(
     return split_dataset(
         examples, valid_fraction, test_fraction, seed=seed, stratify=lambda s: s.language
     )
-
-
-check_signatures(globals())

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import torch
 
-from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt, check_signatures
+from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt
 
 __all__ = ["Vocab", "tokenize"]
 
@@ -165,6 +165,3 @@ class Vocab:
                     continue
             tokens.append(self._id_to_token[i])
         return tokens
-
-
-check_signatures(globals())

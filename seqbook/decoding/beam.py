@@ -14,7 +14,6 @@ from seqbook._contracts import (
     NonNegativeInt,
     NonNegativeReal,
     PositiveInt,
-    check_signatures,
 )
 from seqbook.decoding.common import (
     Hypotheses,
@@ -181,6 +180,3 @@ def search_in_eval_mode(
         )
     finally:
         model.train(was_training)
-
-
-check_signatures(globals())

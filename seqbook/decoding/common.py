@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from seqbook._contracts import CallableAs, NonNegativeReal, TensorOf, check_signatures
+from seqbook._contracts import CallableAs, NonNegativeReal, TensorOf
 
 __all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
 
@@ -191,6 +191,3 @@ def _length_normalized(
 def strip(sequence: list[int], eos: int) -> list[int]:
     """Tokens up to (not including) the first ``eos``."""
     return sequence[: sequence.index(eos)] if eos in sequence else sequence
-
-
-check_signatures(globals())

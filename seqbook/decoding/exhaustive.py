@@ -13,7 +13,6 @@ from seqbook._contracts import (
     NonNegativeInt,
     NonNegativeReal,
     PositiveInt,
-    check_signatures,
 )
 from seqbook.decoding.common import (
     Hypotheses,
@@ -137,6 +136,3 @@ def _extend(
     alive[:, eos] = False  # a prefix that ends with <eos> is finished
     parent, token = alive.nonzero(as_tuple=True)  # (M_next,), (M_next,)
     return total, parent, token
-
-
-check_signatures(globals())

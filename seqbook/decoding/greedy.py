@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._contracts import Device, NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import Device, NonNegativeInt, PositiveInt
 from seqbook.decoding.common import (
     Hypotheses,
     Step,
@@ -99,6 +99,3 @@ def _greedy_step(
     )
     length = length + (~finished).long()
     return best, log_prob, length, finished | (best == eos)
-
-
-check_signatures(globals())

@@ -37,7 +37,6 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     RandomGenerator,
-    check_signatures,
 )
 from seqbook.energy_transformer._validate import Tokens
 
@@ -138,6 +137,3 @@ class EnergyAttention(nn.Module):
             f"dim={self.dim}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
             f"beta={self.beta:.4g}"
         )
-
-
-check_signatures(globals())

@@ -33,7 +33,6 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     RandomGenerator,
-    check_signatures,
 )
 from seqbook.energy_transformer._validate import Tokens
 from seqbook.energy_transformer.attention import EnergyAttention
@@ -157,6 +156,3 @@ class EnergyTransformer(nn.Module):
         for _ in range(steps):
             states.append(self._step(states[-1], alpha, method))
         return torch.stack(states)  # (S + 1, B, N, D)
-
-
-check_signatures(globals())

@@ -33,7 +33,6 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     RandomGenerator,
-    check_signatures,
 )
 from seqbook.energy_transformer._validate import Tokens
 from seqbook.hopfield import lse
@@ -112,6 +111,3 @@ class HopfieldNetwork(nn.Module):
     def extra_repr(self) -> str:
         extra = f", beta={self.beta:g}" if self.kind == "softmax" else ""
         return f"dim={self.dim}, num_memories={self.num_memories}, kind={self.kind!r}{extra}"
-
-
-check_signatures(globals())

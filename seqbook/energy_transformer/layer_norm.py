@@ -27,7 +27,7 @@ from typing import Annotated
 import torch
 from torch import nn
 
-from seqbook._contracts import Dims, PositiveInt, PositiveReal, check_signatures
+from seqbook._contracts import Dims, PositiveInt, PositiveReal
 
 __all__ = ["EnergyLayerNorm"]
 
@@ -104,6 +104,3 @@ class EnergyLayerNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, eps={self.eps:g}"
-
-
-check_signatures(globals())

@@ -44,7 +44,6 @@ from seqbook._contracts import (
     RandomGenerator,
     Shaped,
     TensorOf,
-    check_signatures,
 )
 from seqbook.attractor import image_to_patches, patches_to_image
 from seqbook.attractor.embedding import _check_grid, _image_to_patches
@@ -365,6 +364,3 @@ def load_masked(name_or_path: str | Path) -> tuple[MaskedEnergyTransformer, dict
              for k, v in checkpoint["state_dict"].items()}
     model.load_state_dict(state)
     return model.eval(), checkpoint["info"]
-
-
-check_signatures(globals())

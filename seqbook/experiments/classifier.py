@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_tensor
-from seqbook._contracts import InstanceOf, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import InstanceOf, PositiveInt, TensorOf
 from seqbook.experiments._common import IGNORE
 
 __all__ = ["LastOutputClassifier", "StepClassifier", "classify_loss", "accuracy"]
@@ -153,6 +153,3 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
         if not labelled.any():
             raise ValueError("y must label at least one position (all entries are -100)")
         return (scores.argmax(-1)[labelled] == labels[labelled]).float().mean().item()
-
-
-check_signatures(globals())

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._contracts import PositiveInt, RealIn, check_signatures
+from seqbook._contracts import PositiveInt, RealIn
 from seqbook.experiments._common import Generator
 
 __all__ = ["CoincidenceTask"]
@@ -80,6 +80,3 @@ class CoincidenceTask:
         rows = torch.nonzero(y == 0)[:, 0]
         x[rows, when[rows], :2] = 1.0  # the coincidence
         return x, y
-
-
-check_signatures(globals())

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from seqbook._contracts import IntAtLeast, NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import IntAtLeast, NonNegativeInt, PositiveInt
 from seqbook.experiments._common import Generator
 
 __all__ = ["FirstSymbolTask"]
@@ -90,6 +90,3 @@ class FirstSymbolTask:
         rest = torch.randint(K, K + M, (batch, self.length - 1), generator=generator)
         ids = torch.cat([rest[:, :p], signal[:, None], rest[:, p:]], dim=1)  # (B, T)
         return F.one_hot(ids, K + M).float(), signal  # (B, T, K + M), (B,)
-
-
-check_signatures(globals())

@@ -29,7 +29,6 @@ from seqbook._contracts import (
     OneOf,
     PositiveInt,
     Real,
-    check_signatures,
 )
 from seqbook.recurrent import GRU, LSTM, chrono_init
 
@@ -170,6 +169,3 @@ def recurrent_layer(
     if spec.chrono_t_max:
         chrono_init(layer, spec.chrono_t_max)
     return layer.to_torch()
-
-
-check_signatures(globals())

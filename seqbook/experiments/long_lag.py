@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from seqbook._checks import check_positive_int
-from seqbook._contracts import NonNegativeInt, PositiveInt, check_signatures
+from seqbook._contracts import NonNegativeInt, PositiveInt
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.classifier import LastOutputClassifier
 from seqbook.experiments.first_symbol import FirstSymbolTask
@@ -297,6 +297,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-check_signatures(globals())

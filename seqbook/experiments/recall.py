@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from seqbook._checks import check_int
-from seqbook._contracts import PositiveInt, PositiveReal, check_signatures
+from seqbook._contracts import PositiveInt, PositiveReal
 from seqbook.experiments._common import IGNORE, Generator, one_thread
 from seqbook.language_model.mixers import MIXERS, MixerLM, state_floats
 from seqbook.utils import seed_everything, seeded_generator
@@ -234,6 +234,3 @@ def main(argv: Sequence[str] | None = None) -> list[RecallRecord]:
 
 if __name__ == "__main__":
     main()
-
-
-check_signatures(globals())

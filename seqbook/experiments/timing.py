@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._contracts import CallableAs, InstanceOf, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import CallableAs, InstanceOf, PositiveInt, TensorOf
 
 __all__ = ["fastest_cpu_times", "forward_backward", "forward_backward_ms", "count_flops"]
 
@@ -117,6 +117,3 @@ def count_flops(fn: CallableAs("a function without arguments", nargs=0)) -> int:
     with FlopCounterMode(display=False) as counter:
         fn()
     return counter.get_total_flops()
-
-
-check_signatures(globals())

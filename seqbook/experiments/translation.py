@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-from seqbook._contracts import InstanceOf, IntIn, SequenceOf, Shaped, TensorOf, check_signatures
+from seqbook._contracts import InstanceOf, IntIn, SequenceOf, Shaped, TensorOf
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
 from seqbook.seq2seq.data import Pairs
@@ -403,6 +403,3 @@ def _free_running_right(
         free += right
         after += [i > first for i in range(len(right))]
     return torch.tensor(free), torch.tensor(after)
-
-
-check_signatures(globals())

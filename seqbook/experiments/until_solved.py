@@ -23,7 +23,6 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     RealIn,
-    check_signatures,
 )
 from seqbook.experiments.classifier import accuracy, classify_loss
 from seqbook.train import _fit
@@ -119,6 +118,3 @@ def train_until_solved(
         solved = accuracy(model, x_valid, y_valid) >= target
     x_test, y_test = task(test_size, seeded_generator(TEST_SEED))
     return SolveResult(accuracy(model, x_test, y_test), steps, solved)
-
-
-check_signatures(globals())

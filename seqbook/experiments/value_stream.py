@@ -41,7 +41,6 @@ from seqbook._contracts import (
     NonNegativeInt,
     PositiveInt,
     TensorOf,
-    check_signatures,
 )
 from seqbook.experiments._common import Generator, one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
@@ -318,6 +317,3 @@ def value_stream_grid(
                       f"T={record.long_length} {record.rmse_long:.3f} {record.seconds:6.1f} s",
                       file=log, flush=True)
     return records
-
-
-check_signatures(globals())

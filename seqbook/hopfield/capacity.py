@@ -34,7 +34,6 @@ from seqbook._contracts import (
     RandomGenerator,
     RealIn,
     Shaped,
-    check_signatures,
 )
 from seqbook.hopfield.classical import _async_relax, _hebbian_weights, _order
 from seqbook.hopfield.dense import _dense_async_sweep
@@ -351,6 +350,3 @@ def capacity_curve(
             degree=degree, beta=beta, generator=generator,
         ))
     return CapacityCurve(memory, d, torch.tensor(sizes), torch.stack(errors), tolerance)
-
-
-check_signatures(globals())

@@ -43,7 +43,6 @@ from seqbook._contracts import (
     PositiveReal,
     RandomGenerator,
     RealIn,
-    check_signatures,
 )
 from seqbook.hopfield.capacity import Sizes, bit_errors, random_patterns
 from seqbook.hopfield.classical import _async_relax
@@ -419,6 +418,3 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
 if __name__ == "__main__":
     main()
-
-
-check_signatures(globals())

@@ -30,7 +30,6 @@ from seqbook._contracts import (
     PositiveInt,
     RandomGenerator,
     Shaped,
-    check_signatures,
 )
 from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
 
@@ -393,6 +392,3 @@ class ClassicalHopfield(PatternMemory):
 
     def __repr__(self) -> str:
         return f"ClassicalHopfield(num_patterns={self.num_patterns}, dim={self.dim})"
-
-
-check_signatures(globals())

@@ -29,7 +29,6 @@ from seqbook._contracts import (
     OneOf,
     PositiveInt,
     RandomGenerator,
-    check_signatures,
 )
 from seqbook.hopfield.classical import _order, _sign_keep_ties
 from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
@@ -254,6 +253,3 @@ class DenseAssociativeMemory(PatternMemory):
     def __repr__(self) -> str:
         kind = "exp" if self.F == "exp" else f"poly, degree={self.degree}"
         return f"DenseAssociativeMemory(num_patterns={self.num_patterns}, dim={self.dim}, F={kind})"
-
-
-check_signatures(globals())

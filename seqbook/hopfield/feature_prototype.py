@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from seqbook._contracts import InstanceOf, check_signatures
+from seqbook._contracts import InstanceOf
 from seqbook.hopfield.recognition import (
     class_means,
     digits_pm1,
@@ -163,8 +163,6 @@ def load_results(path: Path | str = RESULTS) -> tuple[dict, list[dict], dict]:
     }
     return data["config"], data["runs"], memories
 
-
-check_signatures(globals())
 
 if __name__ == "__main__":
     main()

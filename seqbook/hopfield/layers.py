@@ -43,7 +43,6 @@ from seqbook._contracts import (
     PositiveReal,
     Probability,
     Shaped,
-    check_signatures,
 )
 from seqbook.hopfield.memory import Beta
 
@@ -485,6 +484,3 @@ class HopfieldPooling(nn.Module):
             f"input_size={self.input_size}, hidden_size={self.hidden_size}, "
             f"num_queries={self.num_queries}"
         )
-
-
-check_signatures(globals())

@@ -26,7 +26,7 @@ import math
 import torch
 
 from seqbook._checks import check_same_dtype, check_state
-from seqbook._contracts import NonNegativeReal, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import NonNegativeReal, PositiveInt, TensorOf
 from seqbook.hopfield.memory import Beta, PatternMemory, Patterns, Retrieval
 
 __all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update", "separation"]
@@ -260,6 +260,3 @@ class ModernHopfield(PatternMemory):
             f"ModernHopfield(num_patterns={self.num_patterns}, dim={self.dim}, "
             f"beta={self.beta:g})"
         )
-
-
-check_signatures(globals())

@@ -45,7 +45,6 @@ from seqbook._contracts import (
     RealIn,
     Shaped,
     TensorOf,
-    check_signatures,
 )
 
 __all__ = [
@@ -296,6 +295,3 @@ def train_dam_classifier(
         if class_means is not None:
             history.prototype.append(prototype_score(xi, class_means).mean().item())
     return xi.detach(), history
-
-
-check_signatures(globals())

@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-from seqbook._contracts import PositiveInt, PositiveReal, Shaped, check_signatures
+from seqbook._contracts import PositiveInt, PositiveReal, Shaped
 
 __all__ = ["BigramLM", "bigram_perplexity"]
 
@@ -93,6 +93,3 @@ def bigram_perplexity(
         raise ValueError(f"valid_ids must hold at least 2 ids, got {len(valid_ids)}")
     log_p = BigramLM(train_ids, vocab_size, smoothing).log_p
     return math.exp(-log_p[valid_ids[:-1], valid_ids[1:]].mean().item())
-
-
-check_signatures(globals())

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_same_dtype
-from seqbook._contracts import InstanceOf, NonNegativeInt, PositiveInt, Shaped, check_signatures
+from seqbook._contracts import InstanceOf, NonNegativeInt, PositiveInt, Shaped
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 
 __all__ = ["KVCache", "cached_self_attention"]
@@ -227,6 +227,3 @@ def _cached_attention(
     concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
     o = concat @ attention.W_O  # (B, T, d_model)  (eq-lm-cached-attention)
     return o if attention.b_O is None else o + attention.b_O
-
-
-check_signatures(globals())

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbook._checks import check_tensor
-from seqbook._contracts import InstanceOf, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import InstanceOf, PositiveInt, TensorOf
 from seqbook.data import Vocab, python_source_corpus, tokenize
 
 __all__ = ["CharCorpus", "char_corpus", "random_windows"]
@@ -121,6 +121,3 @@ def random_windows(
     starts = torch.randint(0, len(ids) - length - 1, (batch_size,), generator=generator)
     windows = ids[starts[:, None] + torch.arange(length + 1)]  # (B, L + 1)
     return windows[:, :-1], windows[:, 1:]  # (B, L) each
-
-
-check_signatures(globals())

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_tensor, check_token_ids
-from seqbook._contracts import InstanceOf, PositiveInt, TensorOf, check_signatures
+from seqbook._contracts import InstanceOf, PositiveInt, TensorOf
 
 __all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
 
@@ -215,6 +215,3 @@ def loss_by_position(
         logits = _logits(model(windows[:, :-1]))  # (count, W, V)
         nll = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")
     return nll.mean(0)  # (W,)
-
-
-check_signatures(globals())

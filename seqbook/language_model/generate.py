@@ -20,7 +20,6 @@ from seqbook._contracts import (
     Real,
     RealIn,
     TensorOf,
-    check_signatures,
 )
 
 __all__ = ["generate", "next_token", "truncate_scores"]
@@ -241,6 +240,3 @@ def generate(
     finally:
         model.train(was_training)
     return ids
-
-
-check_signatures(globals())

@@ -42,7 +42,6 @@ from seqbook._contracts import (
     OneOf,
     PositiveInt,
     Shaped,
-    check_signatures,
 )
 from seqbook.linear_attention.kernelized import _parallel as _linear_parallel
 from seqbook.linear_attention.kernelized import _phi
@@ -378,6 +377,3 @@ class MixerLM(nn.Module):
             x = x + self._mlp(layer, x)
             states.append(mixer_state)
         return self.readout(self.final_norm(x)), {"previous": e, "mixers": states}
-
-
-check_signatures(globals())

@@ -19,7 +19,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqbook._contracts import Flag, InstanceOf, PositiveInt, Probability, Shaped, check_signatures
+from seqbook._contracts import Flag, InstanceOf, PositiveInt, Probability, Shaped
 from seqbook.attention import causal_mask
 from seqbook.language_model.cache import KVCache, _cached_self_attention
 from seqbook.transformer import EncoderBlock, LayerNorm, PositionalEncoding
@@ -167,6 +167,3 @@ class TransformerLM(nn.Module):
             x = block.add_norm_1._add_norm(x, attend)  # (B, T, d_model)
             x = block.add_norm_2._add_norm(x, block.feed_forward._ffn)
         return self.readout(self.norm(x))  # (B, T, V)
-
-
-check_signatures(globals())

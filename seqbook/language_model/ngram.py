@@ -24,7 +24,6 @@ from seqbook._contracts import (
     NonNegativeInt,
     PositiveInt,
     SequenceOf,
-    check_signatures,
 )
 
 __all__ = ["NgramLM"]
@@ -229,6 +228,3 @@ class NgramLM:
             2.0
         """
         return math.exp(self.cross_entropy(sequences))  # (eq-seq-perplexity)
-
-
-check_signatures(globals())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._contracts import OneOf, PositiveInt, Shaped, check_signatures
+from seqbook._contracts import OneOf, PositiveInt, Shaped
 
 __all__ = ["RecurrentLM"]
 
@@ -75,6 +75,3 @@ class RecurrentLM(nn.Module):
     ) -> tuple[torch.Tensor, object]:
         outputs, state = self.rnn(self.embed(ids), state)  # (B, T, H)
         return self.readout(outputs), state  # (B, T, V)
-
-
-check_signatures(globals())

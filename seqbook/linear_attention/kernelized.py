@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from seqbook._contracts import PositiveInt, Shaped, TensorOf, check_signatures
+from seqbook._contracts import PositiveInt, Shaped, TensorOf
 
 __all__ = [
     "elu_feature_map",
@@ -195,6 +195,3 @@ def _chunk(
     S = S + V.transpose(1, 2) @ phi_K  # (B, d_v, d_k), (eq-linattn-chunk)
     z = z + phi_K.sum(1)  # (B, d_k)
     return S, z, numerator / denominator[:, :, None]
-
-
-check_signatures(globals())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._contracts import OneOf, PositiveReal, Shaped, check_signatures
+from seqbook._contracts import OneOf, PositiveReal, Shaped
 
 __all__ = ["associative_memory", "delta_rule_attention"]
 
@@ -111,6 +111,3 @@ def delta_rule_attention(
         S = _delta_write(S, K[:, t], V[:, t], beta)
         outputs.append((S @ Q[:, t, :, None])[:, :, 0])  # (B, d_v)
     return torch.stack(outputs, dim=1)  # (B, T, d_v)
-
-
-check_signatures(globals())

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from seqbook._checks import check_sequence
-from seqbook._contracts import Check, Flag, NonNegativeReal, OneOf, PositiveInt, check_signatures
+from seqbook._contracts import Check, Flag, NonNegativeReal, OneOf, PositiveInt
 from seqbook.metrics.ngrams import corpus_ngram_statistics
 
 __all__ = [
@@ -371,6 +371,3 @@ def sentence_bleu(
     """
     stats = _bleu_statistics([hypothesis], [references], max_order)
     return stats._score(smooth, smooth_value, effective_order)
-
-
-check_signatures(globals())

@@ -34,7 +34,6 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     TensorOf,
-    check_signatures,
 )
 from seqbook.recurrent._sequence import check_steps
 
@@ -234,6 +233,3 @@ def activation_bytes(
         output = fn()
     del output
     return sum(seen.values())
-
-
-check_signatures(globals())

@@ -47,7 +47,6 @@ from seqbook._contracts import (
     NonNegativeInt,
     OneOf,
     Shaped,
-    check_signatures,
 )
 from seqbook.recurrent._sequence import check_one_layer, check_steps
 
@@ -299,6 +298,3 @@ def jacobian_norms(
         raise TypeError(f"ord must be a matrix norm order, got {ord!r}")
     jacobians = state_jacobians(module, x, state, component)  # (B, T, H, H)
     return torch.linalg.matrix_norm(jacobians, ord=ord)  # (B, T)
-
-
-check_signatures(globals())

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._contracts import InstanceOf, Int, check_signatures
+from seqbook._contracts import InstanceOf, Int
 from seqbook.recurrent._sequence import (
     ModuleInput,
     State,
@@ -311,6 +311,3 @@ class GRU(RecurrentStack):
                 torch.cat([ours("b_r"), ours("b_z"), ours("b_in")]))  # (3H,)
             getattr(module, f"bias_hh{torch_suffix}").copy_(
                 torch.cat([zeros, zeros, ours("b_hn")]))  # (3H,)
-
-
-check_signatures(globals())

@@ -42,7 +42,6 @@ from seqbook._contracts import (
     Int,
     NonNegativeInt,
     RandomGenerator,
-    check_signatures,
 )
 from seqbook.recurrent._sequence import (
     ModuleInput,
@@ -535,6 +534,3 @@ def _chrono_init(
             )
             b_f.copy_(torch.log(u))  # (eq-lstm-chrono)
             b_i.copy_(-b_f)  # (eq-lstm-chrono)
-
-
-check_signatures(globals())

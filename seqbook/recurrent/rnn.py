@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._contracts import InstanceOf, OneOf, check_signatures
+from seqbook._contracts import InstanceOf, OneOf
 from seqbook.recurrent._sequence import ModuleInput, State, run_masked
 from seqbook.recurrent.stack import Lengths, NoProjection, RecurrentStack
 
@@ -241,6 +241,3 @@ class RNN(RecurrentStack):
         if self.bias:
             getattr(module, f"bias_ih{torch_suffix}").copy_(getattr(self, f"b_h{suffix}"))
             getattr(module, f"bias_hh{torch_suffix}").zero_()
-
-
-check_signatures(globals())

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._contracts import CallableAs, InstanceOf, Shaped, check_signatures
+from seqbook._contracts import CallableAs, InstanceOf, Shaped
 from seqbook.recurrent._sequence import check_one_layer, check_steps
 from seqbook.recurrent.rnn import RNN
 
@@ -177,6 +177,3 @@ def _step_gradient(
 def _gradient_term(g: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
     """One step's term of (eq-rnn-rtrl-grad): ``sum_k g_k S_{kij}``."""
     return torch.einsum("bk,bkij->ij" if S.dim() == 4 else "bk,bki->i", g, S)
-
-
-check_signatures(globals())

@@ -41,7 +41,6 @@ from seqbook._contracts import (
     PositiveInt,
     Probability,
     TensorOf,
-    check_signatures,
 )
 from seqbook.recurrent._sequence import (
     State,
@@ -422,6 +421,3 @@ def _repack(out: torch.Tensor, like: PackedSequence) -> PackedSequence:
         out = out[like.sorted_indices.to(out.device)]  # (B, T, .) longest first
     data = torch.cat([out[:n, t] for t, n in enumerate(like.batch_sizes.tolist())])  # (N, .)
     return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
-
-
-check_signatures(globals())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._contracts import PositiveInt, Probability, Shaped, check_signatures
+from seqbook._contracts import PositiveInt, Probability, Shaped
 from seqbook.attention import AdditiveAttention
 from seqbook.seq2seq.decoder import DecoderState, EncodedInput
 from seqbook.seq2seq.encoder import Encoded
@@ -122,6 +122,3 @@ class BahdanauDecoder(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
         return self._step(self.embedding(y_prev), state, encoded)
-
-
-check_signatures(globals())

@@ -20,7 +20,6 @@ from seqbook._contracts import (
     NonNegativeInt,
     OneOf,
     PositiveInt,
-    check_signatures,
 )
 from seqbook.data import (
     NumberPair,
@@ -258,6 +257,3 @@ def number_translation_task(
     valid, test = numbers[:num_valid], numbers[num_valid : num_valid + num_test]
     train = numbers[num_valid + num_test :]
     return TranslationTask(Splits(pairs(train), pairs(valid), pairs(test)), tgt, target_tokens)
-
-
-check_signatures(globals())

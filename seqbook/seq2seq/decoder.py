@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import torch
 from torch import nn
 
-from seqbook._contracts import Dims, PositiveInt, Probability, Shaped, check_signatures
+from seqbook._contracts import Dims, PositiveInt, Probability, Shaped
 from seqbook.seq2seq.encoder import Encoded
 
 __all__ = ["Seq2SeqDecoder"]
@@ -140,6 +140,3 @@ class Seq2SeqDecoder(nn.Module):
         _, s = self.rnn(x, s_prev.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
         s = s.squeeze(0)  # (B, H)
         return self.W_o(torch.cat([s, c], dim=-1)), s, None  # (B, V)  (eq-s2s-output)
-
-
-check_signatures(globals())

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbook._contracts import Flag, PositiveInt, Probability, Shaped, check_signatures
+from seqbook._contracts import Flag, PositiveInt, Probability, Shaped
 from seqbook.data import lengths_to_mask
 
 __all__ = ["Encoded", "Seq2SeqEncoder"]
@@ -116,6 +116,3 @@ class Seq2SeqEncoder(nn.Module):
         state = torch.cat(list(h_n), dim=-1)  # (B, D)  (eq-s2s-context)
         mask = lengths_to_mask(src_lengths.to(src.device), T)  # (B, T)
         return Encoded(outputs, mask, state)
-
-
-check_signatures(globals())

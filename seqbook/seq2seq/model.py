@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_token_ids
-from seqbook._contracts import InstanceOf, NonNegativeInt, Shaped, check_signatures
+from seqbook._contracts import InstanceOf, NonNegativeInt, Shaped
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
@@ -178,6 +178,3 @@ class EncoderDecoder(nn.Module):
     ) -> Hypotheses:
         """Translate a batch with beam search (``beam_size=1``: greedy)."""
         return search_in_eval_mode(self, src, src_lengths, max_len, beam_size, length_penalty)
-
-
-check_signatures(globals())

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Annotated
 
 from seqbook._checks import check_sequence
-from seqbook._contracts import Check, InstanceOf, PositiveInt, check_signatures
+from seqbook._contracts import Check, InstanceOf, PositiveInt
 
 __all__ = ["PieceTokenizer", "join_words"]
 
@@ -158,6 +158,3 @@ def join_words(tokens: Strings) -> str:
     """
     text = " ".join(tokens)
     return text.replace(" - ", "-").replace(" , ", ", ")
-
-
-check_signatures(globals())

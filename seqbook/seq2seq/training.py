@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._contracts import Device, InstanceOf, PositiveInt, PositiveReal, check_signatures
+from seqbook._contracts import Device, InstanceOf, PositiveInt, PositiveReal
 from seqbook.metrics import corpus_bleu
 from seqbook.seq2seq.bahdanau import BahdanauDecoder
 from seqbook.seq2seq.data import Pairs, TranslationTask
@@ -140,6 +140,3 @@ def evaluate_translator(
     bleu = corpus_bleu(hypotheses, [[r] for r in references])
     accuracy = sum(h == r for h, r in zip(hypotheses, references)) / len(pairs)
     return Translations(hypotheses, references, bleu, accuracy)
-
-
-check_signatures(globals())

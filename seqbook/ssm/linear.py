@@ -24,7 +24,6 @@ from seqbook._contracts import (
     PositiveReal,
     RandomGenerator,
     Shaped,
-    check_signatures,
 )
 
 __all__ = ["zoh", "ssm_recurrence", "ssm_kernel", "ssm_convolution", "S4D"]
@@ -240,6 +239,3 @@ class S4D(nn.Module):
             h = a_bar * h + b_bar * x[:, t, :, None]  # (b, D, N/2), (eq-ssm-recurrence)
             ys.append(2 * (c * h).sum(-1).real + self.D * x[:, t])  # (b, D)
         return torch.stack(ys, dim=1)  # (b, L, D)
-
-
-check_signatures(globals())

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._contracts import PositiveInt, Shaped, check_signatures
+from seqbook._contracts import PositiveInt, Shaped
 
 __all__ = [
     "selective_scan",
@@ -281,6 +281,3 @@ class MambaBlock(nn.Module):
         ours.load_state_dict(
             {k: v for k, v in block.state_dict().items() if k in ours.state_dict()})
         return ours.to(next(block.parameters()).dtype)
-
-
-check_signatures(globals())

@@ -28,7 +28,6 @@ from seqbook._contracts import (
     PositiveReal,
     Probability,
     Shaped,
-    check_signatures,
 )
 from seqbook.attention import MultiHeadAttention
 from seqbook.transformer.norm import AddNorm, LayerNorm
@@ -471,6 +470,3 @@ class DecoderBlock(nn.Module):
             for i, norm in enumerate((theirs.norm1, theirs.norm2, theirs.norm3)):
                 _copy_norm_to_torch(getattr(self, f"add_norm_{i + 1}").norm, norm)
         return theirs
-
-
-check_signatures(globals())

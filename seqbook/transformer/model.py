@@ -25,7 +25,6 @@ from seqbook._contracts import (
     RealIn,
     Shaped,
     TensorOf,
-    check_signatures,
 )
 from seqbook.attention.masking import check_mask
 from seqbook.data import lengths_to_mask
@@ -292,6 +291,3 @@ class Transformer(nn.Module):
     ) -> Hypotheses:
         """Translate a batch with beam search (``beam_size=1``: greedy)."""
         return search_in_eval_mode(self, src, src_lengths, max_len, beam_size, length_penalty)
-
-
-check_signatures(globals())

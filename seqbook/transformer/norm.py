@@ -33,7 +33,6 @@ from seqbook._contracts import (
     PositiveReal,
     Probability,
     Shaped,
-    check_signatures,
 )
 
 __all__ = ["layer_norm", "LayerNorm", "AddNorm"]
@@ -259,6 +258,3 @@ class AddNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"
-
-
-check_signatures(globals())

@@ -27,7 +27,6 @@ from seqbook._contracts import (
     Probability,
     RealIn,
     Shaped,
-    check_signatures,
 )
 
 __all__ = ["positional_encoding", "relative_position_map", "PositionalEncoding"]
@@ -211,6 +210,3 @@ class PositionalEncoding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
-
-
-check_signatures(globals())

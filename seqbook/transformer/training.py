@@ -17,7 +17,6 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     RealIn,
-    check_signatures,
 )
 from seqbook.seq2seq.data import TranslationTask
 from seqbook.train import History, fit
@@ -147,6 +146,3 @@ def train_transformer(
     )
     model.eval()
     return model, history
-
-
-check_signatures(globals())

@@ -11,7 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from seqbook._contracts import Shaped, check_signatures
+from seqbook._contracts import Shaped
 
 __all__ = ["mlstm_recurrent", "mlstm_parallel"]
 
@@ -132,6 +132,3 @@ def _parallel(
     scores = (q @ k.transpose(1, 2)) * torch.exp(log_D - m)  # (B, T, T)
     bound = torch.maximum(scores.sum(-1, keepdim=True).abs(), torch.exp(-m))
     return (scores @ v) / bound  # (eq-mlstm-read)
-
-
-check_signatures(globals())

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_same_dtype, check_tensor
-from seqbook._contracts import InstanceOf, PositiveInt, Shaped, check_signatures
+from seqbook._contracts import InstanceOf, PositiveInt, Shaped
 
 __all__ = ["SLSTMState", "SLSTM"]
 
@@ -134,6 +134,3 @@ class SLSTM(nn.Module):
         n = f * state.n + i  # (eq-slstm-normaliser)
         h = torch.sigmoid(o_pre) * c / n  # (eq-slstm-hidden)
         return SLSTMState(h, c, n, m)
-
-
-check_signatures(globals())
