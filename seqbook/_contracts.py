@@ -21,7 +21,9 @@ A contract is ``Annotated[type, Check(helper, **options)]``: the helper is calle
 Tensors name their dimensions, ``query: Shaped("B T_q d_model", floating=True)``, and a
 name means one size throughout a call: an int argument, the module's attribute of that
 name, or the size the first tensor that has it brings (see :class:`Dims`). Scalars are
-checked first, then tensors in the order of the signature. What a signature cannot say
+checked first, then tensors in the order of the signature, then ints bounded by sizes
+(``beam_size: IntIn(1, "vocab_size")``, ``d_model: MultipleOf("num_heads")``, see
+:class:`Bounded`). What a signature cannot say
 (a number that must divide another, ids below a size computed in the body) stays in the
 body, after the signature's checks.
 """
@@ -60,7 +62,7 @@ __all__ = [
     "Check", "check_signatures", "Int", "PositiveInt", "NonNegativeInt", "IntAtLeast",
     "Real", "RealIn", "PositiveReal", "NonNegativeReal", "Probability", "Flag", "OneOf",
     "RandomGenerator", "Device", "CallableAs", "TensorOf", "Shaped", "Dims", "InstanceOf",
-    "IntIn", "FiniteReal", "FloatDtype", "SequenceOf",
+    "IntIn", "FiniteReal", "FloatDtype", "SequenceOf", "IndexInto", "MultipleOf", "Bounded",
 ]
 
 
@@ -95,14 +97,65 @@ RandomGenerator = Annotated[typing.Optional[torch.Generator], Check(check_genera
 Device = Annotated[typing.Union[torch.device, str, None], Check(check_device)]
 
 
-def IntAtLeast(min_value: int) -> Any:
-    """An int (not a bool) of at least ``min_value``."""
+def IntAtLeast(min_value: int | str) -> Any:
+    """An int (not a bool) of at least ``min_value`` (a number, or a size's name, see
+    :class:`Bounded`)."""
+    if isinstance(min_value, str):
+        return Annotated[int, Bounded(min_value=min_value)]
     return Annotated[int, Check(check_int, min_value=min_value)]
 
 
-def IntIn(min_value: int, max_value: int) -> Any:
-    """An int (not a bool) in ``[min_value, max_value]``."""
+def IntIn(min_value: int | str, max_value: int | str) -> Any:
+    """An int (not a bool) in ``[min_value, max_value]`` (numbers, or sizes' names, see
+    :class:`Bounded`)."""
+    if isinstance(min_value, str) or isinstance(max_value, str):
+        return Annotated[int, Bounded(min_value=min_value, max_value=max_value)]
     return Annotated[int, Check(check_int, min_value=min_value, max_value=max_value)]
+
+
+def IndexInto(size: str, min_value: int = 0) -> Any:
+    """An int in ``[min_value, size)``: an index into the size that ``size`` names (a
+    token id below ``vocab_size``, a neuron below ``dim``)."""
+    return Annotated[int, Bounded(min_value=min_value, below=size)]
+
+
+def MultipleOf(factor: int | str) -> Any:
+    """A positive int that ``factor`` (a number, or a size's name) divides: ``d_model``
+    of ``num_heads`` heads."""
+    return Annotated[int, Bounded(min_value=1, multiple_of=factor)]
+
+
+class Bounded(Check):
+    """An int bounded by sizes of the call: a name stands for what it does in a shape
+    (an int argument, the module's attribute, ``model.num_tokens``, or a size a tensor
+    of the call brings), so these are checked after the call's tensors. A bound whose
+    name stands for nothing in the call (an optional argument left out) is not checked.
+    """
+
+    __slots__ = ("bounds",)
+    TESTS = {  # bound -> (fails, words)
+        "min_value": (lambda v, b: v < b, ">="), "max_value": (lambda v, b: v > b, "<="),
+        "below": (lambda v, b: v >= b, "<"), "multiple_of": (lambda v, b: v % b, "a multiple of"),
+    }
+
+    def __init__(self, **bounds: int | str | None) -> None:
+        super().__init__(check_int)
+        self.bounds = {kind: bound for kind, bound in bounds.items() if bound is not None}
+
+    def __repr__(self) -> str:
+        return f"Bounded({', '.join(f'{k}={v!r}' for k, v in self.bounds.items())})"
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        value = check_int(name, value)
+        for kind, limit in self.bounds.items():
+            size = (limit, "") if isinstance(limit, int) else _size_of(limit, call, bound)
+            if size is None:
+                continue
+            fails, words = self.TESTS[kind]
+            if fails(value, size[0]):
+                spelled = f"{limit} = {size[0]} ({size[1]})" if isinstance(limit, str) else limit
+                raise ValueError(f"{name} must be {words} {spelled}, got {value}")
+        return value
 
 
 def RealIn(
@@ -152,18 +205,23 @@ class Dims(Check):
     """
 
     __slots__ = ("dims", "fixed", "leading", "spec", "floating", "dtype", "dtype_of",
-                 "device_of", "ids")
+                 "device_of", "ids", "finite", "value_range", "min_size")
 
     def __init__(
         self, dims: str, *, floating: bool | None = None, dtype: torch.dtype | None = None,
         dtype_of: str | None = None, device_of: str | None = None, ids: str | None = None,
+        finite: bool = False, min_value: float | None = None, max_value: float | None = None,
+        min_size: dict[str, int] | None = None,
     ) -> None:
         super().__init__(check_tensor, floating=floating)
         self.dims, self.spec = dims.split(), ", ".join(dims.split())
-        self.leading = self.dims[:1] == ["..."]  # any leading dimensions
+        # any leading dimensions: "..." (unnamed) or "*batch" (the same in every tensor)
+        self.leading = self.dims[0] if self.dims and self.dims[0][0] in ".*" else None
         self.fixed = self.dims[1:] if self.leading else self.dims
         self.floating, self.dtype, self.ids = floating, dtype, ids
         self.dtype_of, self.device_of = dtype_of, device_of
+        self.finite, self.value_range = finite, (min_value, max_value)
+        self.min_size = {self.fixed.index(d): (d, k) for d, k in (min_size or {}).items()}
 
     def __repr__(self) -> str:
         return f"Dims({' '.join(self.dims)!r})"
@@ -180,7 +238,9 @@ class Dims(Check):
             at_least = "at least " if self.leading else ""
             raise ValueError(f"{name} must have {at_least}{len(fixed)} dimensions "
                              f"({self.spec}), got shape {shape}")
-        for symbol, size in zip(fixed, shape[len(shape) - len(fixed):]):
+        lead = shape[:len(shape) - len(fixed)]
+        symbols = ((self.leading, lead),) if self.leading not in (None, "...") else ()
+        for symbol, size in (*symbols, *zip(fixed, shape[len(lead):])):
             expected = _size_of(symbol, call, bound)
             if expected is None:
                 if symbol != "*":
@@ -188,6 +248,10 @@ class Dims(Check):
             elif expected[0] != size:
                 where = f" with {symbol} = {expected[0]} ({expected[1]})" if expected[1] else ""
                 raise ValueError(f"{name} must have shape ({self.spec}){where}, got {shape}")
+        for i, (symbol, least) in self.min_size.items():
+            if shape[len(lead) + i] < least:
+                raise ValueError(f"{name} must have shape ({self.spec}) with {symbol} >= "
+                                 f"{least}, got {shape}")
         if self.dtype is not None and value.dtype != self.dtype:
             raise TypeError(f"{name} must have dtype {self.dtype}, got {value.dtype}")
         if self.dtype_of is not None:
@@ -197,6 +261,14 @@ class Dims(Check):
         vocab = None if self.ids is None else _size_of(self.ids, call, bound)
         if vocab is not None:  # None: the owner of the size is not what it should be
             check_token_ids(name, value, vocab[0], of=vocab[1] or self.ids)
+        if self.finite and not torch.isfinite(value).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        low, high = self.value_range
+        if value.numel() and (low is not None and value.min() < low
+                              or high is not None and value.max() > high):
+            interval = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+            raise ValueError(f"{name} must hold values in {interval}, got values from "
+                             f"{value.min().item():g} to {value.max().item():g}")
         return value
 
 
@@ -256,18 +328,19 @@ def _check_device_like(name: str, value: torch.Tensor, other: str, call: dict[st
                          f"the other (e.g. {name}.to({str(device)!r}))")
 
 
-def Shaped(
-    dims: str, *, floating: bool | None = None, dtype: torch.dtype | None = None,
-    dtype_of: str | None = None, device_of: str | None = None, ids: str | None = None,
-) -> Any:
+def Shaped(dims: str, **options: Any) -> Any:
     """A tensor with named dimensions (see :class:`Dims`; ``model.num_tokens`` names an
-    attribute of the argument ``model``). ``floating`` asks for a floating (True) or
-    integer (False) dtype, ``dtype`` for exactly that dtype (``torch.bool``), ``dtype_of``
-    and ``device_of`` for the dtype and device of the module's parameters
-    (``"module"``) or of another argument (a tensor, or a module's parameters), ``ids``
-    for token ids below the size that name stands for (``"vocab_size"``)."""
-    return Annotated[torch.Tensor, Dims(dims, floating=floating, dtype=dtype, dtype_of=dtype_of,
-                                        device_of=device_of, ids=ids)]
+    attribute of the argument ``model``). Options:
+
+    - ``floating``: a floating (True) or integer (False) dtype; ``dtype``: exactly that
+      dtype (``torch.bool``);
+    - ``dtype_of``, ``device_of``: the dtype and device of the module's parameters
+      (``"module"``) or of another argument (a tensor, or a module's parameters);
+    - ``ids``: token ids below the size that name stands for (``"vocab_size"``);
+    - ``finite``: no NaN or inf; ``min_value``, ``max_value``: every entry in that range;
+    - ``min_size``: the least size of named dimensions, ``{"N": 2}``.
+    """
+    return Annotated[torch.Tensor, Dims(dims, **options)]
 
 
 def _instance_of(name: str, value: Any, *, classes: tuple[type, ...], what: str) -> Any:
@@ -317,9 +390,19 @@ def _contracts_of(hints: dict[str, Any]) -> dict[str, tuple[Check, bool]]:
     return contracts
 
 
+# checked within a call, against its other arguments: tensors (which bind sizes), then
+# the ints that sizes bound; every other contract is checked first, on its own
+IN_CALL = (Dims, Bounded)
+
+
+def _order(check: Check) -> int:
+    return 2 if isinstance(check, Bounded) else 1 if isinstance(check, Dims) else 0
+
+
 def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` with its arguments validated by the contracts of its hints: scalars
-    first, then tensors in the order of the signature (which binds their sizes).
+    first, then tensors in the order of the signature (which binds their sizes), then
+    the ints bounded by sizes.
 
     The wrapper reads the arguments straight from ``args`` and ``kwargs`` (binding a
     signature per call would cost more than the checks). Defaults are checked once,
@@ -339,13 +422,14 @@ def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
     converted = {}  # defaults that a check converts, passed on explicitly
     for name, (check, optional) in contracts.items():
         default = defaults.get(name, None)
-        if name in defaults and not isinstance(check, Dims) and not (optional and default is None):
+        checked_once = not isinstance(check, IN_CALL) and not (optional and default is None)
+        if name in defaults and checked_once:
             value = check(name, default)
             if value is not default:
                 converted[name] = value
     plan = [(name, positions.get(name, len(parameters)), *contracts[name])
-            for name in sorted(contracts, key=lambda n: isinstance(contracts[n][0], Dims))]
-    needs_call = any(isinstance(check, Dims) for _, _, check, _ in plan)
+            for name in sorted(contracts, key=lambda n: _order(contracts[n][0]))]
+    needs_call = any(isinstance(check, IN_CALL) for _, _, check, _ in plan)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
@@ -360,13 +444,13 @@ def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
                 value = args[position]
             elif name in kwargs:
                 value = kwargs[name]
-            elif name in defaults and not isinstance(check, Dims):
+            elif name in defaults and not isinstance(check, IN_CALL):
                 continue  # checked once, above
             else:
                 value = defaults.get(name)  # a tensor's default; missing: Python raises
             if optional and value is None:
                 continue
-            new = (check.check_in(name, value, call, sizes) if isinstance(check, Dims)
+            new = (check.check_in(name, value, call, sizes) if isinstance(check, IN_CALL)
                    else check(name, value))
             if new is not value:  # pass on what the check returns (1 -> 1.0)
                 if position < len(args):

@@ -13,8 +13,11 @@ from seqbook._contracts import (
     FiniteReal,
     Flag,
     FloatDtype,
+    IndexInto,
     InstanceOf,
+    IntAtLeast,
     IntIn,
+    MultipleOf,
     NonNegativeReal,
     OneOf,
     PositiveInt,
@@ -279,3 +282,48 @@ def test_a_module_run_as_a_script_reads_its_source_through_the_hook():
     spec = importlib.util.find_spec("seqbook.hopfield.modern")
     assert spec.loader.get_code("seqbook.hopfield.modern") is not None
     assert inspect.getsource(module) == Path(module.__file__).read_text()
+
+
+def test_ints_bounded_by_sizes_of_the_call():
+    """A bound names an int argument, the module's attribute or a size a tensor brings;
+    an argument left out (None) bounds nothing."""
+
+    def window(ids: Shaped("B T"), k1: PositiveInt, k2: IntAtLeast("k1"),
+               start: IndexInto("T"), d: MultipleOf("heads"), heads: PositiveInt = 2,
+               last: IntIn(0, "limit") = 0, limit: int | None = None):
+        return k2, start, d
+
+    window = _checked(window)
+    ids = torch.zeros(2, 5, dtype=torch.long)
+    assert window(ids, 3, 3, 4, 6) == (3, 4, 6)
+    assert window(ids, 3, 4, 0, 6, last=9) == (4, 0, 6)  # limit left out: not bounded
+    with pytest.raises(ValueError, match=r"k2 must be >= k1 = 3 \(the argument k1\), got 2"):
+        window(ids, 3, 2, 0, 6)
+    with pytest.raises(ValueError, match=r"start must be < T = 5 \(as in ids\), got 5"):
+        window(ids, 3, 3, 5, 6)
+    with pytest.raises(ValueError, match="start must be >= 0, got -1"):
+        window(ids, 3, 3, -1, 6)
+    with pytest.raises(ValueError, match=r"d must be a multiple of heads = 4 \(the argument"):
+        window(ids, 3, 3, 0, 6, heads=4)
+    with pytest.raises(ValueError, match=r"last must be <= limit = 2"):
+        window(ids, 3, 3, 0, 6, last=3, limit=2)
+    with pytest.raises(TypeError, match=r"start must be an int, got 1.0 \(float\)"):
+        window(ids, 3, 3, 1.0, 6)
+
+
+def test_shaped_values_finiteness_least_sizes_and_named_leading_dimensions():
+    def f(x: Shaped("*batch N", finite=True, min_size={"N": 2}),
+          p: Shaped("*batch N", min_value=0.0, max_value=1.0) | None = None):
+        return x
+
+    f = _checked(f)
+    assert f(torch.zeros(2, 3, 4), torch.rand(2, 3, 4)).shape == (2, 3, 4)
+    assert f(torch.zeros(4)).shape == (4,)
+    with pytest.raises(ValueError, match="x must be finite"):
+        f(torch.tensor([0.0, float("nan")]))
+    with pytest.raises(ValueError, match=r"x must have shape \(\*batch, N\) with N >= 2"):
+        f(torch.zeros(3, 1))
+    with pytest.raises(ValueError, match=r"p must have shape \(\*batch, N\) with \*batch = \(2, 3"):
+        f(torch.zeros(2, 3, 4), torch.rand(3, 4))
+    with pytest.raises(ValueError, match=r"p must hold values in \[0.0, 1.0\], got values from"):
+        f(torch.zeros(2, 4), torch.full((2, 4), 2.0))
