@@ -265,16 +265,6 @@ def check_token_ids(
     return value
 
 
-def check_last_dim(name: str, value: torch.Tensor, size: int, *, what: str) -> torch.Tensor:
-    """Return ``value`` if its last dimension is ``size`` (``what`` names it, e.g. ``d_model``)."""
-    if value.dim() == 0 or value.shape[-1] != size:
-        raise ValueError(
-            f"{name} must have {what}={size} features in its last dimension, "
-            f"got shape {tuple(value.shape)}"
-        )
-    return value
-
-
 # --------------------------------------------------------------------------------------
 # Hopfield networks (seqbook.hopfield): stored patterns, spins and states
 # --------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ import torch
 
 from seqbook._checks import (
     check_generator,
-    check_last_dim,
     check_probability,
     check_same_dtype,
     check_token_ids,
@@ -34,8 +33,6 @@ def test_new_checks():
         check_token_ids("src", torch.tensor([0.0]), 4)
     with pytest.raises(TypeError, match="bool"):
         check_token_ids("src", torch.tensor([True]), 4)
-    with pytest.raises(ValueError, match="memory must have d_model=8"):
-        check_last_dim("memory", torch.zeros(2, 3, 4), 8, what="d_model")
 
 
 def test_check_generator():
