@@ -52,8 +52,8 @@ def test_lengths_to_mask_bad_input():
         lengths_to_mask(torch.tensor([[1, 2]]))
     with pytest.raises(TypeError, match="integer"):
         lengths_to_mask(torch.tensor([1.0]))
-    with pytest.raises(ValueError, match="lengths"):
-        lengths_to_mask(torch.tensor([-1]))
+    with pytest.raises(ValueError, match=r"lengths must hold values in \[0, inf\]"):
+        lengths_to_mask(torch.tensor([2, -1]))
     with pytest.raises(ValueError, match="max_len"):
         lengths_to_mask(torch.tensor([4]), max_len=2)
 

@@ -177,6 +177,10 @@ def test_bad_input_gives_clear_errors():
         EncoderDecoder(encoder, Seq2SeqDecoder(9, 4, 5, context_size=6))
     with pytest.raises(TypeError, match="decoder"):
         EncoderDecoder(encoder, nn.GRU(3, 3))
+    with pytest.raises(ValueError, match=r"eos_id must be < decoder.vocab_size = 9 \(decoder"):
+        EncoderDecoder(encoder, Seq2SeqDecoder(9, 4, 5, context_size=12), eos_id=9)
+    with pytest.raises(ValueError, match="pad_id must be >= 0"):
+        EncoderDecoder(encoder, Seq2SeqDecoder(9, 4, 5, context_size=12), pad_id=-1)
     decoder = BahdanauDecoder(9, 4, 5, context_size=12)
     encoded = encoder(src, lengths)
     with pytest.raises(ValueError, match=r"encoded.outputs must have shape \(B, T_x, context_size\)"

@@ -12,19 +12,19 @@ from collections.abc import Iterable
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from seqbook._contracts import NonNegativeInt, Real, SequenceOf, TensorOf
+from seqbook._contracts import NonNegativeInt, Real, SequenceOf, Shaped
 
 __all__ = ["pad_batch", "lengths_to_mask"]
 
 
 def lengths_to_mask(
-    lengths: TensorOf(1, floating=False),
+    lengths: Shaped("B", floating=False, min_value=0),
     max_len: NonNegativeInt | None = None,
 ) -> torch.Tensor:
     """Boolean mask that is True at the real (non-padding) positions.
 
     Args:
-        lengths: integer tensor of shape ``(B,)``.
+        lengths: integer tensor of shape ``(B,)``, each >= 0.
         max_len: width ``T`` of the mask; defaults to ``lengths.max()``.
 
     Returns:
@@ -35,8 +35,6 @@ def lengths_to_mask(
         tensor([[ True,  True,  True],
                 [ True, False, False]])
     """
-    if lengths.numel() and int(lengths.min()) < 0:
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is None:
         max_len = longest

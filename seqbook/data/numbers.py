@@ -35,6 +35,15 @@ def _check_language(name: str, lang: object) -> str:
     return lang
 
 
+def _check_split_sizes(max_number: int, num_valid: int, num_test: int, num_train: int) -> None:
+    """The three splits fit in the ``max_number + 1`` numbers."""
+    if num_train + num_valid + num_test > max_number + 1:
+        raise ValueError(
+            f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "
+            f"got {num_train} + {num_valid} + {num_test}"
+        )
+
+
 #: A num2words language code, e.g. ``"en"``, ``"de"``, ``"fr"``.
 Language = Annotated[str, Check(_check_language)]
 
@@ -80,13 +89,8 @@ def number_translation(
     if available < 1:
         raise ValueError(f"num_valid + num_test must leave at least one of the max_number + 1 = "
                          f"{max_number + 1} numbers for training, got {num_valid} + {num_test}")
-    if num_train is None:
-        num_train = available
-    if num_train > available:
-        raise ValueError(
-            f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "
-            f"got {num_train} + {num_valid} + {num_test}"
-        )
+    num_train = available if num_train is None else num_train
+    _check_split_sizes(max_number, num_valid, num_test, num_train)
     numbers = list(range(max_number + 1))
     random.Random(seed).shuffle(numbers)
 

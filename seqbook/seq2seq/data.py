@@ -30,7 +30,7 @@ from seqbook.data import (
     spell_number,
     tokenize,
 )
-from seqbook.data.numbers import _check_language
+from seqbook.data.numbers import Language, _check_split_sizes
 from seqbook.seq2seq.pieces import PieceTokenizer, join_words
 from seqbook.utils import seeded_generator
 
@@ -206,7 +206,7 @@ def _balanced_numbers(max_number: int, count: int, seed: int) -> list[int]:
 
 
 def number_translation_task(
-    tgt: Annotated[str, Check(_check_language)] = "de",
+    tgt: Language = "de",
     target_tokens: TargetTokens | None = None,
     max_number: NonNegativeInt = 9999,
     num_valid: NonNegativeInt = 500,
@@ -244,11 +244,7 @@ def number_translation_task(
         return TranslationTask(splits, tgt, target_tokens)
     if num_train is None:
         raise ValueError("balanced=True needs num_train (the numbers are drawn, not all used)")
-    if num_valid + num_test + num_train > max_number + 1:
-        raise ValueError(
-            f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "
-            f"got {num_train} + {num_valid} + {num_test}"
-        )
+    _check_split_sizes(max_number, num_valid, num_test, num_train)
     numbers = _balanced_numbers(max_number, num_valid + num_test + num_train, seed)
 
     def pairs(chosen: list[int]) -> list[NumberPair]:

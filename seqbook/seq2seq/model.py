@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_token_ids
-from seqbook._contracts import InstanceOf, NonNegativeInt, Shaped
+from seqbook._contracts import IndexInto, InstanceOf, Shaped
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
@@ -98,9 +98,9 @@ class EncoderDecoder(nn.Module):
         self,
         encoder: InstanceOf(Seq2SeqEncoder),
         decoder: InstanceOf(Seq2SeqDecoder, BahdanauDecoder),
-        pad_id: NonNegativeInt = 0,
-        bos_id: NonNegativeInt = 1,
-        eos_id: NonNegativeInt = 2,
+        pad_id: IndexInto("decoder.vocab_size") = 0,
+        bos_id: IndexInto("decoder.vocab_size") = 1,
+        eos_id: IndexInto("decoder.vocab_size") = 2,
     ) -> None:
         super().__init__()
         if decoder.context_size != encoder.output_size:
@@ -112,10 +112,6 @@ class EncoderDecoder(nn.Module):
         self.pad_id = pad_id
         self.bos_id = bos_id
         self.eos_id = eos_id
-        V = decoder.vocab_size
-        for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
-            if value >= V:
-                raise ValueError(f"{name} must be < the decoder's vocab_size={V}, got {value}")
 
     @property
     def uses_attention(self) -> bool:
