@@ -31,11 +31,12 @@ from torch import nn
 from seqbook._contracts import (
     CallableAs,
     InstanceOf,
+    IntAtLeast,
     PositiveInt,
     PositiveReal,
+    Shaped,
     TensorOf,
 )
-from seqbook.recurrent._sequence import check_steps
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
 
@@ -62,12 +63,12 @@ class TruncatedBPTTResult:
 
 def truncated_bptt(
     module: InstanceOf(nn.Module, what="a torch.nn.Module"),
-    x: TensorOf(3, floating=True),
+    x: Shaped("B T D", floating=True, dtype_of="module", min_size={"T": 1}),
     targets: TensorOf(),
     loss_fn: CallableAs('loss_fn(outputs, targets)'),
     optimizer: InstanceOf(torch.optim.Optimizer, what="a torch.optim.Optimizer"),
     k1: PositiveInt,
-    k2: PositiveInt | None = None,
+    k2: IntAtLeast("k1") | None = None,
     state: State = None,
     clip: PositiveReal | None = None,
 ) -> TruncatedBPTTResult:
@@ -120,13 +121,11 @@ def truncated_bptt(
         >>> result.update_steps
         [2, 4, 6, 8, 10]
     """
-    B, T, _ = check_steps(x, module).shape
+    B, T, _ = x.shape
     if targets.dim() < 2 or targets.shape[:2] != (B, T):
         raise ValueError(f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
                          f"got {tuple(targets.shape)}")
-    k2 = k1 if k2 is None else k2
-    if k2 < k1:
-        raise ValueError(f"k2 must be >= k1 (every loss needs a window), got k1={k1}, k2={k2}")
+    k2 = k1 if k2 is None else k2  # k2 >= k1: every loss needs a window
 
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     return _truncated_bptt(module, x, targets, loss_fn, optimizer, parameters, k1, k2,
