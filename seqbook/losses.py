@@ -31,19 +31,14 @@ __all__ = [
 ]
 
 
-def _check_same_shape(p: torch.Tensor, q: torch.Tensor) -> None:
-    if p.shape != q.shape:
-        raise ValueError(f"p and q must have the same shape, got {tuple(p.shape)} and "
-                         f"{tuple(q.shape)}")
-
-
 # a distribution over the last dimension (its values are the caller's contract:
-# non-negative, summing to 1 over the last dimension; the tests check the results)
-Distribution = Shaped("... C", floating=True)
+# non-negative, summing to 1 over the last dimension; the tests check the results);
+# the named leading block *batch makes a second distribution q the same shape as p
+Distribution = Shaped("*batch C", floating=True)
 
 
 def cross_entropy(
-    p: Distribution, q: Shaped("... C", floating=True, dtype_of="p")
+    p: Distribution, q: Shaped("*batch C", floating=True, dtype_of="p")
 ) -> torch.Tensor:
     r"""The cross-entropy :math:`H(p, q)` of two distributions over the last dimension.
 
@@ -68,7 +63,6 @@ def cross_entropy(
         >>> round(cross_entropy(p, q).item(), 4)            # log 2 nats
         0.6931
     """
-    _check_same_shape(p, q)
     return _cross_entropy(p, q)
 
 
@@ -92,7 +86,7 @@ def entropy(p: Distribution) -> torch.Tensor:
 
 
 def kl_divergence(
-    p: Distribution, q: Shaped("... C", floating=True, dtype_of="p")
+    p: Distribution, q: Shaped("*batch C", floating=True, dtype_of="p")
 ) -> torch.Tensor:
     r"""The Kullback-Leibler divergence :math:`D_{KL}(p \,\|\, q) \ge 0`.
 
@@ -111,7 +105,6 @@ def kl_divergence(
         >>> round(kl_divergence(p, q).item(), 4), round(kl_divergence(q, p).item(), 4)
         (0.5108, 0.3681)
     """
-    _check_same_shape(p, q)
     return _kl_divergence(p, q)
 
 
@@ -168,8 +161,8 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 def label_smoothing_loss(
-    logits: Shaped("... C", floating=True),
-    target: Shaped("...", floating=False),
+    logits: Shaped("*batch C", floating=True, min_size={"C": 2}),
+    target: Shaped("*batch", floating=False),
     epsilon: RealIn(0.0, 1.0),
     ignore_index: Int = -100,
     reduction: OneOf(*REDUCTIONS) = "mean",
@@ -198,7 +191,7 @@ def label_smoothing_loss(
             or ``"none"``: one loss per position, 0 where the target is ignored.
 
     Shapes:
-        logits: ``(..., C)``.
+        logits: ``(..., C)``, ``C >= 2``.
         target: ``(...)``, integer, the shape of ``logits`` without its last dimension.
         returns: a scalar, or ``(...)`` for ``reduction="none"``.
 
@@ -210,11 +203,6 @@ def label_smoothing_loss(
         >>> round(label_smoothing_loss(logits, target, 0.3).item(), 4)
         0.6395
     """
-    if logits.shape[:-1] != target.shape:
-        raise ValueError("target must have the shape of logits without the class dimension, "
-                         f"got logits {tuple(logits.shape)} and target {tuple(target.shape)}")
-    if logits.shape[-1] < 2:
-        raise ValueError(f"logits must score at least 2 classes, got shape {tuple(logits.shape)}")
     keep = target != ignore_index  # (...)
     if reduction == "mean" and not bool(keep.any()):
         raise ValueError("target must have at least one entry that is not ignore_index (the "
