@@ -63,7 +63,7 @@ CASES = [
     ("async_sweep", lambda: hop.async_sweep(SPINS, W, U, torch.tensor([0.0])), TypeError,
      "order must have an integer dtype"),
     ("ClassicalHopfield", lambda: hop.ClassicalHopfield(SPINS, threshold=torch.zeros(3)),
-     ValueError, r"threshold must have shape \(4,\)"),
+     ValueError, r"threshold must have shape \(4\), got \(3,\)"),
     ("dense_async_sweep", lambda: hop.dense_async_sweep(SPINS[:, :3], SPINS, "exp", 3, ORDER),
      ValueError, "d = 4"),
     ("ModernHopfield", lambda: hop.ModernHopfield(torch.randn(3), beta=1.0), ValueError,
@@ -172,7 +172,7 @@ def test_methods_of_the_memories_check_their_states():
             memory.energy(torch.ones(3))
         with pytest.raises(ValueError, match=r"xi must contain only -1 and \+1"):
             memory.update(torch.zeros(4))
-        with pytest.raises(ValueError, match="must be a spin index below d = 4"):
+        with pytest.raises(ValueError, match=r"must be < dim = 4 \(the module's dim\), got 4"):
             memory.update_neuron(torch.ones(4), 4)
         with pytest.raises(ValueError, match="max_sweeps must be >= 1"):
             memory.retrieve(torch.ones(4), max_sweeps=0)

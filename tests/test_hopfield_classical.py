@@ -127,7 +127,7 @@ def test_bad_input_is_rejected_with_clear_errors():
         ClassicalHopfield(torch.ones(0, 4))
     with pytest.raises(TypeError, match="patterns must be a torch.Tensor"):
         ClassicalHopfield([[1.0, -1.0]])
-    with pytest.raises(ValueError, match="threshold must have shape \\(3,\\)"):
+    with pytest.raises(ValueError, match="threshold must have shape \\(3\\), got \\(4,\\)"):
         ClassicalHopfield(torch.ones(1, 3), threshold=torch.zeros(4))
     net = ClassicalHopfield(torch.ones(2, 3))
     with pytest.raises(ValueError, match="xi must have last dimension d = 3"):
@@ -138,7 +138,7 @@ def test_bad_input_is_rejected_with_clear_errors():
         net.update(torch.ones(3), mode="parallel")
     with pytest.raises(ValueError, match="steps must be >= 1"):
         net.update(torch.ones(3), steps=0)
-    with pytest.raises(ValueError, match="i must be a spin index below d = 3"):
+    with pytest.raises(ValueError, match=r"i must be < dim = 3 \(the module's dim\), got 3"):
         net.update_neuron(torch.ones(3), 3)
 
 

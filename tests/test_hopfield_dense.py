@@ -94,7 +94,7 @@ def test_bad_input_is_rejected():
         memory.update(torch.ones(3))
     with pytest.raises(ValueError, match="xi must contain only -1 and \\+1"):
         memory.energy(torch.zeros(4))
-    with pytest.raises(ValueError, match="l must be a spin index below d = 4"):
+    with pytest.raises(ValueError, match=r"l must be < dim = 4 \(the module's dim\), got 7"):
         memory.update_neuron(torch.ones(4), 7)
 
 

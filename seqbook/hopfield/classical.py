@@ -15,6 +15,8 @@ of ``W``, as in the book's equations (Hebbian weights are symmetric anyway).
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import torch
 
 from seqbook._checks import (
@@ -25,7 +27,8 @@ from seqbook._checks import (
     check_tensor,
 )
 from seqbook._contracts import (
-    NonNegativeInt,
+    Dims,
+    IndexInto,
     OneOf,
     PositiveInt,
     RandomGenerator,
@@ -42,8 +45,17 @@ __all__ = [
     "sync_step",
 ]
 
+
+class _Spins(Dims):
+    """Tensor states whose entries are spins, -1 or +1."""
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        check_spins(name, super().check_in(name, value, call, bound))
+        return value
+
+
 # a batch of spin states (..., B, d) of networks with weights (..., d, d), thresholds (..., d)
-States = Shaped("... B d", floating=True, dtype_of="W")
+States = Annotated[torch.Tensor, _Spins("... B d", floating=True, dtype_of="W")]
 Weights = Shaped("... d d", floating=True)
 Thresholds = Shaped("... d", floating=True, dtype_of="W")
 
@@ -88,7 +100,6 @@ def classical_energy(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
         >>> classical_energy(torch.tensor([[1., -1., 1.]]), W, torch.zeros(3))
         tensor([-3.])
     """
-    check_spins("xi", xi)
     return _classical_energy(xi, W, U)
 
 
@@ -123,7 +134,6 @@ def async_sweep(xi: States, W: Weights, U: Thresholds, order: torch.Tensor) -> t
         >>> async_sweep(torch.tensor([[1., 1., 1.]]), W, torch.zeros(3), torch.tensor([1, 0, 2]))
         tensor([[ 1., -1.,  1.]])
     """
-    check_spins("xi", xi)
     return _async_sweep(xi, W, U, check_spin_order(order, W.shape[-1]))
 
 
@@ -153,7 +163,6 @@ def sync_step(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
         >>> sync_step(torch.tensor([[1., -1.]]), W, torch.zeros(2))     # both spins swap
         tensor([[-1.,  1.]])
     """
-    check_spins("xi", xi)
     return _sync_step(xi, W, U)
 
 
@@ -165,7 +174,7 @@ def _sync_step(
 
 
 def async_relax(
-    xi: Shaped("T B d", floating=True, dtype_of="W"),
+    xi: Annotated[torch.Tensor, _Spins("T B d", floating=True, dtype_of="W")],
     W: Shaped("T d d", floating=True),
     U: Shaped("T d", floating=True, dtype_of="W"),
     generator: RandomGenerator = None,
@@ -204,7 +213,6 @@ def async_relax(
         >>> torch.equal(final, X), flips.tolist()
         (True, [[1]])
     """
-    check_spins("xi", xi)
     if not torch.equal(W, W.transpose(-1, -2)):
         raise ValueError("W must be symmetric (as Hebbian weights are): energy descent needs it")
     d = xi.shape[-1]
@@ -288,8 +296,7 @@ class ClassicalHopfield(PatternMemory):
         self.W = _hebbian_weights(self.patterns)  # (d, d)
         d = self.dim
         if isinstance(threshold, torch.Tensor):
-            if check_tensor("threshold", threshold, ndim=1, floating=True).shape[0] != d:
-                raise ValueError(f"threshold must have shape ({d},), got {tuple(threshold.shape)}")
+            check_tensor("threshold", threshold, shape=(d,), floating=True)
             U = check_same_dtype("threshold", threshold, self.patterns.dtype, of="the patterns")
         else:
             U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
@@ -316,7 +323,7 @@ class ClassicalHopfield(PatternMemory):
         xi = self._state(xi)
         return _classical_energy(xi.unsqueeze(-2), self.W, self.U).squeeze(-1)
 
-    def update_neuron(self, xi: torch.Tensor, i: NonNegativeInt) -> torch.Tensor:
+    def update_neuron(self, xi: torch.Tensor, i: IndexInto("dim")) -> torch.Tensor:
         """Update spin ``i`` alone (of every state in the batch); return the new states.
 
         Shapes:
@@ -324,8 +331,6 @@ class ClassicalHopfield(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
-        if i >= self.dim:
-            raise ValueError(f"i must be a spin index below d = {self.dim}, got {i}")
         order = torch.tensor([i])
         return _async_sweep(xi.unsqueeze(-2), self.W, self.U, order).squeeze(-2)
 

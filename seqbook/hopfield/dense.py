@@ -24,8 +24,8 @@ import torch
 
 from seqbook._checks import check_spin_order, check_spin_states
 from seqbook._contracts import (
+    IndexInto,
     IntAtLeast,
-    NonNegativeInt,
     OneOf,
     PositiveInt,
     RandomGenerator,
@@ -196,7 +196,7 @@ class DenseAssociativeMemory(PatternMemory):
         xi = self._state(xi)
         return torch.logsumexp(xi.double() @ self.patterns.double().T, dim=-1)  # (...)
 
-    def update_neuron(self, xi: torch.Tensor, l: NonNegativeInt) -> torch.Tensor:
+    def update_neuron(self, xi: torch.Tensor, l: IndexInto("dim")) -> torch.Tensor:
         """Update spin ``l`` alone (of every state in the batch).
 
         Shapes:
@@ -204,8 +204,6 @@ class DenseAssociativeMemory(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
-        if l >= self.dim:
-            raise ValueError(f"l must be a spin index below d = {self.dim}, got {l}")
         order = torch.tensor([l])
         X = self.patterns.double()
         return _dense_async_sweep(xi.unsqueeze(-2), X, self.F, self.degree, order).to(
