@@ -87,7 +87,7 @@ def test_bad_arguments():
         rtrl(nn.RNN(2, 3), torch.randn(1, 4, 2), loss)
     with pytest.raises(ValueError, match="x must have 3 dimensions"):
         rtrl(rnn, torch.randn(4, 2), loss)
-    with pytest.raises(ValueError, match="at least one time step"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, rnn.input_size\) with T >= 1"):
         rtrl(rnn, torch.randn(1, 0, 2), loss)
     with pytest.raises(ValueError, match="input_size"):
         rtrl(rnn, torch.randn(1, 4, 3), loss)

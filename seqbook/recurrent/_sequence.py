@@ -8,12 +8,12 @@ Error messages name the argument and the expected shape, as everywhere in seqboo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 
-from seqbook._checks import check_same_dtype, check_tensor
-from seqbook._contracts import Shaped
+from seqbook._checks import _describe, check_same_dtype, check_tensor
+from seqbook._contracts import Check, Shaped
 
 State = tuple[torch.Tensor, ...]  # (h,) for the RNN and the GRU, (y, c) for the LSTM
 
@@ -24,32 +24,39 @@ def check_sequence_batch(
     """``x`` validated (``T >= 1``, ``D == input_size``, the parameters' dtype and
     device) and returned batch-first."""
     check_tensor("x", x, ndim=3, floating=True)
-    x = check_steps(x if batch_first else x.transpose(0, 1))  # (B, T, D)
+    x = x if batch_first else x.transpose(0, 1)  # (B, T, D)
+    if x.shape[1] == 0:
+        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
     if x.shape[2] != input_size:
         raise ValueError(f"x must have {input_size} features (input_size) in its last "
                          f"dimension, got shape {tuple(x.shape)}")
     return check_like("x", x, like)
 
 
-def check_steps(x: torch.Tensor, module: torch.nn.Module | None = None) -> torch.Tensor:
-    """``x`` ``(B, T, ...)`` has at least one time step (and, given a ``module``, the
-    dtype of its parameters)."""
-    if x.shape[1] == 0:
-        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-    parameter = None if module is None else next(module.parameters(), None)
-    if parameter is not None:
-        check_same_dtype("x", x, parameter.dtype, of="the module's parameters")
-    return x
-
-
-def check_one_layer(name: str, module: torch.nn.Module, why: str) -> None:
-    """``module`` (the argument ``name``) has one layer and one direction; ``why`` says
-    what needs it."""
+def check_one_layer(
+    name: str, module: object, *, classes: tuple[type, ...], what: str, why: str,
+    batch_first: bool = False,
+) -> torch.nn.Module:
+    """``module`` (the argument ``name``) is one of ``classes`` (``what`` in the
+    message) with one layer and one direction (and, if ``batch_first``, batch-first);
+    ``why`` says what needs it. The check of :func:`OneLayer`."""
+    if not isinstance(module, classes):
+        raise TypeError(f"{name} must be {what}, got {_describe(module)}")
+    if batch_first and getattr(module, "batch_first", True) is not True:
+        raise ValueError(f"{name} must be batch-first (batch_first=True)")
     layers = getattr(module, "num_layers", 1)
     bidirectional = getattr(module, "bidirectional", False)
     if layers != 1 or bidirectional:
         raise ValueError(f"{name} must have num_layers=1 and bidirectional=False ({why}), "
                          f"got num_layers={layers}, bidirectional={bidirectional}")
+    return module
+
+
+def OneLayer(*classes: type, what: str, why: str, batch_first: bool = False) -> Any:
+    """A recurrent module, an instance of one of ``classes``, with one layer and one
+    direction (see :func:`check_one_layer`): a contract of a function's argument."""
+    return Annotated[classes[0], Check(check_one_layer, classes=classes, what=what, why=why,
+                                       batch_first=batch_first)]
 
 
 def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

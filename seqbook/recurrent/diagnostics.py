@@ -43,18 +43,21 @@ from torch import nn
 from seqbook._checks import check_same_dtype, check_tensor
 from seqbook._contracts import (
     CallableAs,
-    InstanceOf,
     NonNegativeInt,
     OneOf,
     Shaped,
 )
-from seqbook.recurrent._sequence import check_one_layer, check_steps
+from seqbook.recurrent._sequence import OneLayer
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
 State = Any  # a tensor or a tuple of tensors
-Module = InstanceOf(nn.Module, what="a torch.nn.Module")
-Inputs = Shaped("B T D", floating=True)  # (B, T, D)
+# batch-first, one layer and one direction: a backward direction cannot be stepped
+Module = OneLayer(nn.Module, what="a torch.nn.Module", batch_first=True,
+                  why="one layer and one direction: a backward direction cannot be "
+                  "stepped forward in time")
+# (B, T, D), T >= 1, in the dtype of the module's parameters
+Inputs = Shaped("B T D", floating=True, dtype_of="module", min_size={"T": 1})
 # the orders torch.linalg.matrix_norm accepts
 _MATRIX_NORM_ORDERS = (2, -2, 1, -1, float("inf"), float("-inf"), "fro", "nuc")
 
@@ -69,12 +72,8 @@ def _like(template: State, parts: tuple[torch.Tensor, ...]) -> State:
 
 def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, component: int) -> None:
     """Checks, with one dry step, the module's protocol (rules 1 and 2 of the module
-    docstring), the state and ``component`` against the module and ``x``."""
-    if getattr(module, "batch_first", True) is not True:
-        raise ValueError("module must be batch-first (batch_first=True)")
-    check_one_layer("module", module, "one layer and one direction: a backward direction "
-                    "cannot be stepped forward in time")
-    check_steps(x, module)
+    docstring), the state and ``component`` against the module and ``x`` (each of
+    them checked by the signature's contracts)."""
     for i, part in enumerate(() if state is None else _as_tuple(state)):
         _check_state_part(f"state[{i}]", part, x, f" with B={x.shape[0]} (the batch of x)")
         check_same_dtype(f"state[{i}]", part, x.dtype, of="x")
@@ -296,5 +295,7 @@ def jacobian_norms(
     """
     if isinstance(ord, bool):
         raise TypeError(f"ord must be a matrix norm order, got {ord!r}")
-    jacobians = state_jacobians(module, x, state, component)  # (B, T, H, H)
+    _check_probe_inputs(module, x, state, component)
+    with torch.enable_grad():
+        jacobians = _state_jacobians(module, x, state, component)  # (B, T, H, H)
     return torch.linalg.matrix_norm(jacobians, ord=ord)  # (B, T)

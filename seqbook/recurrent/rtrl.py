@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seqbook._contracts import CallableAs, InstanceOf, Shaped
-from seqbook.recurrent._sequence import check_one_layer, check_steps
+from seqbook._contracts import CallableAs, Shaped
+from seqbook.recurrent._sequence import OneLayer
 from seqbook.recurrent.rnn import RNN
 
 __all__ = ["RTRLResult", "rtrl"]
@@ -44,8 +44,9 @@ class RTRLResult:
 
 
 def rtrl(
-    rnn: InstanceOf(RNN, what="a seqbook.recurrent.RNN"),
-    x: Shaped("B T rnn.input_size", floating=True, dtype_of="rnn", device_of="rnn"),
+    rnn: OneLayer(RNN, what="a seqbook.recurrent.RNN", why="RTRL here is for one layer"),
+    x: Shaped("B T rnn.input_size", floating=True, dtype_of="rnn", device_of="rnn",
+              min_size={"T": 1}),
     step_loss: CallableAs('step_loss(t, h_t)'),
     h0: Shaped("1 B rnn.hidden_size", floating=True, dtype_of="rnn", device_of="rnn")
     | None = None,
@@ -91,8 +92,6 @@ def rtrl(
         >>> torch.allclose(result.grads["W_hh"], rnn.W_hh.grad, atol=1e-5)
         True
     """
-    check_one_layer("rnn", rnn, "RTRL here is for one layer")
-    x = check_steps(x)
     B, H = x.shape[0], rnn.hidden_size
     h = x.new_zeros(B, H) if h0 is None else h0[0].detach()  # (B, H)
     with torch.no_grad():
