@@ -48,8 +48,8 @@ def test_first_symbol_is_reproducible_and_position_zero_is_the_original_task():
         (dict(length=0), ValueError, "length"),
         (dict(length=5, num_signals=1), ValueError, "num_signals"),
         (dict(length=5, num_distractors=0), ValueError, "num_distractors"),
-        (dict(length=5, signal_position=5), ValueError, "signal_position"),
-        (dict(length=5, signal_position=-1), ValueError, "signal_position"),
+        (dict(length=5, signal_position=5), ValueError, "signal_position must be < length = 5"),
+        (dict(length=5, signal_position=-1), ValueError, "signal_position must be >= 0"),
         (dict(length=5.0), TypeError, "length"),
     ],
 )
@@ -118,8 +118,9 @@ def test_value_stream_without_continuation_holds_one_episode():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        (dict(length=20, min_gap=10, max_gap=20), "length must be >= 21"),
-        (dict(min_gap=5, max_gap=4), "max_gap must be >= 5"),
+        (dict(length=20, min_gap=10, max_gap=20),
+         r"max_gap must be < length = 20 \(the argument length\), got 20"),
+        (dict(min_gap=5, max_gap=4), "max_gap must be >= min_gap = 5"),
         (dict(min_gap=0), "min_gap"),
         (dict(num_distractors=0), "num_distractors"),
     ],
@@ -129,6 +130,15 @@ def test_value_stream_rejects_bad_settings(kwargs, words):
         ValueStreamTask(**kwargs)
     with pytest.raises(TypeError, match="continual must be a bool"):
         ValueStreamTask(continual=1)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(length=60.0), "length"), (dict(max_gap=20.0), "max_gap"),
+])
+def test_value_stream_refuses_sizes_that_are_not_ints(kwargs, name):
+    # length bounds max_gap: a length that is no int must not skip that bound
+    with pytest.raises(TypeError, match=f"{name} must be an int"):
+        ValueStreamTask(**kwargs)
 
 
 def test_value_stream_values_are_uniform():

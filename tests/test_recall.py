@@ -30,7 +30,7 @@ def test_the_task_repeats_with_its_generator_and_checks_its_arguments():
     a = task(4, torch.Generator().manual_seed(1))
     b = task(4, torch.Generator().manual_seed(1))
     assert all((x == y).all() for x, y in zip(a, b))
-    with pytest.raises(ValueError, match="num_keys"):
+    with pytest.raises(ValueError, match="num_keys must be >= num_pairs = 10"):
         AssociativeRecallTask(num_pairs=10, num_keys=4)
     with pytest.raises(ValueError, match="num_pairs"):
         AssociativeRecallTask(0)

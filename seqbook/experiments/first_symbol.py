@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from seqbook._contracts import IntAtLeast, NonNegativeInt, PositiveInt
+from seqbook._contracts import IndexInto, IntAtLeast, PositiveInt
 from seqbook.experiments._common import Generator
 
 __all__ = ["FirstSymbolTask"]
@@ -56,13 +56,7 @@ class FirstSymbolTask:
     length: PositiveInt  # T, symbols per sequence
     num_signals: IntAtLeast(2) = 4  # K, signal symbols (the classes)
     num_distractors: PositiveInt = 4  # M, distractor symbols
-    signal_position: NonNegativeInt = 0  # p, where the signal sits (0 = the first step)
-
-    def __post_init__(self) -> None:
-        if self.signal_position >= self.length:
-            raise ValueError(
-                f"signal_position must be < length ({self.length}), got {self.signal_position}"
-            )
+    signal_position: IndexInto("length") = 0  # p, where the signal sits (0 = the first step)
 
     @property
     def input_size(self) -> int:

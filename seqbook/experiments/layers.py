@@ -16,7 +16,6 @@ several times faster on a CPU. The plain RNN is ``nn.RNN`` (the function of
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -28,7 +27,6 @@ from seqbook._contracts import (
     InstanceOf,
     OneOf,
     PositiveInt,
-    Real,
 )
 from seqbook.recurrent import GRU, LSTM, chrono_init
 
@@ -74,7 +72,7 @@ class LayerSpec:
     input_gate_bias: FiniteReal = 0.0  # LSTM: added to b_i
     forget_gate_bias: FiniteReal = 0.0  # LSTM with forget gate: added to b_f
     update_gate_bias: FiniteReal = 0.0  # GRU: added to b_z
-    chrono_t_max: Real = 0.0  # LSTM with forget gate: chrono initialisation if > 0
+    chrono_t_max: FiniteReal = 0.0  # LSTM with forget gate: chrono initialisation if > 0
 
     def __post_init__(self) -> None:
         lstm_only = {
@@ -90,10 +88,8 @@ class LayerSpec:
             raise ValueError(f"update_gate_bias is a GRU option; got kind={self.kind!r}")
         chrono = self.chrono_t_max
         if chrono:
-            if not (math.isfinite(chrono) and chrono >= 2):
-                raise ValueError(
-                    f"chrono_t_max must be 0 (off) or a finite number >= 2, got {chrono}"
-                )
+            if chrono < 2:
+                raise ValueError(f"chrono_t_max must be 0 (off) or >= 2, got {chrono}")
             if self.kind != "lstm" or not self.forget_gate:
                 raise ValueError("chrono_t_max is an option of the LSTM with forget gate; got "
                                  f"kind={self.kind!r}, forget_gate={self.forget_gate}")

@@ -25,8 +25,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from seqbook._checks import check_int
-from seqbook._contracts import PositiveInt, PositiveReal
+from seqbook._contracts import IntAtLeast, PositiveInt, PositiveReal
 from seqbook.experiments._common import IGNORE, Generator, one_thread
 from seqbook.language_model.mixers import MIXERS, MixerLM, state_floats
 from seqbook.utils import seed_everything, seeded_generator
@@ -70,11 +69,11 @@ class AssociativeRecallTask:
     def __init__(
         self,
         num_pairs: PositiveInt,
-        num_keys: int = 64,
+        num_keys: IntAtLeast("num_pairs") = 64,
         num_values: PositiveInt = 64,
     ) -> None:
         self.num_pairs = num_pairs
-        self.num_keys = check_int("num_keys", num_keys, min_value=num_pairs)
+        self.num_keys = num_keys
         self.num_values = num_values
         self.vocab_size = num_keys + num_values
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._checks import check_int
 from seqbook._contracts import (
     CallableAs,
     InstanceOf,
+    IntAtLeast,
     NonNegativeInt,
     PositiveInt,
     PositiveReal,
@@ -54,7 +54,7 @@ def train_until_solved(
     model: InstanceOf(nn.Module, what="a torch.nn.Module"),
     task: Task,
     seed: NonNegativeInt,
-    max_steps: int = 150,
+    max_steps: IntAtLeast("check_every") = 150,
     lr: PositiveReal = 0.01,
     target: RealIn(0.0, 1.0, strict_min=True) = 0.99,
     check_every: PositiveInt = 25,
@@ -103,8 +103,6 @@ def train_until_solved(
         >>> result.steps, 0.0 <= result.accuracy <= 1.0
         (25, True)
     """
-    max_steps = check_int("max_steps", max_steps, min_value=check_every)
-
     generator = seeded_generator(seed)
     x_valid, y_valid = task(valid_size, seeded_generator(VALID_SEED))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)

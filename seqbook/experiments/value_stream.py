@@ -29,13 +29,15 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, check_tensor
+from seqbook._checks import check_tensor
 from seqbook._contracts import (
+    Bounded,
     Flag,
     InstanceOf,
     NonNegativeInt,
@@ -58,6 +60,10 @@ __all__ = [
 
 #: Seed of the evaluation streams, the same for every model and seed.
 EVAL_SEED = 5000
+
+# the longest episode: at least min_gap, and shorter than the stream (so that every
+# stream completes at least one episode)
+MaxGap = Annotated[int, Bounded(min_value="min_gap", below="length")]
 
 
 @dataclass(frozen=True)
@@ -98,15 +104,11 @@ class ValueStreamTask:
         (True, True)
     """
 
-    length: int = 120  # T, steps per stream
+    length: PositiveInt = 120  # T, steps per stream
     min_gap: PositiveInt = 10  # shortest episode
-    max_gap: int = 20  # longest episode
+    max_gap: MaxGap = 20  # longest episode
     num_distractors: PositiveInt = 4  # M, distractor symbols
     continual: Flag = True  # False: one episode per stream (a reset before each)
-
-    def __post_init__(self) -> None:
-        check_int("max_gap", self.max_gap, min_value=self.min_gap)
-        check_int("length", self.length, min_value=self.max_gap + 1)
 
     @property
     def input_size(self) -> int:
