@@ -114,8 +114,13 @@ def test_model_bad_input():
     with pytest.raises(ValueError, match="ids has 65 positions, more than the model's "
                                          "max_len=64"):
         model(torch.zeros(1, 65, dtype=torch.long))
-    with pytest.raises(ValueError, match="num_heads must divide d_model"):
+    with pytest.raises(ValueError, match=r"d_model must be a multiple of num_heads = 4 "
+                       r"\(the argument num_heads\)"):
         TransformerLM(11, d_model=10, num_heads=4)
+    with pytest.raises(ValueError, match="d_model must be a multiple of num_heads = 4"):
+        TransformerLMConfig(d_model=6)                   # refused where it is made
+    with pytest.raises(ValueError, match=r"ids must have shape \(B, T\) with T >= 1, got \(1, 0\)"):
+        model(torch.zeros(1, 0, dtype=torch.long))
     with pytest.raises(TypeError, match="unknown TransformerLM options: \\['width'\\]"):
         TransformerLM(11, width=3)
     with pytest.raises(ValueError, match="dropout must be in \\[0, 1\\)"):
@@ -163,7 +168,7 @@ def test_generation_bad_input():
         generate(model, prompt, 0)
     with pytest.raises(ValueError, match="prompt must have 2 dimensions"):
         generate(model, torch.tensor([1, 2]), 5)
-    with pytest.raises(ValueError, match="prompt must hold at least one token"):
+    with pytest.raises(ValueError, match=r"prompt must have shape \(B, T_0\) with T_0 >= 1"):
         generate(model, torch.zeros(1, 0, dtype=torch.long), 5)
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         generate(model, prompt, 5, generator=3)
@@ -218,7 +223,8 @@ def test_a_sliding_context_writes_past_max_len_and_reads_only_the_window():
                        generate(model, prompt, 20, greedy=True))
     with pytest.raises(ValueError, match="context needs use_cache=False"):
         generate(model, prompt, 5, context=8)
-    with pytest.raises(ValueError, match="context must be <= the model's max_len=64, got 65"):
+    with pytest.raises(ValueError, match=r"context must be <= model.max_len = 64 \(model.max_len "
+                       r"of the argument model\), got 65"):
         generate(model, prompt, 5, context=65, use_cache=False)
     with pytest.raises(ValueError, match="context must be >= 1"):
         generate(model, prompt, 5, context=0, use_cache=False)
@@ -238,8 +244,11 @@ def test_cached_self_attention_bad_input():
                            match=r"x must have shape \(cache.batch_size, T, attention.d_model\) "
                            r"with attention.d_model = 16"):
             cached_self_attention(attention, torch.randn(2, 3, 8), cache, 0)
-        with pytest.raises(ValueError, match="layer must be < the cache's 2 layers, got 2"):
+        with pytest.raises(ValueError, match=r"layer must be < cache.num_layers = 2 "
+                           r"\(cache.num_layers of the argument cache\), got 2"):
             cached_self_attention(attention, x, cache, 2)
+        with pytest.raises(ValueError, match="layer must be >= 0, got -1"):
+            cached_self_attention(attention, x, cache, -1)
         with pytest.raises(ValueError, match=r"x must have shape .* with cache.batch_size = 2 "
                            r"\(cache.batch_size of the argument cache\), got \(1, 3, 16\)"):
             cached_self_attention(attention, x[:1], cache, 0)
@@ -267,13 +276,14 @@ def test_next_token_rejects_bad_arguments(kwargs, error, message):
 
 
 def test_next_token_rejects_bad_logits():
-    with pytest.raises(ValueError, match=r"logits must have 2 dimensions, got shape \(5,\)"):
+    with pytest.raises(ValueError,
+                       match=r"logits must have 2 dimensions \(B, V\), got shape \(5,\)"):
         next_token(torch.randn(5))
     with pytest.raises(TypeError, match="logits must have a floating-point dtype"):
         next_token(torch.ones(2, 5, dtype=torch.long), greedy=True)
     with pytest.raises(TypeError, match="logits must be a torch.Tensor"):
         next_token([[0.0, 1.0]], greedy=True)
-    with pytest.raises(ValueError, match="logits must hold at least one score per row"):
+    with pytest.raises(ValueError, match=r"logits must have shape \(B, V\) with V >= 1"):
         next_token(torch.randn(2, 0), greedy=True)
 
 

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_same_dtype
-from seqbook._contracts import InstanceOf, NonNegativeInt, PositiveInt, Shaped
+from seqbook._contracts import IndexInto, InstanceOf, PositiveInt, Shaped
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 
 __all__ = ["KVCache", "cached_self_attention"]
@@ -89,6 +89,11 @@ class KVCache:
         return self.lengths[-1]
 
     @property
+    def num_layers(self) -> int:
+        """The number of layers whose keys and values the cache holds."""
+        return len(self.key_buffers)
+
+    @property
     def capacity(self) -> int:
         """The most positions the buffers hold."""
         return self.key_buffers[0].shape[2]
@@ -129,7 +134,7 @@ def cached_self_attention(
     attention: InstanceOf(MultiHeadAttention, what="a seqbook.attention.MultiHeadAttention"),
     x: Shaped("cache.batch_size T attention.d_model", floating=True),
     cache: InstanceOf(KVCache),
-    layer: NonNegativeInt,
+    layer: IndexInto("cache.num_layers"),
 ) -> torch.Tensor:
     r"""Causal self-attention of ``T`` new positions to the cached past and to themselves.
 
@@ -164,9 +169,7 @@ def cached_self_attention(
         >>> torch.allclose(torch.cat([first, last], 1), full, atol=1e-6)
         True
     """
-    # the layer and x's positions must fit the cache
-    if layer >= (L := len(cache.key_buffers)):
-        raise ValueError(f"layer must be < the cache's {L} layers, got {layer}")
+    # x's positions must fit the cache
     check_same_dtype("x", x, cache.key_buffers[layer].dtype, of="the cache's keys")
     if (P := cache.lengths[layer]) + x.shape[1] > cache.capacity:
         raise ValueError(f"x has {x.shape[1]} positions after {P} cached ones, more than the "

@@ -11,14 +11,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_token_ids
 from seqbook._contracts import (
     Flag,
     InstanceOf,
+    IntIn,
     PositiveInt,
     RandomGenerator,
     Real,
     RealIn,
+    Shaped,
     TensorOf,
 )
 
@@ -28,7 +29,7 @@ TopP = RealIn(0.0, 1.0, strict_min=True)  # the nucleus' probability mass, in (0
 
 
 def next_token(
-    logits: TensorOf(2, floating=True),
+    logits: Shaped("B V", floating=True, min_size={"V": 1}),
     temperature: Real = 1.0,
     greedy: Flag = False,
     generator: RandomGenerator = None,
@@ -69,9 +70,6 @@ def next_token(
         >>> next_token(scores, temperature=0.01, generator=g)   # almost greedy
         tensor([0])
     """
-    if logits.shape[-1] == 0:
-        raise ValueError("logits must hold at least one score per row (V >= 1), got shape "
-                         f"{tuple(logits.shape)}")
     if not greedy and temperature <= 0:  # greedy ignores it
         raise ValueError(f"temperature must be > 0.0, got {temperature}")
     return _next_token(logits, temperature, greedy, generator, top_k, top_p)
@@ -147,14 +145,14 @@ def _next_token(
 
 def generate(
     model: InstanceOf(nn.Module, what="a torch.nn.Module"),
-    prompt: TensorOf(2, floating=False),
+    prompt: Shaped("B T_0", ids="model.vocab_size", min_size={"T_0": 1}),
     num_tokens: PositiveInt,
     *,
     temperature: Real = 1.0,
     greedy: Flag = False,
     generator: RandomGenerator = None,
     use_cache: Flag = True,
-    context: PositiveInt | None = None,
+    context: IntIn(1, "model.max_len") | None = None,
     top_k: PositiveInt | None = None,
     top_p: TopP | None = None,
 ) -> torch.Tensor:
@@ -204,17 +202,12 @@ def generate(
         >>> tuple(fast.shape), torch.equal(fast, slow)
         ((1, 7), True)
     """
-    B, T_0 = check_token_ids("prompt", prompt, model.vocab_size).shape  # the model's ids
-    if T_0 == 0:
-        raise ValueError("prompt must hold at least one token per sequence, got shape "
-                         f"{tuple(prompt.shape)}")
+    B, T_0 = prompt.shape
     if not greedy and temperature <= 0:  # greedy ignores it
         raise ValueError(f"temperature must be > 0.0, got {temperature}")
     if context is not None and use_cache:
         raise ValueError("context needs use_cache=False: a cache keeps every position")
-    max_len = getattr(model, "max_len", None)
-    if max_len is not None and context is not None and context > max_len:
-        raise ValueError(f"context must be <= the model's max_len={max_len}, got {context}")
+    max_len = getattr(model, "max_len", None)  # context <= max_len: checked by its contract
     # the last token is never read back, so the model reads T_0 + num_tokens - 1
     if max_len is not None and context is None and T_0 + num_tokens - 1 > max_len:
         raise ValueError(f"prompt length {T_0} + num_tokens {num_tokens} - 1 = "

@@ -19,7 +19,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqbook._contracts import Flag, InstanceOf, PositiveInt, Probability, Shaped
+from seqbook._contracts import Flag, InstanceOf, MultipleOf, PositiveInt, Probability, Shaped
 from seqbook.attention import causal_mask
 from seqbook.language_model.cache import KVCache, _cached_self_attention
 from seqbook.transformer import EncoderBlock, LayerNorm, PositionalEncoding
@@ -31,7 +31,7 @@ __all__ = ["TransformerLMConfig", "TransformerLM"]
 class TransformerLMConfig:
     """The sizes of a :class:`TransformerLM` (defaults: the language-model chapter's)."""
 
-    d_model: PositiveInt = 64  # model width
+    d_model: MultipleOf("num_heads") = 64  # model width
     num_heads: PositiveInt = 4  # attention heads per block (must divide d_model)
     num_layers: PositiveInt = 2  # blocks N_x
     d_ff: PositiveInt = 192  # hidden width of the feed-forward sublayers
@@ -97,9 +97,6 @@ class TransformerLM(nn.Module):
         self.vocab_size = V = vocab_size
         self.d_model = d = config.d_model
         self.num_heads = config.num_heads
-        if d % config.num_heads:
-            raise ValueError(f"num_heads must divide d_model, got d_model={d} and "
-                             f"num_heads={config.num_heads}")
         self.num_layers = config.num_layers
         self.max_len = config.max_len
         dropout = config.dropout
@@ -123,12 +120,10 @@ class TransformerLM(nn.Module):
 
     def forward(
         self,
-        ids: Shaped("B T", ids="vocab_size"),
+        ids: Shaped("B T", ids="vocab_size", min_size={"T": 1}),
         cache: InstanceOf(KVCache, what="a KVCache or None") | None = None,
     ) -> tuple[torch.Tensor, KVCache | None]:
-        past = 0 if cache is None else cache.length
-        if (T := ids.shape[1]) == 0:
-            raise ValueError(f"ids must hold at least one position, got shape {tuple(ids.shape)}")
+        past, T = 0 if cache is None else cache.length, ids.shape[1]
         if past + T > self.max_len:
             raise ValueError(f"ids has {T} positions{f' after {past} cached ones' if past else ''}"
                              f", more than the model's max_len={self.max_len}")

@@ -21,7 +21,7 @@ import torch
 from seqbook._checks import check_real
 from seqbook._contracts import (
     Check,
-    NonNegativeInt,
+    IndexInto,
     PositiveInt,
     SequenceOf,
 )
@@ -109,14 +109,12 @@ class NgramLM:
         order: PositiveInt,
         vocab_size: PositiveInt,
         smoothing: Smoothing = 1.0,
-        bos_id: NonNegativeInt = 0,
+        bos_id: IndexInto("vocab_size") = 0,
     ) -> None:
         self.order = order
         self.vocab_size = vocab_size
         self.smoothing = smoothing
         self.bos_id = bos_id
-        if self.bos_id >= self.vocab_size:
-            raise ValueError(f"bos_id must be in [0, {self.vocab_size}), got {bos_id}")
         id_lists = _check_sequences(sequences, self.vocab_size)
         self.ngram_counts: Counter[tuple[int, ...]] = Counter()
         self.context_counts: Counter[tuple[int, ...]] = Counter()
@@ -134,7 +132,9 @@ class NgramLM:
             ids = [self.bos_id] * (self.order - 1 - len(ids)) + ids
         return tuple(ids[len(ids) - (self.order - 1) :]) if self.order > 1 else ()
 
-    def prob(self, context: Sequence[int] | torch.Tensor, token: int) -> float:
+    def prob(
+        self, context: Sequence[int] | torch.Tensor, token: IndexInto("vocab_size")
+    ) -> float:
         r"""The smoothed :math:`P(\text{token} \mid \text{context})`.
 
         Only the last :math:`n - 1` ids of ``context`` are used; a shorter context is
@@ -144,7 +144,6 @@ class NgramLM:
             >>> NgramLM([[0, 1, 1]], order=1, vocab_size=2, smoothing=1.0).prob([], 1)
             0.6
         """
-        (token,) = _check_ids("token", [token], self.vocab_size)
         return self._prob(self._context(context), token)
 
     def _prob(self, context: tuple[int, ...], token: int) -> float:
