@@ -94,7 +94,7 @@ def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="tolerance must be <= 1.0"):
         retrieved_fraction("classical", X, tolerance=2.0)
     with pytest.raises(
-        ValueError, match="num_queries must be at most the number of patterns \\(4\\)"
+        ValueError, match=r"num_queries must be <= N = 4 \(as in patterns\), got 5"
     ):
         retrieval_errors("classical", X, num_queries=5)
     with pytest.raises(ValueError, match="beta must be > 0"):

@@ -28,6 +28,7 @@ from seqbook._checks import check_positive_int
 from seqbook._contracts import (
     Check,
     IntAtLeast,
+    IntIn,
     OneOf,
     PositiveInt,
     PositiveReal,
@@ -165,7 +166,7 @@ def retrieval_errors(
     patterns: Patterns(binary=True, ndim=(2, 3)),
     *,
     corruption: RealIn(0.0, 1.0) = 0.0,
-    num_queries: PositiveInt | None = None,
+    num_queries: IntIn(1, "N") | None = None,
     max_sweeps: PositiveInt = 30,
     degree: IntAtLeast(2) = 3,
     beta: PositiveReal = 1.0,
@@ -196,8 +197,6 @@ def retrieval_errors(
         X = X.unsqueeze(0)  # (1, N, d)
     N = X.shape[1]
     Q = N if num_queries is None else num_queries
-    if Q > N:
-        raise ValueError(f"num_queries must be at most the number of patterns ({N}), got {Q}")
     targets = X[:, :Q]  # (T, Q, d)
     queries = corrupt(targets, corruption, generator) if corruption > 0 else targets
     final = _run(

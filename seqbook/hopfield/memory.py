@@ -14,17 +14,33 @@ from typing import Annotated, Any
 import torch
 
 from seqbook._checks import check_beta, check_patterns, check_state
-from seqbook._contracts import Check
+from seqbook._contracts import Check, Dims
 
 __all__ = ["PatternMemory", "Retrieval"]
 
 Beta = Annotated[float, Check(check_beta)]  # an inverse temperature: finite and > 0
 
 
-def Patterns(*, binary: bool, ndim: int | tuple[int, ...] = 2) -> Any:
+class _Patterns(Dims):
+    """Stored patterns ``(N, d)`` or ``(..., N, d)`` whose ``N`` and ``d`` are sizes of the
+    call (``num_queries: IntIn(1, "N")``, ``values: Shaped("N d_v")``)."""
+
+    def __init__(self, *, binary: bool, ndim: int | tuple[int, ...], **options: Any) -> None:
+        super().__init__("N d" if ndim == 2 else "... N d", **options)
+        self.binary, self.ndim = binary, ndim
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        value = check_patterns(name, value, binary=self.binary, ndim=self.ndim)
+        return super().check_in(name, value, call, bound)
+
+
+def Patterns(
+    *, binary: bool, ndim: int | tuple[int, ...] = 2, min_size: dict[str, int] | None = None
+) -> Any:
     """Stored patterns, one per row (see ``check_patterns``): spins in {-1, +1} if
-    ``binary``, else finite reals; integer tensors become floating."""
-    return Annotated[torch.Tensor, Check(check_patterns, binary=binary, ndim=ndim)]
+    ``binary``, else finite reals; integer tensors become floating. Their dimensions are
+    ``N d`` (``... N d`` for more ranks than 2); ``min_size`` as in ``Shaped``."""
+    return Annotated[torch.Tensor, _Patterns(binary=binary, ndim=ndim, min_size=min_size)]
 
 
 @dataclass

@@ -26,7 +26,7 @@ import math
 import torch
 
 from seqbook._checks import check_same_dtype, check_state
-from seqbook._contracts import NonNegativeReal, PositiveInt, TensorOf
+from seqbook._contracts import NonNegativeReal, PositiveInt, Shaped, TensorOf
 from seqbook.hopfield.memory import Beta, PatternMemory, Patterns, Retrieval
 
 __all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update", "separation"]
@@ -87,7 +87,7 @@ def modern_update(
     xi: torch.Tensor,
     patterns: Patterns(binary=False, ndim=(2, 3)),
     beta: Beta,
-    values: TensorOf(2, floating=True) | None = None,
+    values: Shaped("N d_v", floating=True, dtype_of="patterns") | None = None,
 ) -> torch.Tensor:
     r"""One update :math:`\mathbf X\operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)`.
 
@@ -106,8 +106,8 @@ def modern_update(
         tensor([0.9960, 0.0040])
     """
     xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
-    if values is not None:
-        _check_values(values, patterns)
+    if values is not None and patterns.dim() != 2:
+        raise ValueError(f"values need the patterns of one memory (N, d), got {patterns.shape}")
     return _modern_update(xi, patterns, beta, values)
 
 
@@ -122,17 +122,7 @@ def _modern_update(
     return p @ (X if values is None else values)  # (eq-hopfield-mhn-update)
 
 
-def _check_values(values: torch.Tensor, patterns: torch.Tensor) -> None:
-    """``values`` ``(N, d_v)``: one row per stored pattern of one memory, their dtype."""
-    if patterns.dim() != 2:
-        raise ValueError(f"values need the patterns of one memory (N, d), got {patterns.shape}")
-    if values.shape[0] != patterns.shape[0]:
-        raise ValueError(f"values must have one row per stored pattern ({patterns.shape[0]}), "
-                         f"got shape {tuple(values.shape)}")
-    check_same_dtype("values", values, patterns.dtype, of="the stored patterns")
-
-
-def separation(patterns: Patterns(binary=False)) -> torch.Tensor:
+def separation(patterns: Patterns(binary=False, min_size={"N": 2})) -> torch.Tensor:
     r"""The separation
     :math:`\Delta_i = \mathbf x_i^\top\mathbf x_i - \max_{j \ne i}\mathbf x_i^\top\mathbf x_j`
     of every pattern.
@@ -149,8 +139,6 @@ def separation(patterns: Patterns(binary=False)) -> torch.Tensor:
         >>> separation(torch.tensor([[2., 0.], [1., 1.], [0., 3.]]))
         tensor([ 2., -1.,  6.])
     """
-    if patterns.shape[0] < 2:
-        raise ValueError(f"patterns must hold at least two patterns, got {tuple(patterns.shape)}")
     G = patterns @ patterns.T  # (N, N) all overlaps
     others = G.masked_fill(
         torch.eye(len(G), dtype=torch.bool, device=G.device), -math.inf
@@ -213,7 +201,7 @@ class ModernHopfield(PatternMemory):
         self,
         xi: torch.Tensor,
         steps: PositiveInt = 1,
-        values: TensorOf(2, floating=True) | None = None,
+        values: Shaped("num_patterns d_v", floating=True) | None = None,
     ) -> torch.Tensor:
         """Apply the update ``steps`` times (all components at once).
 
@@ -227,7 +215,7 @@ class ModernHopfield(PatternMemory):
         """
         xi = self._state(xi)
         if values is not None:
-            _check_values(values, self.patterns)
+            check_same_dtype("values", values, self.patterns.dtype, of="the stored patterns")
             if steps != 1:
                 raise ValueError(f"steps must be 1 when values are given, got {steps}")
             return _modern_update(xi, self.patterns, self.beta, values)
