@@ -383,7 +383,7 @@ def test_bad_inputs_are_rejected():
         match="Y has dtype torch.float64 but the module's parameters have dtype torch.float32",
     ):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2, dtype=D))
-    with pytest.raises(ValueError, match="Y must hold at least one stored pattern"):
+    with pytest.raises(ValueError, match=r"Y must have shape \(B, N, stored_size\) with N >= 1"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 0, 2))
     with pytest.raises(ValueError, match=r"P must have shape .* with N = 5 \(as in Y\)"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), torch.randn(1, 4, 2))
@@ -396,7 +396,7 @@ def test_bad_inputs_are_rejected():
     pool = HopfieldPooling(3, 4)
     with pytest.raises(ValueError, match=r"Y must have shape .* with input_size = 3"):
         pool(torch.randn(2, 5, 4))
-    with pytest.raises(ValueError, match="at least one instance"):
+    with pytest.raises(ValueError, match=r"Y must have shape \(B, N, input_size\) with N >= 1"):
         pool(torch.randn(2, 0, 3))
     with pytest.raises(TypeError, match="config must be a HopfieldConfig"):
         HopfieldPooling(3, 4, config=2)

@@ -343,15 +343,13 @@ class HopfieldLayer(nn.Module):
     def forward(
         self,
         R: Shaped("B S state_size", floating=True, dtype_of="module"),
-        Y: Shaped("B N stored_size", floating=True, dtype_of="module"),
+        Y: Shaped("B N stored_size", floating=True, dtype_of="module", min_size={"N": 1}),
         P: Shaped("B N pattern_projection_size", floating=True, dtype_of="module") | None = None,
         mask: Mask | None = None,
         return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return Z (and the association matrix A); shapes in the class docstring."""
         (B, S), N = R.shape[:2], Y.shape[1]
-        if N == 0:
-            raise ValueError("Y must hold at least one stored pattern, got N = 0")
         if P is None and self.pattern_projection_size != self.stored_size:
             raise ValueError(f"P must be given: pattern_projection_size = "
                              f"{self.pattern_projection_size} differs from stored_size")
@@ -466,13 +464,11 @@ class HopfieldPooling(nn.Module):
 
     def forward(
         self,
-        Y: Shaped("B N input_size", floating=True),
+        Y: Shaped("B N input_size", floating=True, min_size={"N": 1}),
         mask: Mask | None = None,
         return_weights: Flag = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
-        if Y.shape[1] == 0:
-            raise ValueError("Y must hold at least one instance, got N = 0")
         B = Y.shape[0]
         R = self.query.expand(B, -1, -1)  # (B, S, d_k) the same prototypes for every bag
         Z, A = self.hopfield(R, Y, mask=mask, return_weights=True)  # (B, S, d_out)
