@@ -168,8 +168,12 @@ def test_convolution_stack_bad_input():
 def test_self_attention_layer_bad_input():
     from seqbook.costs import SelfAttentionLayer
 
-    with pytest.raises(ValueError, match="num_heads must divide d, got d=8 and num_heads=3"):
+    with pytest.raises(
+        ValueError, match=r"d must be a multiple of num_heads = 3 \(the argument num_heads\), got 8"
+    ):
         SelfAttentionLayer(d=8, num_heads=3)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, n, d\) with d = 8"):
+        SelfAttentionLayer(d=8, num_heads=2)(torch.randn(2, 3, 6))
     with pytest.raises(ValueError, match="d must be >= 1"):
         SelfAttentionLayer(d=0)
     with pytest.raises(TypeError, match="causal must be a bool"):

@@ -145,6 +145,9 @@ def test_bad_ids_and_lengths_name_the_argument():
         model(src, lengths, tgt.expand(2, -1))
     with pytest.raises(ValueError, match="pad_id must be < src_vocab_size=3"):
         Transformer(3, 10, d_model=8, num_heads=2, pad_id=5, bos_id=1, eos_id=2)
+    for name in ("pad_id", "bos_id", "eos_id"):
+        with pytest.raises(ValueError, match=rf"{name} must be < tgt_vocab_size = 6 \(the arg"):
+            Transformer(10, 6, d_model=8, num_heads=2, **{name: 6})
     with pytest.raises(ValueError, match="prefixes"):
         greedy_search(model.step_function(src, lengths), bos=20, eos=2, max_len=3)
 

@@ -66,8 +66,10 @@ def test_bad_input():
         positional_encoding(5, 8.0)
     with pytest.raises(ValueError, match="base"):
         positional_encoding(5, 8, base=1.0)
-    with pytest.raises(ValueError, match="even"):
+    with pytest.raises(ValueError, match="d_model must be a multiple of 2, got 7"):
         relative_position_map(1, 7)
+    with pytest.raises(ValueError, match="d_model must be >= 1, got 0"):
+        relative_position_map(1, 0)
     module = PositionalEncoding(d_model=8, max_len=10)
     with pytest.raises(ValueError, match="max_len=10"):
         module(torch.randn(2, 11, 8))

@@ -25,10 +25,12 @@ Shape letters: ``T_q`` queries, ``T_k`` keys; ``...`` any leading batch dimensio
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import torch
 
 from seqbook._checks import check_tensor
-from seqbook._contracts import Device, Int, PositiveInt, TensorOf
+from seqbook._contracts import Device, Dims, Int, PositiveInt, TensorOf, _size_of
 
 __all__ = ["masked_softmax", "causal_mask", "check_mask", "merge_masks"]
 
@@ -63,6 +65,52 @@ def check_mask(
         raise ValueError(f"{name} must broadcast to the shape {tuple(shape)} of {of}, "
                          f"got shape {tuple(mask.shape)}")
     return mask
+
+
+class _MaskDims(Dims):
+    """The contract of a mask (see :func:`Mask`): checked by :func:`check_mask` against
+    the shape its names (or the argument ``like``) have in the call."""
+
+    __slots__ = ("polarity", "additive", "of", "ndim", "like", "per_head")
+
+    def __init__(
+        self, dims: str, *, polarity: str, floating: bool, of: str,
+        ndim: int | tuple[int, ...] | None, like: str | None, per_head: bool,
+    ) -> None:
+        super().__init__(dims)
+        self.polarity, self.additive, self.of, self.ndim = polarity, floating, of, ndim
+        self.like, self.per_head = like, per_head
+
+    def __repr__(self) -> str:
+        return f"Mask({self.like or ' '.join(self.dims)!r})"
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        if self.like is not None:
+            shape = tuple(call[self.like].shape)
+        else:
+            shape = tuple(_size_of(symbol, call, bound)[0] for symbol in self.dims)
+        if self.per_head and isinstance(value, torch.Tensor) and value.dim() == 3:
+            B, h, T_q, T_k = shape  # torch's 3-D mask: one per head, (B * h, T_q, T_k)
+            shape = (B * h, T_q, T_k)
+            if value.shape != shape:
+                raise ValueError(f"a 3-D {name} must have shape (B * num_heads, T_q, T_k) = "
+                                 f"{shape} ({self.of}), as in torch; got {tuple(value.shape)}")
+        return check_mask(name, value, shape, polarity=self.polarity, floating=self.additive,
+                          of=self.of, ndim=self.ndim)
+
+
+def Mask(
+    dims: str = "", *, polarity: str = "keep", floating: bool = False, of: str = "the scores",
+    ndim: int | tuple[int, ...] | None = None, like: str | None = None, per_head: bool = False,
+) -> Any:
+    """A mask in a signature: a tensor that :func:`check_mask` accepts for the shape
+    ``dims`` names in the call (``"B T_k"``: sizes that tensors of the call, int
+    arguments or the module's attributes give, as in ``Shaped``), or the shape of the
+    argument ``like``. ``per_head``: a 3-D mask is torch's ``(B * num_heads, T_q, T_k)``
+    (``dims`` then names ``B num_heads T_q T_k``). The other options as in
+    :func:`check_mask`."""
+    return Annotated[torch.Tensor, _MaskDims(dims, polarity=polarity, floating=floating, of=of,
+                                             ndim=ndim, like=like, per_head=per_head)]
 
 
 def merge_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
@@ -103,7 +151,9 @@ def _keep_to_bias(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def masked_softmax(
-    scores: TensorOf(floating=True), mask: torch.Tensor | None = None, dim: Int = -1
+    scores: TensorOf(floating=True),
+    mask: Mask(like="scores", of="scores") | None = None,
+    dim: Int = -1,
 ) -> torch.Tensor:
     r"""Softmax over ``dim`` that gives masked entries exactly zero weight.
 
@@ -141,8 +191,6 @@ def masked_softmax(
     if not -scores.dim() <= dim < max(scores.dim(), 1):
         raise ValueError(f"dim must index one of the {scores.dim()} dimensions of scores, "
                          f"got {dim}")
-    if mask is not None:
-        check_mask("mask", mask, scores.shape, of="scores")
     return _masked_softmax(scores, mask, dim)
 
 

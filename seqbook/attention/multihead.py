@@ -13,11 +13,11 @@ and defaults: its boolean masks are **ignore masks**, True where attention is
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
-from seqbook._checks import check_tensor
 from seqbook._contracts import (
     Flag,
     InstanceOf,
@@ -26,9 +26,9 @@ from seqbook._contracts import (
     Shaped,
 )
 from seqbook.attention.dot_product import _sdpa
-from seqbook.attention.masking import causal_mask, check_mask, merge_masks
+from seqbook.attention.masking import Mask, causal_mask, merge_masks
 
-__all__ = ["MultiHeadAttention", "check_attention_masks"]
+__all__ = ["MultiHeadAttention"]
 
 
 def _as_keep(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -39,41 +39,18 @@ def _as_keep(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | No
     return mask.to(dtype) if mask.is_floating_point() else ~mask
 
 
-def check_attention_masks(
-    key_padding_mask: object,
-    attn_mask: object,
-    B: int,
-    h: int,
-    T_q: int,
-    T_k: int,
-    *,
-    names: tuple[str, str] = ("key_padding_mask", "attn_mask"),
-    of: tuple[str, str] = ("query", "key"),
-) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """Validate ``nn.MultiheadAttention``-style masks (True = ignore, or float).
+def KeyPaddingMask(T_k: str, of: str) -> Any:
+    """The contract of torch's ``key_padding_mask``: ``(B, T_k)``, the keys of the tensor
+    ``of``; True = ignore (padding), or float (added)."""
+    return Mask(f"B {T_k}", polarity="ignore", floating=True, ndim=2, of=f"{of} (B, {T_k})")
 
-    ``names`` are the names the caller knows them by (a transformer block's
-    ``src_key_padding_mask`` and ``src_mask``), ``of`` the names of the tensors
-    whose lengths ``T_q`` and ``T_k`` are. Returns the key padding mask as
-    ``(B, 1, 1, T_k)`` and the attention mask broadcastable to ``(B, h, T_q, T_k)``.
-    """
-    padding_name, attn_name = names
-    scores = f"the scores (B, num_heads, T_q, T_k) of {of[0]} and {of[1]}"
-    if key_padding_mask is not None:
-        key_padding_mask = check_mask(padding_name, key_padding_mask, (B, T_k), polarity="ignore",
-                                      floating=True, of=f"{of[1]} (B, T_k)", ndim=2)
-        key_padding_mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
-    if attn_mask is not None:
-        attn_mask = check_tensor(attn_name, attn_mask, ndim=(2, 3, 4))
-        if attn_mask.dim() == 3:  # torch's (B * h, T_q, T_k): one mask per head
-            if attn_mask.shape != (B * h, T_q, T_k):
-                raise ValueError(f"a 3-D {attn_name} must have shape (B * num_heads, T_q, T_k) = "
-                                 f"{(B * h, T_q, T_k)} ({scores}), as in torch; got "
-                                 f"{tuple(attn_mask.shape)}")
-            attn_mask = attn_mask.view(B, h, T_q, T_k)  # (B, h, T_q, T_k)
-        check_mask(attn_name, attn_mask, (B, h, T_q, T_k), polarity="ignore", floating=True,
-                   of=scores)
-    return key_padding_mask, attn_mask  # type: ignore[return-value]
+
+def AttentionMask(T_q: str, T_k: str, of: str) -> Any:
+    """The contract of torch's ``attn_mask``: ``(T_q, T_k)``, torch's ``(B * num_heads,
+    T_q, T_k)`` or broadcastable to ``(B, num_heads, T_q, T_k)``, the scores of the
+    queries and keys ``of``; True = may not attend, or float (added)."""
+    return Mask(f"B num_heads {T_q} {T_k}", polarity="ignore", floating=True, ndim=(2, 3, 4),
+                per_head=True, of=f"the scores (B, num_heads, {T_q}, {T_k}) of {of}")
 
 
 class MultiHeadAttention(nn.Module):
@@ -280,16 +257,15 @@ class MultiHeadAttention(nn.Module):
     def _mask(
         self, query: torch.Tensor, key: torch.Tensor, key_padding_mask: torch.Tensor | None,
         attn_mask: torch.Tensor | None, is_causal: bool,
-        names: tuple[str, str] = ("key_padding_mask", "attn_mask"),
-        of: tuple[str, str] = ("query", "key"),
     ) -> torch.Tensor | None:
         """The one mask to apply, as a keep mask or an additive float mask broadcastable
-        to ``(B, h, T_q, T_k)``, from :meth:`forward`'s masks (checked here: their shapes
-        depend on the inputs'; ``names`` and ``of`` as in :func:`check_attention_masks`,
-        for a transformer block that knows the masks by other names)."""
+        to ``(B, h, T_q, T_k)``, from :meth:`forward`'s checked masks (a transformer
+        block's, under their names there)."""
         (B, T_q, _), T_k = query.shape, key.shape[1]
-        key_padding_mask, attn_mask = check_attention_masks(
-            key_padding_mask, attn_mask, B, self.num_heads, T_q, T_k, names=names, of=of)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
+        if attn_mask is not None and attn_mask.dim() == 3:  # torch's (B * h, T_q, T_k)
+            attn_mask = attn_mask.view(B, self.num_heads, T_q, T_k)  # (B, h, T_q, T_k)
         causal = causal_mask(T_q, T_k, device=query.device) if is_causal else None
         return merge_masks(
             _as_keep(key_padding_mask, query.dtype), _as_keep(attn_mask, query.dtype), causal
@@ -307,9 +283,9 @@ class MultiHeadAttention(nn.Module):
         query: Shaped("B T_q d_model", floating=True, dtype_of="module"),
         key: Shaped("B T_k kdim", floating=True, dtype_of="module"),
         value: Shaped("B T_k vdim", floating=True, dtype_of="module"),
-        key_padding_mask: torch.Tensor | None = None,
+        key_padding_mask: KeyPaddingMask("T_k", of="key") | None = None,
         need_weights: Flag = True,
-        attn_mask: torch.Tensor | None = None,
+        attn_mask: AttentionMask("T_q", "T_k", of="query and key") | None = None,
         average_attn_weights: Flag = True,
         is_causal: Flag = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbook._contracts import PositiveInt, Shaped, TensorOf
-from seqbook.attention.masking import _masked_softmax, check_mask
+from seqbook._contracts import PositiveInt, Shaped
+from seqbook.attention.masking import Mask, _masked_softmax
 
 __all__ = ["AttentionPooling"]
 
@@ -64,11 +64,9 @@ class AttentionPooling(nn.Module):
     def forward(
         self,
         bags: Shaped("B N input_size", floating=True, dtype_of="module"),
-        mask: TensorOf(2) | None = None,
+        mask: Mask("B N", ndim=2, of="bags (B, N)") | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(pooled, weights)`` for each bag (shapes in the class docstring)."""
-        if mask is not None:
-            check_mask("mask", mask, bags.shape[:2], of="bags (B, N)")
         # (B, N)  (eq-attn-bag)
         scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)
         weights = _masked_softmax(scores, mask)  # (B, N)

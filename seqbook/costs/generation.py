@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._contracts import InstanceOf, PositiveInt
+from seqbook._contracts import InstanceOf, MultipleOf, PositiveInt
 from seqbook.costs.measure import count_flops
 from seqbook.language_model.cache import KVCache
 from seqbook.language_model.mixers import MixerLM
@@ -46,7 +46,7 @@ def _one_step(model: nn.Module) -> Callable[[torch.Tensor, object], tuple[torch.
 @torch.no_grad()
 def generation_profile(
     model: InstanceOf(nn.Module),
-    num_tokens: PositiveInt,
+    num_tokens: MultipleOf("block_size"),
     block_size: PositiveInt = 64,
     repeats: PositiveInt = 3,
 ) -> dict[str, list]:
@@ -74,9 +74,6 @@ def generation_profile(
         >>> profile["position"], profile["state_bytes"]   # h, c, the last embedding
         ([0, 4], [96, 96])
     """
-    if num_tokens % block_size:
-        raise ValueError(f"num_tokens must be a multiple of block_size, got {num_tokens} "
-                         f"and {block_size}")
     was_training = model.training
     model.eval()
     step = _one_step(model)

@@ -20,9 +20,9 @@ from seqbook._contracts import (
     Flag,
     InstanceOf,
     IntAtLeast,
+    MultipleOf,
     PositiveInt,
     Shaped,
-    TensorOf,
 )
 from seqbook.attention import MultiHeadAttention, causal_mask
 
@@ -143,14 +143,15 @@ class SelfAttentionLayer(nn.Module):
         (3, 5, 8)
     """
 
-    def __init__(self, d: PositiveInt, num_heads: PositiveInt = 4, causal: Flag = False) -> None:
+    def __init__(
+        self, d: MultipleOf("num_heads"), num_heads: PositiveInt = 4, causal: Flag = False
+    ) -> None:
         super().__init__()
-        if d % num_heads:
-            raise ValueError(f"num_heads must divide d, got d={d} and num_heads={num_heads}")
+        self.d = d
         self.attention = MultiHeadAttention(d, num_heads)
         self.causal = causal
 
-    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
+    def forward(self, x: Shaped("B n d", floating=True, dtype_of="module")) -> torch.Tensor:
         # torch's attn_mask of a multi-head attention is True where attention is forbidden
         future = ~causal_mask(x.shape[1], device=x.device) if self.causal else None  # (n, n)
         return self.attention(x, x, x, attn_mask=future, need_weights=False)[0]  # (B, n, d)

@@ -30,6 +30,7 @@ from seqbook._contracts import (
     Shaped,
 )
 from seqbook.attention import MultiHeadAttention
+from seqbook.attention.multihead import AttentionMask, KeyPaddingMask
 from seqbook.transformer.norm import AddNorm, LayerNorm
 
 __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
@@ -194,7 +195,7 @@ class EncoderBlock(nn.Module):
     ) -> None:
         super().__init__()
         eps = layer_norm_eps
-        self.d_model = d_model
+        self.d_model, self.num_heads = d_model, num_heads  # num_heads: the masks' shapes
         self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps, bias)
@@ -203,9 +204,8 @@ class EncoderBlock(nn.Module):
         self.last_attention: torch.Tensor | None = None
 
     def _attend(self, x, src_mask, src_key_padding_mask, is_causal) -> torch.Tensor:
-        attention = self.self_attention  # its masks checked under the block's names
-        mask = attention._mask(x, x, src_key_padding_mask, src_mask, is_causal,
-                               names=("src_key_padding_mask", "src_mask"), of=("src", "src"))
+        attention = self.self_attention
+        mask = attention._mask(x, x, src_key_padding_mask, src_mask, is_causal)
         output, weights = attention._attend(x, x, x, mask)
         self.last_attention = weights.detach()  # (B, h, T, T)
         return output
@@ -213,8 +213,8 @@ class EncoderBlock(nn.Module):
     def forward(
         self,
         src: Sequences,
-        src_mask: torch.Tensor | None = None,
-        src_key_padding_mask: torch.Tensor | None = None,
+        src_mask: AttentionMask("T", "T", of="src") | None = None,
+        src_key_padding_mask: KeyPaddingMask("T", of="src") | None = None,
         is_causal: Flag = False,
     ) -> torch.Tensor:
         """Run the block (arguments as ``nn.TransformerEncoderLayer.forward``;
@@ -345,7 +345,7 @@ class DecoderBlock(nn.Module):
     ) -> None:
         super().__init__()
         eps = layer_norm_eps
-        self.d_model = d_model
+        self.d_model, self.num_heads = d_model, num_heads  # num_heads: the masks' shapes
         self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
         self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
@@ -357,18 +357,15 @@ class DecoderBlock(nn.Module):
         self.last_cross_attention: torch.Tensor | None = None
 
     def _self_attend(self, y, tgt_mask, tgt_key_padding_mask, is_causal) -> torch.Tensor:
-        attention = self.self_attention  # its masks checked under the block's names
-        mask = attention._mask(y, y, tgt_key_padding_mask, tgt_mask, is_causal,
-                               names=("tgt_key_padding_mask", "tgt_mask"), of=("tgt", "tgt"))
+        attention = self.self_attention
+        mask = attention._mask(y, y, tgt_key_padding_mask, tgt_mask, is_causal)
         output, weights = attention._attend(y, y, y, mask)
         self.last_self_attention = weights.detach()  # (B, h, T, T)
         return output
 
     def _cross_attend(self, y, memory, memory_mask, memory_key_padding_mask, is_causal):
-        attention = self.cross_attention  # its masks checked under the block's names
-        mask = attention._mask(y, memory, memory_key_padding_mask, memory_mask, is_causal,
-                               names=("memory_key_padding_mask", "memory_mask"),
-                               of=("tgt", "memory"))
+        attention = self.cross_attention
+        mask = attention._mask(y, memory, memory_key_padding_mask, memory_mask, is_causal)
         output, weights = attention._attend(y, memory, memory, mask)
         self.last_cross_attention = weights.detach()  # (B, h, T, S)
         return output
@@ -377,10 +374,10 @@ class DecoderBlock(nn.Module):
         self,
         tgt: Sequences,
         memory: Shaped("B S d_model", floating=True, dtype_of="module"),
-        tgt_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-        tgt_key_padding_mask: torch.Tensor | None = None,
-        memory_key_padding_mask: torch.Tensor | None = None,
+        tgt_mask: AttentionMask("T", "T", of="tgt") | None = None,
+        memory_mask: AttentionMask("T", "S", of="tgt and memory") | None = None,
+        tgt_key_padding_mask: KeyPaddingMask("T", of="tgt") | None = None,
+        memory_key_padding_mask: KeyPaddingMask("S", of="memory") | None = None,
         tgt_is_causal: Flag = False,
         memory_is_causal: Flag = False,
     ) -> torch.Tensor:

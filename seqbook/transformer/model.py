@@ -19,14 +19,13 @@ from torch import nn
 
 from seqbook._checks import check_token_ids
 from seqbook._contracts import (
+    IndexInto,
     InstanceOf,
-    NonNegativeInt,
     PositiveInt,
     RealIn,
     Shaped,
-    TensorOf,
 )
-from seqbook.attention.masking import check_mask
+from seqbook.attention.masking import Mask
 from seqbook.data import lengths_to_mask
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
@@ -106,9 +105,9 @@ class Transformer(nn.Module):
         dropout: float = 0.1,
         norm_first: bool = False,
         max_len: PositiveInt = 128,
-        pad_id: NonNegativeInt = 0,
-        bos_id: NonNegativeInt = 1,
-        eos_id: NonNegativeInt = 2,
+        pad_id: IndexInto("tgt_vocab_size") = 0,
+        bos_id: IndexInto("tgt_vocab_size") = 1,
+        eos_id: IndexInto("tgt_vocab_size") = 2,
         *,
         activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
         layer_norm_eps: float = 1e-5,
@@ -124,10 +123,7 @@ class Transformer(nn.Module):
         self.pad_id = pad_id
         self.bos_id = bos_id
         self.eos_id = eos_id
-        for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
-            if value >= V_tgt:
-                raise ValueError(f"{name} must be < tgt_vocab_size={V_tgt}, got {value}")
-        if pad_id >= V_src:
+        if pad_id >= V_src:  # the shared pad id indexes both vocabularies
             raise ValueError(f"pad_id must be < src_vocab_size={V_src}, got {pad_id}")
         self.src_embedding = nn.Embedding(V_src, d_model, padding_idx=pad_id)
         self.tgt_embedding = nn.Embedding(V_tgt, d_model, padding_idx=pad_id)
@@ -190,16 +186,14 @@ class Transformer(nn.Module):
         self,
         tgt_in: TargetIds,
         memory: Shaped("B S d_model", floating=True, dtype_of="module"),
-        memory_key_padding_mask: TensorOf(2) | None = None,
+        memory_key_padding_mask: Mask("B S", polarity="ignore", ndim=2,
+                                      of="memory (B, S)") | None = None,
     ) -> torch.Tensor:
         """Logits ``(B, T, V)`` for every position of the target prefix ``tgt_in``.
 
         ``memory_key_padding_mask`` ``(B, S)`` is True at the padded source positions
         (what :meth:`encode` returns)."""
         self._check_max_len(tgt_in=tgt_in)
-        if memory_key_padding_mask is not None:  # or one that broadcasts to (B, S)
-            check_mask("memory_key_padding_mask", memory_key_padding_mask, memory.shape[:2],
-                       polarity="ignore", of="memory (B, S)")
         return self._decode(tgt_in, memory, memory_key_padding_mask)
 
     def _decode(

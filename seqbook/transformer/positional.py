@@ -23,6 +23,7 @@ from seqbook._contracts import (
     Device,
     FloatDtype,
     Int,
+    MultipleOf,
     PositiveInt,
     Probability,
     RealIn,
@@ -99,7 +100,7 @@ def _positional_encoding(
 
 def relative_position_map(
     offset: Int,
-    d_model: PositiveInt,
+    d_model: MultipleOf(2),
     base: Base = 10000.0,
     device: Device = None,
     dtype: FloatDtype | None = None,
@@ -135,8 +136,6 @@ def relative_position_map(
         >>> torch.allclose(pe[:17] @ M.T, pe[3:], atol=1e-6)
         True
     """
-    if d_model % 2:
-        raise ValueError(f"d_model must be even for the rotation map, got {d_model}")
     dtype = torch.get_default_dtype() if dtype is None else dtype
     return _relative_position_map(offset, d_model, base, device, dtype)
 
