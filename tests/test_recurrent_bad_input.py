@@ -46,6 +46,7 @@ def state_of(cls, K, B, H=3, **kw):
         (dict(batch_first=None), TypeError, r"batch_first must be a bool"),
         (dict(input_size=0), ValueError, r"input_size must be >= 1"),
         (dict(hidden_size=2.5), TypeError, r"hidden_size must be an int"),
+        (dict(hidden_size=0), ValueError, r"hidden_size must be >= 1, got 0"),
         (dict(dtype=torch.int64), TypeError, r"dtype must be a floating-point torch.dtype"),
         (dict(dtype="float64"), TypeError, r"dtype must be a floating-point torch.dtype"),
     ],
@@ -66,8 +67,10 @@ def test_proj_size_is_for_the_lstm_only(cls):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        (dict(proj_size=3), ValueError, r"proj_size must be smaller than hidden_size \(3\), got 3"),
-        (dict(proj_size=5), ValueError, r"proj_size must be smaller than hidden_size"),
+        (dict(proj_size=3), ValueError,
+         r"proj_size must be < hidden_size = 3 \(the argument hidden_size\), got 3"),
+        (dict(proj_size=5), ValueError, r"proj_size must be < hidden_size = 3"),
+        (dict(proj_size=True), TypeError, r"proj_size must be an int"),
         (dict(proj_size=-1), ValueError, r"proj_size must be >= 0, got -1"),
         (dict(proj_size=1.0), TypeError, r"proj_size must be an int"),
         (dict(forget_gate="no"), TypeError, r"forget_gate must be a bool"),

@@ -38,9 +38,10 @@ from seqbook._contracts import (
     Check,
     FiniteReal,
     Flag,
+    IndexInto,
     InstanceOf,
     Int,
-    NonNegativeInt,
+    PositiveInt,
     RandomGenerator,
 )
 from seqbook.recurrent._sequence import (
@@ -154,13 +155,13 @@ class LSTM(RecurrentStack):
     def __init__(
         self,
         input_size: int,
-        hidden_size: int,
+        hidden_size: PositiveInt,
         num_layers: int = 1,
         bias: bool = True,
         batch_first: bool = True,
         dropout: float = 0.0,
         bidirectional: bool = False,
-        proj_size: NonNegativeInt = 0,
+        proj_size: IndexInto("hidden_size") = 0,
         *,
         forget_gate: Flag = True,
         input_gate_bias: FiniteReal = 0.0,
@@ -170,11 +171,6 @@ class LSTM(RecurrentStack):
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device, dtype)
         self.proj_size = proj_size
-        if self.proj_size >= self.hidden_size:
-            raise ValueError(
-                f"proj_size must be smaller than hidden_size ({self.hidden_size}), got "
-                f"{proj_size}"
-            )
         self.forget_gate = forget_gate
         self.input_gate_bias = input_gate_bias
         if self.input_gate_bias and not self.bias:

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from seqbook._contracts import (
-    IntAtLeast,
+    MultipleOf,
     PositiveInt,
     PositiveReal,
     RandomGenerator,
@@ -186,14 +186,12 @@ class S4D(nn.Module):
         True
     """
 
-    def __init__(self, channels: PositiveInt, state_size: IntAtLeast(2) = 64,
+    def __init__(self, channels: PositiveInt, state_size: MultipleOf(2) = 64,
                  generator: RandomGenerator = None) -> None:
         super().__init__()
         D = channels
         N = state_size
-        self.channels = D
-        if N % 2:
-            raise ValueError(f"state_size must be even (conjugate pairs), got {N}")
+        self.channels = D  # N even: conjugate pairs
         modes = torch.arange(N // 2, dtype=torch.float32)
         self.A_real_log = nn.Parameter(torch.full((D, N // 2), math.log(0.5)))
         self.A_imag = nn.Parameter(math.pi * modes.repeat(D, 1))  # (D, N/2)
