@@ -148,6 +148,10 @@ def test_measuring_functions_reject_what_they_cannot_run():
         count_operations("x")
     with pytest.raises(TypeError, match="fns must be a sequence of callables"):
         cpu_seconds([1, 2])
+    with pytest.raises(TypeError, match="fns must be a sequence of callables"):
+        cpu_seconds(3)
+    with pytest.raises(TypeError, match="output_at_depth must be callable"):
+        path_length(3, torch.randn(1, 3, 2), 2)
     with pytest.raises(ValueError, match="repeats must be >= 1"):
         cpu_seconds([lambda: None], repeats=0)
     with pytest.raises(ValueError, match="max_depth must be >= 1"):

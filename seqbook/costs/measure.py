@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._contracts import CallableAs, IntAtLeast, PositiveInt, TensorOf
+from seqbook._contracts import CallableAs, IntAtLeast, PositiveInt, SequenceOf, TensorOf
 
 __all__ = ["count_flops", "count_operations", "cpu_seconds", "path_length", "power_law_exponent"]
 
@@ -75,7 +75,9 @@ def count_operations(fn: CallableAs()) -> int:
     return counter.operations
 
 
-def cpu_seconds(fns: Sequence[Callable[[], object]], repeats: PositiveInt = 3) -> list[float]:
+def cpu_seconds(
+    fns: SequenceOf("a sequence of callables"), repeats: PositiveInt = 3
+) -> list[float]:
     """The fastest of ``repeats`` runs of each function, in CPU seconds of this thread.
 
     The functions are run in rounds (all once, then all again, ...), so that a busy
@@ -99,7 +101,7 @@ def cpu_seconds(fns: Sequence[Callable[[], object]], repeats: PositiveInt = 3) -
 
 
 def path_length(
-    output_at_depth: Callable[[torch.Tensor, int], torch.Tensor],
+    output_at_depth: CallableAs("output_at_depth(x, depth)", nargs=2),
     x: TensorOf(3, floating=True),
     max_depth: PositiveInt,
 ) -> int:
