@@ -139,8 +139,10 @@ def test_bigram_bad_input():
         BigramLM(torch.tensor([0, 1, 3]), 3)
     with pytest.raises(ValueError, match="smoothing must be > 0"):
         BigramLM(torch.tensor([0, 1, 2]), 3, smoothing=0.0)
-    with pytest.raises(ValueError, match="valid_ids must hold at least 2 ids"):
+    with pytest.raises(ValueError, match=r"valid_ids must have shape \(N\) with N >= 2"):
         bigram_perplexity(torch.tensor([0, 1, 2]), torch.tensor([1]), 3)
+    with pytest.raises(ValueError, match=r"train_ids must have shape \(N\) with N >= 2"):
+        BigramLM(torch.tensor([1]), 3)
 
 
 @pytest.mark.parametrize("window, stride", [(5, 2), (8, 8), (7, 1), (200, None)])
@@ -165,9 +167,9 @@ def test_windowed_loss_of_a_recurrent_model_loses_context():
 
 def test_sequence_loss_bad_input():
     model = BigramLM(torch.tensor([0, 1, 2, 0]), 3)
-    with pytest.raises(ValueError, match="at least 2 tokens"):
+    with pytest.raises(ValueError, match=r"ids must have shape \(N\) with N >= 2, got \(1,\)"):
         sequence_loss(model, torch.tensor([1]))
-    with pytest.raises(ValueError, match="stride must be <= window=4"):
+    with pytest.raises(ValueError, match=r"stride must be <= window = 4 \(the argument window\)"):
         sequence_loss(model, torch.tensor([0, 1, 2, 0, 1]), window=4, stride=5)
     with pytest.raises(ValueError, match="window must be >= 1"):
         sequence_loss(model, torch.tensor([0, 1, 2]), window=0)
@@ -240,7 +242,8 @@ def test_loss_by_position_with_every_offset_averages_the_same_characters_everywh
     one_cut = loss_by_position(model, ids, 8)
     every_cut = loss_by_position(model, ids, 8, offsets=8)
     assert every_cut.max() - every_cut.min() < 1e-3 < one_cut.max() - one_cut.min()
-    with pytest.raises(ValueError, match="offsets must be <= window=8, got 9"):
+    with pytest.raises(ValueError, match=r"offsets must be <= window = 8 \(the argument window\), "
+                       "got 9"):
         loss_by_position(model, ids, 8, offsets=9)
     with pytest.raises(ValueError, match="offsets must be >= 1"):
         loss_by_position(model, ids, 8, offsets=0)

@@ -47,14 +47,12 @@ class BigramLM(nn.Module):
 
     def __init__(
         self,
-        train_ids: Shaped("N", ids="vocab_size"),
+        train_ids: Shaped("N", ids="vocab_size", min_size={"N": 2}),
         vocab_size: PositiveInt,
         smoothing: PositiveReal = 1.0,
     ) -> None:
         super().__init__()
         self.vocab_size = V = vocab_size
-        if len(train_ids) < 2:
-            raise ValueError(f"train_ids must hold at least 2 ids, got {len(train_ids)}")
         self.smoothing = smoothing
         counts = torch.full((V, V), self.smoothing)  # (V, V): row = current character
         counts.index_put_(
@@ -75,7 +73,7 @@ class BigramLM(nn.Module):
 
 def bigram_perplexity(
     train_ids: torch.Tensor,
-    valid_ids: Shaped("N", ids="vocab_size"),
+    valid_ids: Shaped("N", ids="vocab_size", min_size={"N": 2}),
     vocab_size: PositiveInt,
     smoothing: float = 1.0,
 ) -> float:
@@ -89,7 +87,5 @@ def bigram_perplexity(
         >>> round(bigram_perplexity(ids, ids, vocab_size=2), 3)   # (3 + 1) / (3 + 2)
         1.25
     """
-    if len(valid_ids) < 2:
-        raise ValueError(f"valid_ids must hold at least 2 ids, got {len(valid_ids)}")
     log_p = BigramLM(train_ids, vocab_size, smoothing).log_p
     return math.exp(-log_p[valid_ids[:-1], valid_ids[1:]].mean().item())

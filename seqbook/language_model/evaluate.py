@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbook._checks import check_tensor, check_token_ids
-from seqbook._contracts import InstanceOf, PositiveInt, TensorOf
+from seqbook._contracts import InstanceOf, IntIn, PositiveInt, Shaped, TensorOf
 
 __all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
 
@@ -89,9 +89,9 @@ def _window_starts(N: int, window: int, stride: int) -> list[int]:
 
 def sequence_loss(
     model: Model,
-    ids: TensorOf(1, floating=False),
+    ids: Shaped("N", floating=False, min_size={"N": 2}),
     window: PositiveInt | None = None,
-    stride: PositiveInt | None = None,
+    stride: IntIn(1, "window") | None = None,
     batch_size: PositiveInt = 64,
 ) -> torch.Tensor:
     r"""Mean negative log-likelihood (nats) of every token of a stream after the first.
@@ -126,15 +126,11 @@ def sequence_loss(
         True
     """
     N = len(ids)
-    if N < 2:
-        raise ValueError(f"ids must hold at least 2 tokens (one to predict), got {N}")
     with torch.no_grad():
         if window is None:
             logits = _logits(model(ids[None, :-1]))[0]  # (N - 1, V)
             return F.cross_entropy(logits, ids[1:])
         stride = max(window // 2, 1) if stride is None else stride
-        if stride > window:
-            raise ValueError(f"stride must be <= window={window}, got {stride}")
         W = min(window, N - 1)
         starts = _window_starts(N, W, stride)
         offsets = torch.arange(W + 1)
@@ -170,7 +166,7 @@ def loss_by_position(
     model: Model,
     ids: TensorOf(1, floating=False),
     window: PositiveInt,
-    offsets: PositiveInt = 1,
+    offsets: IntIn(1, "window") = 1,
 ) -> torch.Tensor:
     r"""Mean negative log-likelihood at each position of a window, over a whole stream.
 
@@ -200,8 +196,6 @@ def loss_by_position(
         >>> tuple(curve.shape)
         (8,)
     """
-    if offsets > window:
-        raise ValueError(f"offsets must be <= window={window}, got {offsets}")
     if len(ids) <= window + (offsets - 1) * window // offsets:
         raise ValueError(f"ids must be longer than window={window} plus the last offset, "
                          f"got {len(ids)} ids")
