@@ -1,5 +1,7 @@
 """Tests of the dense associative memory classifier (Krotov & Hopfield, 2016)."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -92,7 +94,8 @@ def test_bad_input():
     xi = torch.zeros(3, 6)
     with pytest.raises(TypeError, match="memories"):
         dam_class_scores("no", torch.zeros(1, 4), 2, 1.0)
-    with pytest.raises(ValueError, match="pixels must lie in"):
+    with pytest.raises(ValueError, match=r"pixels must hold values in \[-1, 1\], got values "
+                                         r"from 2"):
         dam_class_scores(xi, torch.full((1, 4), 2.0), 2, 1.0)
     with pytest.raises(ValueError, match="more columns"):
         dam_class_scores(xi, torch.zeros(1, 6), 2, 1.0)
@@ -111,7 +114,8 @@ def test_bad_input():
     with pytest.raises(ValueError, match="train_per_class"):
         digits_pm1(500)
     x, y = torch.zeros(4, 2), torch.tensor([0, 1, 0, 1])
-    with pytest.raises(ValueError, match="labels must have one class"):
+    with pytest.raises(ValueError, match=r"labels must have shape \(B\) with B = 4 "
+                                         r"\(as in pixels\)"):
         train_dam_classifier(x, y[:3], degree=2, temperature=1.0)
     with pytest.raises(TypeError, match="labels"):
         train_dam_classifier(x, y.float(), degree=2, temperature=1.0)
@@ -119,6 +123,37 @@ def test_bad_input():
         train_dam_classifier(x, y, degree=2, temperature=1.0, momentum=1.5)
     with pytest.raises(TypeError, match="test must be"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, test=x)
+
+
+def test_bad_input_caught_by_the_contracts():
+    x, y = torch.zeros(4, 2), torch.tensor([0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"labels must hold values in \[0, inf\], got values "
+                                         r"from -1 to 0"):
+        train_dam_classifier(x, y - 1, degree=2, temperature=1.0)
+    with pytest.raises(ValueError, match=r"labels must hold values in \[0, inf\]"):
+        class_means(torch.zeros(2, 2), torch.tensor([0, -1]))
+    with pytest.raises(ValueError, match=r"labels must have shape \(S\) with S >= 1"):
+        class_means(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long))
+    # refused before a torch error (labels.max() of no labels, test labels of another length)
+    with pytest.raises(ValueError, match=r"labels must have shape \(B\) with B >= 1"):
+        train_dam_classifier(x[:0], y[:0], degree=2, temperature=1.0)
+    with pytest.raises(ValueError, match=r"test labels must have shape \(B\) with B = 4 "
+                                         r"\(as in test pixels\), got \(3,\)"):
+        train_dam_classifier(x, y, degree=2, temperature=1.0, epochs=1, test=(x, y[:3]))
+    with pytest.raises(ValueError, match=r"test pixels must have shape \(B, N_v\) with "
+                                         r"N_v = 2 \(as in pixels\), got \(4, 3\)"):
+        train_dam_classifier(x, y, degree=2, temperature=1.0, test=(torch.zeros(4, 3), y))
+    with pytest.raises(ValueError, match=r"test pixels must hold values in \[-1, 1\]"):
+        train_dam_classifier(x, y, degree=2, temperature=1.0, test=(x + 2, y))
+    with pytest.raises(ValueError, match=r"test labels must hold values in \[0, inf\]"):
+        train_dam_classifier(x, y, degree=2, temperature=1.0, test=(x, y - 1))
+    with pytest.raises(TypeError, match="test labels must have an integer dtype"):
+        train_dam_classifier(x, y, degree=2, temperature=1.0, test=(x, y.float()))
+    # NaN pixels: before, NaN scores and a memory of NaNs
+    with pytest.raises(ValueError, match=r"pixels must be finite \(no NaN or inf\)"):
+        train_dam_classifier(x * math.nan, y, degree=2, temperature=1.0)
+    with pytest.raises(ValueError, match=r"pixels must be finite \(no NaN or inf\)"):
+        dam_class_scores(torch.zeros(3, 4), torch.full((1, 2), math.nan), 2, 1.0)
 
 
 def test_committed_results_are_consistent():

@@ -29,12 +29,8 @@ from typing import Annotated
 
 import torch
 
-from seqbook._checks import (
-    check_same_dtype,
-    check_tensor,
-)
 from seqbook._contracts import (
-    Check,
+    Dims,
     IntIn,
     NonNegativeInt,
     NonNegativeReal,
@@ -57,14 +53,10 @@ __all__ = [
 ]
 
 
-def _check_pixels(name: str, pixels: object, num_visible: int | None = None) -> torch.Tensor:
-    pixels = check_tensor(name, pixels, shape=(None, num_visible), floating=True)
-    if pixels.numel() and (pixels.min() < -1 or pixels.max() > 1):
-        raise ValueError(f"{name} must lie in [-1, 1] (pixels p mapped to 2p - 1)")
-    return pixels
-
-
-Pixels = Annotated[torch.Tensor, Check(_check_pixels)]  # (B, N_v) in [-1, 1]
+# images (B, N_v), every pixel p in [0, 1] mapped to 2p - 1, and their classes 0 .. C-1;
+# train_dam_classifier checks its test set with them too
+_PIXELS = Dims("B N_v", floating=True, finite=True, min_value=-1, max_value=1)
+_LABELS = Dims("B", floating=False, min_value=0)
 
 
 def digits_pm1(train_per_class: IntIn(1, 499) = 400) -> tuple[torch.Tensor, ...]:
@@ -95,7 +87,8 @@ def digits_pm1(train_per_class: IntIn(1, 499) = 400) -> tuple[torch.Tensor, ...]
 
 
 def class_means(
-    pixels: Shaped("S P", floating=True), labels: Shaped("S", floating=False)
+    pixels: Shaped("S P", floating=True),
+    labels: Shaped("S", floating=False, min_value=0, min_size={"S": 1}),
 ) -> torch.Tensor:
     """The mean image of each class, ``(C, P)`` for ``C = labels.max() + 1`` classes.
 
@@ -105,8 +98,6 @@ def class_means(
         tensor([[2., 0.],
                 [0., 1.]])
     """
-    if labels.numel() == 0 or labels.min() < 0:
-        raise ValueError("labels must be non-empty classes 0 .. C-1")
     C = int(labels.max()) + 1
     counts = torch.bincount(labels, minlength=C)
     if (counts == 0).any():
@@ -117,7 +108,9 @@ def class_means(
 
 def dam_class_scores(
     memories: TensorOf(2, floating=True),
-    pixels: Pixels,
+    pixels: Shaped(
+        "B N_v", floating=True, dtype_of="memories", finite=True, min_value=-1, max_value=1
+    ),
     degree: PositiveInt,
     temperature: PositiveReal,
 ) -> torch.Tensor:
@@ -137,7 +130,6 @@ def dam_class_scores(
         >>> dam_class_scores(memories, torch.tensor([[1.0, -1.0]]), 2, 2.0).argmax(-1)
         tensor([0])
     """
-    check_same_dtype("pixels", pixels, memories.dtype, of="the memories")
     if memories.shape[1] <= pixels.shape[1]:
         raise ValueError(f"memories must have more columns than pixels (N_v + N_c, N_c >= 1), "
                          f"got {memories.shape[1]} and {pixels.shape[1]}")
@@ -201,8 +193,8 @@ def prototype_score(
 
 
 def train_dam_classifier(
-    pixels: Pixels,
-    labels: TensorOf(1, floating=False),
+    pixels: Annotated[torch.Tensor, _PIXELS],
+    labels: Shaped("B", floating=False, min_value=0, min_size={"B": 1}),
     *,
     degree: PositiveInt,
     temperature: PositiveReal,
@@ -254,18 +246,15 @@ def train_dam_classifier(
         >>> tuple(xi.shape), h.train_error[-1]
         ((4, 4), 0.0)
     """
-    if labels.shape[0] != pixels.shape[0]:
-        raise ValueError(f"labels must have one class per image ({len(pixels)}), got {len(labels)}")
-    if labels.numel() and labels.min() < 0:
-        raise ValueError("labels must be classes 0 .. C-1, got a negative one")
     K = num_memories
     m = loss_power
     num_classes = int(labels.max()) + 1
     if test is not None:
         if not (isinstance(test, tuple) and len(test) == 2):
             raise TypeError("test must be a tuple (pixels, labels)")
-        test_x = _check_pixels("test pixels", test[0], pixels.shape[1]).double()
-        test_y = check_tensor("test labels", test[1], ndim=1, floating=False)
+        sizes = {"N_v": (pixels.shape[1], "as in pixels")}  # the training images' size
+        test_x = _PIXELS.check_in("test pixels", test[0], {}, sizes).double()
+        test_y = _LABELS.check_in("test labels", test[1], {}, sizes)  # one per test image
     x_all, y_all = pixels.double(), labels
     targets = -torch.ones(len(y_all), num_classes, dtype=torch.float64)
     targets[torch.arange(len(y_all)), y_all] = 1.0
