@@ -112,7 +112,7 @@ def test_the_training_script_runs(tmp_path):
 def test_bad_input(tmp_path):
     with pytest.raises(ValueError, match="kind must be one of 'block', 'vit'"):
         build_baseline(BaselineConfig(kind="rnn"))
-    with pytest.raises(ValueError, match="divisible by patch_size"):
+    with pytest.raises(ValueError, match="image_size must be a multiple of patch_size = 5"):
         RecurrentTransformer(BaselineConfig(patch_size=5, **TINY))
     model = RecurrentTransformer(BaselineConfig(**TINY))
     with pytest.raises(ValueError, match=r"s must have shape \(B, num_tokens, patch_dim\) "
@@ -124,5 +124,5 @@ def test_bad_input(tmp_path):
         corrupt(torch.rand(1, 28, 28), "inpaint", PatchEmbedding(4))
     with pytest.raises(FileNotFoundError, match="python -m seqbook.attractor.train"):
         load_baseline(tmp_path / "missing.pt")
-    with pytest.raises(ValueError, match="max_steps must be >= 3"):
+    with pytest.raises(ValueError, match="max_steps must be >= min_steps = 3"):
         train_baseline(model, torch.rand(4, 28, 28), "mask", min_steps=3, max_steps=2)

@@ -98,7 +98,8 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"xi must have shape \(B, model.num_tokens, model.dim\)"
                                           r" with model.num_tokens = 4"):
         train_pseudo_likelihood(model, torch.rand(3, 5, 2), progress=False)
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match=r"xi must have shape \(B, model.num_tokens, model.dim\)"
+                                          r" with B >= 1"):
         train_pseudo_likelihood(model, torch.rand(0, 4, 2), progress=False)
     with pytest.raises(ValueError, match="clip must be > 0"):
         train_pseudo_likelihood(model, xi, clip=0.0, progress=False)

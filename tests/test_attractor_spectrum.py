@@ -114,7 +114,7 @@ def test_bad_input():
     with pytest.raises(ValueError,
                        match=r"reference must have shape \(N, d\) with N = 2 \(as in v\)"):
         mode_spins(torch.ones(2, 2), torch.ones(3, 2))
-    with pytest.raises(ValueError, match="at least two"):
+    with pytest.raises(ValueError, match=r"eigenvalues must have shape \(K\) with K >= 2"):
         forgetting_time(torch.tensor([1.0]))
     with pytest.raises(ValueError, match="decreasing modulus"):
         forgetting_time(torch.tensor([1.0, 2.0]))

@@ -147,9 +147,9 @@ def test_bad_input_of_the_protocol():
     images, _ = mnist_split(2, 1)
     with pytest.raises(ValueError, match="task must be one of 'mask', 'denoise'"):
         corrupt_digits(images, "inpaint")
-    with pytest.raises(ValueError, match=r"images must hold pixels in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"images must hold values in \[0, 1\]"):
         corrupt_digits(images * 2, "mask")
-    with pytest.raises(ValueError, match=r"images must hold pixels in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"images must hold values in \[0, 1\]"):
         add_noise(images - 0.5)
     with pytest.raises(ValueError, match="divisible by patch_size"):
         corrupt_digits(images, "mask", patch_size=3)

@@ -90,7 +90,7 @@ def test_layer_norm_input():
         (lambda: HopfieldNetwork(4, 3, beta=0.0), ValueError, "beta must be > 0"),
         (lambda: EnergyTransformer(4, hopfield="exp"), ValueError, "hopfield must be one of"),
         (lambda: MaskedEnergyTransformer(MaskedConfig(patch_size=3)), ValueError,
-         "divisible by patch_size"),
+         r"image_size must be a multiple of patch_size = 3 \(the argument patch_size\)"),
         (lambda: MaskedEnergyTransformer(MaskedConfig(steps=0)), ValueError, "steps must be >= 1"),
         (lambda: MaskedEnergyTransformer(MaskedConfig(alpha=0.0)), ValueError, "alpha must be > 0"),
         (lambda: MaskedEnergyTransformer(MaskedConfig(dim=0)), ValueError, "dim must be >= 1"),
@@ -185,7 +185,8 @@ def test_training_and_checkpoint_arguments(tmp_path):
         train_masked(EnergyTransformer(4), images)
     with pytest.raises(ValueError, match="images must have 3 dimensions"):
         train_masked(model, torch.rand(28, 28))
-    with pytest.raises(ValueError, match="images must hold at least one"):
+    with pytest.raises(ValueError, match=r"images must have shape \(B, model.image_size, "
+                                         r"model.image_size\) with B >= 1"):
         train_masked(model, torch.rand(0, 28, 28))
     with pytest.raises(ValueError, match="lr must be > 0"):
         train_masked(model, images, lr=0.0)
@@ -193,6 +194,8 @@ def test_training_and_checkpoint_arguments(tmp_path):
         train_masked(model, images, batch_size=0)
     with pytest.raises(ValueError, match="fraction must be < 1"):
         masked_loss(model, images, fraction=1.0)
+    with pytest.raises(ValueError, match=r"images must have shape .* with B >= 1"):
+        masked_loss(model, torch.rand(0, 28, 28))  # before: a NaN loss
     with pytest.raises(TypeError, match="model must be a MaskedEnergyTransformer"):
         save_masked(EnergyTransformer(4), tmp_path / "x.pt")
     with pytest.raises(TypeError, match="name_or_path must be a str or Path"):

@@ -50,26 +50,24 @@ from seqbook._contracts import (
 __all__ = ["BareSelfAttention"]
 
 
-class _FiniteDims(Dims):
-    """A tensor with named dimensions (see :class:`~seqbook._contracts.Dims`) whose values
-    are finite (no NaN or inf): spins and tokens of the attractor models."""
+class _KeyMask(Dims):
+    """A mask of tokens (see :class:`~seqbook._contracts.Dims`) that leaves every
+    configuration two tokens at least: a spin never attends to itself and needs another
+    one to attend to."""
 
     def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
         value = super().check_in(name, value, call, bound)
-        if not torch.isfinite(value).all():
-            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        if (value.sum(-1) < 2).any():
+            raise ValueError(f"{name} must allow at least two tokens per configuration: a "
+                             "spin never attends to itself and needs another one to attend to")
         return value
-
-
-def FiniteShaped(dims: str, **options: Any) -> Any:
-    """:func:`~seqbook._contracts.Shaped` (same options) with finite values."""
-    return Annotated[torch.Tensor, _FiniteDims(dims, **options)]
 
 
 # The contracts of the public methods: finite configurations of the model's N spins of
 # dimension d in the couplings' dtype and device, and a mask of their tokens.
-Spins = FiniteShaped("B num_tokens dim", floating=True, dtype_of="module", device_of="module")
-KeyMask = Shaped("B num_tokens", dtype=torch.bool)  # True = attend
+Spins = Shaped("B num_tokens dim", floating=True, finite=True, dtype_of="module",
+               device_of="module")
+KeyMask = Annotated[torch.Tensor, _KeyMask("B num_tokens", dtype=torch.bool)]  # True = attend
 
 # Elements of one chunk's (B, N, N, d) intermediate: about 64 MB in float32.
 _CHUNK_ELEMENTS = 16_000_000
@@ -139,7 +137,7 @@ class BareSelfAttention(nn.Module):
         N = self.num_tokens
         excluded = torch.eye(N, dtype=torch.bool, device=S.device)  # j = i
         if key_mask is not None:
-            excluded = excluded | ~key_mask[:, None, :]  # (B, N, N)
+            excluded = excluded | ~key_mask.to(S.device)[:, None, :]  # (B, N, N)
         return S.masked_fill(excluded, float("-inf"))
 
     def _field(
@@ -180,17 +178,6 @@ class BareSelfAttention(nn.Module):
         ]
         return torch.cat(parts)
 
-    def _check_key_mask(self, key_mask: torch.Tensor | None) -> torch.Tensor | None:
-        """What the signature cannot say: two partners at least per configuration."""
-        if key_mask is None:
-            return None
-        if (key_mask.sum(-1) < 2).any():
-            raise ValueError(
-                "key_mask must allow at least two tokens per configuration: a spin "
-                "never attends to itself and needs another one to attend to"
-            )
-        return key_mask.to(self.J.device)
-
     # ------------------------------------------------------------ public API
     def scores(self, x: Spins) -> torch.Tensor:
         r"""The scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}\mathbf x_j`, :math:`-\infty` for
@@ -213,8 +200,6 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, N)``; each row sums to 1 and has a zero diagonal.
         """
-        key_mask = self._check_key_mask(key_mask)
-
         def attention(x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
             S = torch.einsum("bid,ijde,bje->bij", x, self.J, x)
             return torch.softmax(self._partners(self.lam * S, key_mask), dim=-1)
@@ -229,7 +214,7 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``.
         """
-        return self._chunked(self._field, x, self._check_key_mask(key_mask))
+        return self._chunked(self._field, x, key_mask)
 
     def step(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
         r"""One parallel update of all spins, eq. (eq-attr-dynamics), back on the sphere.
@@ -238,7 +223,7 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``, unit vectors.
         """
-        return self._chunked(self._step, x, self._check_key_mask(key_mask))
+        return self._chunked(self._step, x, key_mask)
 
     @torch.no_grad()
     def run(
@@ -253,7 +238,6 @@ class BareSelfAttention(nn.Module):
             x0: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(steps + 1, B, N, d)``, the initial state first.
         """
-        key_mask = self._check_key_mask(key_mask)
         states = [x0]
         for t in range(steps):
             states.append(self._chunked(self._step, states[-1], key_mask if t == 0 else None))

@@ -29,9 +29,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_int, checkpoint_path
+from seqbook._checks import checkpoint_path
 from seqbook._contracts import (
     InstanceOf,
+    IntAtLeast,
+    MultipleOf,
     NonNegativeReal,
     OneOf,
     PositiveInt,
@@ -41,8 +43,6 @@ from seqbook._contracts import (
 )
 from seqbook.attractor.embedding import (
     PatchEmbedding,
-    _check_grid,
-    _check_pixels,
     image_to_patches,
     patches_to_image,
 )
@@ -81,14 +81,11 @@ class BaselineConfig:
 
     kind: OneOf("block", "vit") = "block"  # "block": one block, iterated; "vit": once
     patch_size: PositiveInt = 4  # the paper's transformers work best with 4 x 4 patches
-    image_size: PositiveInt = 28
+    image_size: MultipleOf("patch_size") = 28  # whole patches
     d_model: PositiveInt = 64
     num_heads: PositiveInt = 4
     d_ff: PositiveInt = 128  # hidden width of the MLP
     num_layers: PositiveInt = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
-
-    def __post_init__(self) -> None:  # what the signature cannot say: whole patches
-        _check_grid(self.patch_size, self.image_size, self.image_size, "image_size")
 
 
 class PatchTransformer(nn.Module):
@@ -227,7 +224,8 @@ def build_baseline(config: InstanceOf(BaselineConfig)) -> RecurrentTransformer |
 
 
 def corrupt(
-    images: Shaped("B embedding.height embedding.width", floating=True),
+    images: Shaped("B embedding.height embedding.width", floating=True, finite=True,
+                   min_value=0, max_value=1),
     task: OneOf('mask', 'denoise'),
     embedding: InstanceOf(PatchEmbedding),
     fraction: Fraction = FRACTION,
@@ -249,7 +247,7 @@ def corrupt(
         >>> tuple(s.shape), visible.sum().item()
         ((2, 49, 32), 68)
     """
-    images = _check_pixels("images", images).to(embedding.F.dtype)  # pixels in [0, 1]
+    images = images.to(embedding.F.dtype)
     return _corrupt(images, task, embedding, fraction, variance, generator)
 
 
@@ -264,13 +262,14 @@ def _corrupt(
 
 def train_baseline(
     model: InstanceOf(RecurrentTransformer, VisionTransformer),
-    images: Shaped("P model.image_size model.image_size", floating=True),
+    images: Shaped("P model.image_size model.image_size", floating=True, finite=True,
+                   min_value=0, max_value=1),
     task: OneOf('mask', 'denoise'),
     epochs: int = 20,
     batch_size: PositiveInt = 64,
     lr: PositiveReal = 1e-3,
     min_steps: PositiveInt = 3,
-    max_steps: int = 7,
+    max_steps: IntAtLeast("min_steps") = 7,
     seed: int = 0,
     progress: bool = True,
 ) -> History:
@@ -296,10 +295,8 @@ def train_baseline(
     Returns:
         The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
     """
-    max_steps = check_int("max_steps", max_steps, min_value=min_steps)
     embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
-    # once: the mini-batches are corrupted unchecked
-    images = _check_pixels("images", images).to(embedding.F.dtype)
+    images = images.to(embedding.F.dtype)  # the mini-batches are corrupted unchecked
     generator = seeded_generator(seed)
     draw = random.Random(shifted_seed(seed))
 

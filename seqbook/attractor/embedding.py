@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from seqbook._checks import check_positive_int, check_tensor
-from seqbook._contracts import Check, NonNegativeInt, PositiveInt, Shaped
+from seqbook._contracts import Check, MultipleOf, NonNegativeInt, PositiveInt, Shaped
 
 __all__ = [
     "PatchEmbedding",
@@ -38,23 +38,6 @@ __all__ = [
     "pixel_spins",
     "spins_to_pixels",
 ]
-
-
-def _check_grid(patch_size: int, height: int, width: int, name: str = "height and width") -> None:
-    """What a signature cannot say: the image is made of whole patches (``name`` says
-    which arguments or fields give its size)."""
-    if height % patch_size or width % patch_size:
-        raise ValueError(f"{name} must be divisible by patch_size = {patch_size}, "
-                         f"got {height} x {width}")
-
-
-def _check_pixels(name: str, value: object, *, ndim: int | None = None) -> torch.Tensor:
-    """A floating tensor (of ``ndim`` dimensions) of pixels in [0, 1], NaN refused."""
-    value = check_tensor(name, value, ndim=ndim, floating=True)
-    if value.numel() and not (value.min() >= 0 and value.max() <= 1):
-        raise ValueError(f"{name} must hold pixels in [0, 1] (grey levels), got values in "
-                         f"[{value.min().item():.3g}, {value.max().item():.3g}]")
-    return value
 
 
 def _check_image_size(name: str, value: object) -> tuple[int, int]:
@@ -66,15 +49,16 @@ def _check_image_size(name: str, value: object) -> tuple[int, int]:
     return check_positive_int("height", value[0]), check_positive_int("width", value[1])
 
 
-# Pixels in [0, 1]: of any shape, of images (B, H, W), of one image (H, W); an image size.
-Pixels = Annotated[torch.Tensor, Check(_check_pixels)]
-Images = Annotated[torch.Tensor, Check(_check_pixels, ndim=3)]
-Image = Annotated[torch.Tensor, Check(_check_pixels, ndim=2)]
+# Pixels in [0, 1] (grey levels, NaN refused): of any shape, of images (B, H, W), of one
+# image (H, W); an image size.
+Pixels = Shaped("...", floating=True, finite=True, min_value=0, max_value=1)
+Images = Shaped("B H W", floating=True, finite=True, min_value=0, max_value=1)
+Image = Shaped("H W", floating=True, finite=True, min_value=0, max_value=1)
 ImageSize = Annotated[tuple, Check(_check_image_size)]
 
 
 def image_to_patches(
-    images: Shaped("B H W", floating=True), patch_size: PositiveInt
+    images: Shaped("B H W", floating=True, min_size={"H": 1, "W": 1}), patch_size: PositiveInt
 ) -> torch.Tensor:
     r"""Cut images into non-overlapping square patches, read row by row.
 
@@ -94,7 +78,7 @@ def image_to_patches(
                 [2., 3., 6., 7.]])
     """
     _, H, W = images.shape
-    if min(H, W) == 0 or H % patch_size or W % patch_size:
+    if H % patch_size or W % patch_size:
         raise ValueError(f"images must have a height and width divisible by patch_size = "
                          f"{patch_size}, got shape {tuple(images.shape)}")
     return _image_to_patches(images, patch_size)
@@ -108,7 +92,10 @@ def _image_to_patches(images: torch.Tensor, P: int) -> torch.Tensor:
 
 
 def patches_to_image(
-    patches: torch.Tensor, patch_size: PositiveInt, height: PositiveInt, width: PositiveInt
+    patches: torch.Tensor,
+    patch_size: PositiveInt,
+    height: MultipleOf("patch_size"),
+    width: MultipleOf("patch_size"),
 ) -> torch.Tensor:
     """Put patches back together: the inverse of :func:`image_to_patches`.
 
@@ -121,7 +108,6 @@ def patches_to_image(
         >>> torch.equal(patches_to_image(image_to_patches(image, 2), 2, 6, 4), image)
         True
     """
-    _check_grid(patch_size, height, width)
     P = patch_size
     N = (height // P) * (width // P)
     check_tensor("patches", patches, shape=("B", N, P * P))
@@ -226,7 +212,9 @@ class PatchEmbedding(nn.Module):
     ) -> None:
         super().__init__()
         self.height, self.width = image_size  # (H, W), from an int or a pair
-        _check_grid(patch_size, self.height, self.width)
+        if self.height % patch_size or self.width % patch_size:
+            raise ValueError(f"image_size must be divisible by patch_size = {patch_size}, "
+                             f"got {self.height} x {self.width}")
         self.patch_size = patch_size
         self.a = self.patch_size**2  # pixels per patch
         self.num_tokens = (self.height // self.patch_size) * (self.width // self.patch_size)
@@ -240,14 +228,17 @@ class PatchEmbedding(nn.Module):
         F, _ = torch.linalg.qr(gaussian)  # (d, 2a), orthonormal columns
         self.register_buffer("F", F.float())
 
-    def spins(self, images: Shaped("B height width", floating=True)) -> torch.Tensor:
+    def spins(
+        self,
+        images: Shaped("B height width", floating=True, finite=True, min_value=0, max_value=1),
+    ) -> torch.Tensor:
         r"""The patch vectors :math:`\mathbf s_i` (pixel spins, concatenated).
 
         Shapes:
             images: ``(B, H, W)``.
             returns: ``(B, N, 2a)``.
         """
-        return self._spins(_check_pixels("images", images))
+        return self._spins(images)
 
     def _spins(self, images: torch.Tensor) -> torch.Tensor:
         patches = _image_to_patches(images.to(self.F.dtype), self.patch_size)  # (B, N, a)

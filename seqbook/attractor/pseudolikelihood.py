@@ -35,7 +35,7 @@ from seqbook._contracts import (
     RandomGenerator,
     Shaped,
 )
-from seqbook.attractor.bare import BareModel, BareSelfAttention, FiniteShaped
+from seqbook.attractor.bare import BareModel, BareSelfAttention
 from seqbook.train import History
 from seqbook.utils import Timer
 
@@ -51,10 +51,10 @@ __all__ = [
 _TERMS = 16_000_000
 
 
-# Finite configurations of the model's N spins of dimension d, in its couplings' dtype and
-# device.
-Configurations = FiniteShaped("B model.num_tokens model.dim", floating=True,
-                              dtype_of="model", device_of="model")
+# Finite configurations (one at least) of the model's N spins of dimension d, in its
+# couplings' dtype and device.
+Configurations = Shaped("B model.num_tokens model.dim", floating=True, finite=True,
+                        min_size={"B": 1}, dtype_of="model", device_of="model")
 
 
 def pseudo_likelihood_loss(
@@ -199,8 +199,6 @@ def train_pseudo_likelihood(
         >>> math.isclose(model.J.norm().item(), norm, rel_tol=1e-5)
         True
     """
-    if xi.shape[0] == 0:
-        raise ValueError("xi must hold at least one training configuration, got 0")
     J, norm = model.J.data, model.J.data.norm()  # the norm is kept fixed
     history = History()
     kwargs = {} if progress else {"disable": True}
@@ -237,7 +235,8 @@ def _sgd_step(
 
 @torch.no_grad()
 def hebbian_couplings(
-    xi: Shaped("P N d", floating=True), norm: PositiveReal | None = None
+    xi: Shaped("P N d", floating=True, min_size={"P": 1}),
+    norm: PositiveReal | None = None,
 ) -> torch.Tensor:
     r"""The plain Hebbian couplings of the data: the training gradient at uniform attention.
 
@@ -267,8 +266,6 @@ def hebbian_couplings(
         ((4, 4, 2, 2), 3.0, 0.0)
     """
     P, N, d = xi.shape
-    if P == 0:
-        raise ValueError("xi must hold at least one configuration, got 0")
     flat = xi.reshape(P, N * d)  # (P, N d)
     C = (flat.T @ flat / P).view(N, d, N, d)  # (eq-attr-hebb)  (N, d, N, d)
     J = C.permute(0, 2, 1, 3).contiguous()  # (N, N, d, d): J_ij = <xi_i xi_j^T>

@@ -36,27 +36,6 @@ __all__ = [
 ]
 
 
-
-def _check_attention(alpha: torch.Tensor) -> torch.Tensor:
-    """What the signature cannot say: the rows are probabilities."""
-    if alpha.numel() and (alpha.min() < 0 or not torch.allclose(
-            alpha.sum(-1), torch.ones((), dtype=alpha.dtype), atol=1e-4)):
-        raise ValueError("alpha must hold non-negative weights whose rows sum to 1 "
-                         f"(an attention matrix), got shape {tuple(alpha.shape)}")
-    return alpha
-
-
-def _check_leading_pair(eigenvalues: torch.Tensor) -> tuple[float, float]:
-    """The moduli of the first two eigenvalues, which must satisfy |mu_1| > |mu_2| > 0."""
-    if eigenvalues.numel() < 2:
-        raise ValueError(f"eigenvalues must hold at least two values, got {eigenvalues.numel()}")
-    first, second = eigenvalues.abs()[:2].tolist()
-    if not first > second > 0:
-        raise ValueError("eigenvalues must be sorted by decreasing modulus with |mu_1| > "
-                         f"|mu_2| > 0, got moduli {first:.6g} and {second:.6g}")
-    return first, second
-
-
 @torch.no_grad()
 def coupling_matrix(model: BareModel) -> torch.Tensor:
     r"""The couplings as one :math:`Nd \times Nd` matrix, :math:`M_{(i,a),(j,b)} = (J_{ij})_{ab}`.
@@ -101,7 +80,9 @@ def power_operator(model: BareModel) -> torch.Tensor:
     return model.gamma * eye + M / (model.num_tokens - 1)  # (eq-attr-power)
 
 
-def effective_partners(alpha: Shaped("... N", floating=True)) -> torch.Tensor:
+def effective_partners(
+    alpha: Shaped("... N", floating=True, min_value=0),
+) -> torch.Tensor:
     r"""How many partners a spin listens to: :math:`n_i = 1 / \sum_j \alpha_{i\leftarrow j}^2`,
     eq. (eq-attr-partners).
 
@@ -115,7 +96,12 @@ def effective_partners(alpha: Shaped("... N", floating=True)) -> torch.Tensor:
         >>> effective_partners(torch.tensor([[0.0, 0.5, 0.5], [0.0, 1.0, 0.0]]))
         tensor([2., 1.])
     """
-    return 1.0 / (_check_attention(alpha) ** 2).sum(-1)  # (eq-attr-partners)
+    if alpha.numel() and not torch.allclose(
+        alpha.sum(-1), alpha.new_ones(()), atol=1e-4
+    ):
+        raise ValueError("alpha must hold weights whose rows sum to 1 (an "
+                         f"attention matrix), got shape {tuple(alpha.shape)}")
+    return 1.0 / (alpha**2).sum(-1)  # (eq-attr-partners)
 
 
 @torch.no_grad()
@@ -173,7 +159,7 @@ def mode_spins(v: Shaped("N d"), reference: Shaped("N d", floating=True)) -> tor
     return torch.nn.functional.normalize(v, dim=-1)
 
 
-def forgetting_time(eigenvalues: Shaped("K")) -> float:
+def forgetting_time(eigenvalues: Shaped("K", min_size={"K": 2})) -> float:
     r"""The time scale :math:`\tau = 1/\ln(|\mu_1|/|\mu_2|)` of a power iteration,
     eq. (eq-attr-tau).
 
@@ -186,5 +172,10 @@ def forgetting_time(eigenvalues: Shaped("K")) -> float:
         >>> round(forgetting_time(torch.tensor([2.0, 1.0])), 4)
         1.4427
     """
-    first, second = _check_leading_pair(eigenvalues)
+    first, second = eigenvalues.abs()[:2].tolist()
+    if not first > second > 0:
+        raise ValueError(
+            "eigenvalues must be sorted by decreasing modulus with |mu_1| > "
+            f"|mu_2| > 0, got moduli {first:.6g} and {second:.6g}"
+        )
     return 1.0 / math.log(first / second)  # (eq-attr-tau)

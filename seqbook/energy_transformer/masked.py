@@ -36,6 +36,7 @@ from seqbook._checks import check_tensor, checkpoint_path
 from seqbook._contracts import (
     InstanceOf,
     IntAtLeast,
+    MultipleOf,
     NonNegativeInt,
     NonNegativeReal,
     OneOf,
@@ -46,7 +47,7 @@ from seqbook._contracts import (
     TensorOf,
 )
 from seqbook.attractor import image_to_patches, patches_to_image
-from seqbook.attractor.embedding import _check_grid, _image_to_patches
+from seqbook.attractor.embedding import _image_to_patches
 from seqbook.attractor.tasks import Fraction, _mask_tokens
 from seqbook.energy_transformer._validate import Tokens
 from seqbook.energy_transformer.block import EnergyTransformer
@@ -77,7 +78,7 @@ class MaskedConfig:
     """The architecture and dynamics of a :class:`MaskedEnergyTransformer`."""
 
     patch_size: PositiveInt = 2  # the bare attractor model's 2 x 2 patches: N = 196 tokens
-    image_size: PositiveInt = 28
+    image_size: MultipleOf("patch_size") = 28  # whole patches
     dim: PositiveInt = 32  # token dimension D (the paper: 768)
     num_heads: PositiveInt = 1  # H (the paper: 12)
     head_dim: PositiveInt = 16  # Y, per head (the paper: 64)
@@ -90,8 +91,9 @@ class MaskedConfig:
 
 Patches = Shaped("B num_tokens a", floating=True, dtype_of="module")  # (B, N, a) pixels
 Visible = Shaped("B num_tokens", dtype=torch.bool)  # (B, N), True = visible
-# (B, H, W) clean images of the model's size and dtype
-ModelImages = Shaped("B model.image_size model.image_size", floating=True, dtype_of="model")
+# (B, H, W) clean images (one at least) of the model's size and dtype
+ModelImages = Shaped("B model.image_size model.image_size", floating=True, dtype_of="model",
+                     min_size={"B": 1})
 
 
 def grid_encoding(side: PositiveInt, dim: IntAtLeast(2)) -> torch.Tensor:
@@ -141,7 +143,6 @@ class MaskedEnergyTransformer(nn.Module):
         super().__init__()
         self.config = config = config or MaskedConfig()
         self.patch_size, self.image_size = config.patch_size, config.image_size
-        _check_grid(self.patch_size, self.image_size, self.image_size, "image_size")
         self.a = self.patch_size**2
         self.num_tokens = (self.image_size // self.patch_size) ** 2
         self.dim = D = config.dim
@@ -317,8 +318,6 @@ def train_masked(
     Returns:
         The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
     """
-    if len(images) == 0:
-        raise ValueError("images must hold at least one training image, got 0")
     generator = generator or seeded_generator(seed)
 
     def batches() -> list[torch.Tensor]:
