@@ -91,7 +91,10 @@ CASES = [
         method="spline"), ValueError, "method must be one of"),
     ("Retrieval",
      lambda: hop.Retrieval(torch.zeros(2, 4), torch.zeros(3), torch.ones((), dtype=torch.bool)),
-     ValueError, r"energies must have shape \(2,\) \(one per state of the trajectory\)"),
+     ValueError, r"energies must have shape \(\*trajectory\) with \*trajectory = \(2,\) "
+     r"\(as in states\), got \(3,\)"),
+    ("Retrieval", lambda: hop.Retrieval([[1.0]], torch.zeros(1), torch.ones((), dtype=torch.bool)),
+     TypeError, "states must be a torch.Tensor"),  # before: an AttributeError
     ("Retrieval",
      lambda: hop.Retrieval(
          torch.zeros(2, 5, 4), torch.zeros(2, 5), torch.ones(4, dtype=torch.bool)),

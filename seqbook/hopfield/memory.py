@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import torch
 
 from seqbook._checks import check_beta, check_patterns, check_state
-from seqbook._contracts import Check, Dims
+from seqbook._contracts import Check, Dims, Shaped
 
 __all__ = ["PatternMemory", "Retrieval"]
 
@@ -52,17 +52,14 @@ class Retrieval:
     point.
     """
 
-    states: torch.Tensor  # (S + 1, ..., d)
-    energies: torch.Tensor  # (S + 1, ...)
+    states: Shaped("*trajectory d")  # (S + 1, ..., d)
+    energies: Shaped("*trajectory")  # (S + 1, ...): one per state of the trajectory
     converged: torch.Tensor  # (...,) bool
 
     def __post_init__(self) -> None:
-        expected = tuple(self.states.shape[:-1])
-        if tuple(self.energies.shape) != expected:
-            raise ValueError(f"energies must have shape {expected} (one per state of the "
-                             f"trajectory), got {tuple(self.energies.shape)}")
-        if tuple(self.converged.shape) != expected[1:]:
-            raise ValueError(f"converged must have shape {expected[1:]}, "
+        expected = tuple(self.states.shape[1:-1])
+        if tuple(self.converged.shape) != expected:
+            raise ValueError(f"converged must have shape {expected}, "
                              f"got {tuple(self.converged.shape)}")
 
     @property
