@@ -117,3 +117,11 @@ def test_bad_memory_arguments():
         associative_memory(K, torch.ones(2, 3, 2))
     with pytest.raises(TypeError, match="beta must be a real number"):
         delta_rule_attention(K, K, V, beta="1")
+    empty = torch.ones(1, 0, 2)  # no steps to loop over
+    with pytest.raises(ValueError, match=r"Q must have shape \(B, T, d_k\) with T >= 1"):
+        delta_rule_attention(empty, empty, empty)
+    for form in (linear_attention_recurrent, linear_attention_chunked):
+        with pytest.raises(ValueError, match=r"phi_Q must have shape \(B, T, d_k\) with "
+                           r"T >= 1, got \(1, 0, 2\)"):
+            form(empty, empty, empty)
+    assert linear_attention(empty, empty, empty).shape == (1, 0, 2)  # no loop: fine

@@ -193,6 +193,23 @@ def test_mamba_block_equals_mambapys_in_outputs_and_gradients():
          "u has dtype torch.float64"),
         (lambda: MambaBlock(8)(torch.ones(1, 3, 7)), ValueError,
          r"u must have shape \(b, L, d_model\) with d_model = 8"),
+        # empty signals: a loop, an FFT or a convolution over no positions
+        (lambda: MambaBlock(8)(torch.ones(1, 0, 8)), ValueError,
+         r"u must have shape \(b, L, d_model\) with L >= 1, got \(1, 0, 8\)"),
+        (lambda: S4D(3, 4)(torch.ones(1, 0, 3)), ValueError,
+         r"x must have shape \(b, L, channels\) with L >= 1"),
+        (lambda: S4D(3, 4).recurrent(torch.ones(1, 0, 3)), ValueError,
+         r"x must have shape \(b, L, channels\) with L >= 1"),
+        (lambda: ssm_recurrence(torch.ones(2, 0), torch.eye(2), torch.ones(2, 1),
+                                torch.ones(1, 2)), ValueError,
+         r"x must have shape \(b, L\) with L >= 1, got \(2, 0\)"),
+        (lambda: ssm_convolution(torch.ones(2, 0), torch.ones(0)), ValueError,
+         r"x must have shape \(\.\.\., L\) with L >= 1"),
+        (lambda: selective_scan_sequential(*(t[:, :0] for t in _scan_inputs()[:2]),
+                                           _scan_inputs()[2],
+                                           *(t[:, :0] for t in _scan_inputs()[3:5]),
+                                           _scan_inputs()[5]), ValueError,
+         r"x must have shape \(b, L, channels\) with L >= 1"),
     ],
 )
 def test_bad_input_names_the_argument(call, error, match):

@@ -131,6 +131,13 @@ def test_mlstm_with_open_gates_is_linear_attention_with_a_bounded_normaliser():
                                  torch.ones(1, 4), torch.ones(1, 3)), ValueError, "i_pre must"),
         (lambda: mlstm_parallel(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 2),
                                 torch.ones(1, 3), [1.0]), TypeError, "f_pre must be a torch"),
+        # empty sequences: a loop or a max over no steps
+        (lambda: mlstm_parallel(*(torch.ones(1, 0, 2),) * 3, *(torch.ones(1, 0),) * 2),
+         ValueError, r"q must have shape \(B, T, d\) with T >= 1, got \(1, 0, 2\)"),
+        (lambda: mlstm_recurrent(*(torch.ones(1, 0, 2),) * 3, *(torch.ones(1, 0),) * 2),
+         ValueError, r"q must have shape \(B, T, d\) with T >= 1"),
+        (lambda: SLSTM(3, 4)(torch.ones(2, 0, 3)), ValueError,
+         r"x must have shape \(B, T, input_size\) with T >= 1, got \(2, 0, 3\)"),
     ],
 )
 def test_bad_input_names_the_argument(call, error, match):

@@ -47,6 +47,7 @@ def _phi(x: torch.Tensor) -> torch.Tensor:
 
 # the queries and keys after the feature map, and the values
 PhiQ = Shaped("B T d_k", floating=True)
+PhiQSteps = Shaped("B T d_k", floating=True, min_size={"T": 1})  # a loop over T >= 1 steps
 PhiK = Shaped("B T d_k", dtype_of="phi_Q")
 Values = Shaped("B T d_v", dtype_of="phi_Q")
 
@@ -93,7 +94,7 @@ def _parallel(
     return (A @ V) / A.sum(-1, keepdim=True)  # (eq-linattn-parallel)
 
 
-def linear_attention_recurrent(phi_Q: PhiQ, phi_K: PhiK, V: Values) -> torch.Tensor:
+def linear_attention_recurrent(phi_Q: PhiQSteps, phi_K: PhiK, V: Values) -> torch.Tensor:
     r"""Causal linear attention as a recurrent network with a matrix state.
 
     .. math::
@@ -140,7 +141,7 @@ def _step(
 
 
 def linear_attention_chunked(
-    phi_Q: PhiQ, phi_K: PhiK, V: Values, chunk_size: PositiveInt = 64
+    phi_Q: PhiQSteps, phi_K: PhiK, V: Values, chunk_size: PositiveInt = 64
 ) -> torch.Tensor:
     r"""Causal linear attention by chunks: a masked matrix inside, the recurrence across.
 

@@ -81,7 +81,7 @@ def _delta_write(S: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 
 def delta_rule_attention(
-    Q: Shaped("B T d_k", floating=True, dtype_of="K"),
+    Q: Shaped("B T d_k", floating=True, dtype_of="K", min_size={"T": 1}),
     K: Keys,
     V: Values,
     beta: PositiveReal = 1.0,

@@ -73,7 +73,10 @@ def _zoh(
 
 
 def ssm_recurrence(
-    x: Shaped("b L", dtype_of="A_bar"), A_bar: StateMatrix, B_bar: InputMatrix, C: OutputMatrix
+    x: Shaped("b L", dtype_of="A_bar", min_size={"L": 1}),
+    A_bar: StateMatrix,
+    B_bar: InputMatrix,
+    C: OutputMatrix,
 ) -> torch.Tensor:
     r"""Run the discrete SSM as a recurrence over a one-channel input signal.
 
@@ -127,7 +130,7 @@ def _kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
 
 
 def ssm_convolution(
-    x: Shaped("... L", floating=True), K: Shaped("... L", floating=True)
+    x: Shaped("... L", floating=True, min_size={"L": 1}), K: Shaped("... L", floating=True)
 ) -> torch.Tensor:
     r"""Causal convolution of each signal with a kernel, by FFT.
 
@@ -219,14 +222,14 @@ class S4D(nn.Module):
         return 2 * torch.einsum("dn,dnl->dl", c * b_bar, powers).real
 
     def forward(
-        self, x: Shaped("b L channels", floating=True, dtype_of="module")
+        self, x: Shaped("b L channels", floating=True, dtype_of="module", min_size={"L": 1})
     ) -> torch.Tensor:
         u = x.transpose(1, 2)  # (b, D, L)
         y = _convolution(u, self._kernel(u.shape[-1])) + self.D[:, None] * u
         return y.transpose(1, 2)  # (b, L, D)
 
     def recurrent(
-        self, x: Shaped("b L channels", floating=True, dtype_of="module")
+        self, x: Shaped("b L channels", floating=True, dtype_of="module", min_size={"L": 1})
     ) -> torch.Tensor:
         r"""The same layer as a recurrence, one step per position (how it generates)."""
         a_bar, b_bar = self.discretize()  # (D, N/2)

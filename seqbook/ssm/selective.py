@@ -42,7 +42,8 @@ def _discretize(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
     return A_bar, Bx
 
 
-def selective_scan_sequential(x: Signal, delta: Steps, A: StateMatrix, B: Vectors,
+def selective_scan_sequential(x: Shaped("b L channels", floating=True, min_size={"L": 1}),
+                              delta: Steps, A: StateMatrix, B: Vectors,
                               C: Vectors, D: Skip) -> torch.Tensor:
     r"""Mamba's selective SSM, one step at a time.
 
@@ -252,7 +253,7 @@ class MambaBlock(nn.Module):
         self.d_model, self.dt_rank, self.state_size = d_model, r, N
 
     def forward(
-        self, u: Shaped("b L d_model", floating=True, dtype_of="module")
+        self, u: Shaped("b L d_model", floating=True, dtype_of="module", min_size={"L": 1})
     ) -> torch.Tensor:
         return self._block(u)
 

@@ -17,7 +17,7 @@ __all__ = ["mlstm_recurrent", "mlstm_parallel"]
 
 
 def mlstm_recurrent(
-    q: Shaped("B T d", floating=True),
+    q: Shaped("B T d", floating=True, min_size={"T": 1}),
     k: Shaped("B T d", dtype_of="q"),
     v: Shaped("B T d", dtype_of="q"),
     i_pre: Shaped("B T", dtype_of="q"),
@@ -91,7 +91,7 @@ def _step(
 
 
 def mlstm_parallel(
-    q: Shaped("B T d", floating=True),
+    q: Shaped("B T d", floating=True, min_size={"T": 1}),
     k: Shaped("B T d", dtype_of="q"),
     v: Shaped("B T d", dtype_of="q"),
     i_pre: Shaped("B T", dtype_of="q"),

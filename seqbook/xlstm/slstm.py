@@ -89,7 +89,7 @@ class SLSTM(nn.Module):
 
     def forward(
         self,
-        x: Shaped("B T input_size", floating=True, dtype_of="module"),
+        x: Shaped("B T input_size", floating=True, dtype_of="module", min_size={"T": 1}),
         state: InstanceOf(SLSTMState, what="an SLSTMState or None") | None = None,
     ) -> tuple[torch.Tensor, SLSTMState]:
         B, H = x.shape[0], self.hidden_size
