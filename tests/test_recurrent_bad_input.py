@@ -108,7 +108,7 @@ def test_bad_inputs_to_forward(cls):
         (lambda: module(x, lengths=torch.tensor([8, 1, 1, 1, 1])), ValueError,
          r"lengths must lie in \[0, T=7\] \(T: the time axis of x\), got \[8, 1, 1, 1, 1\]"),
         (lambda: module(x, lengths=torch.tensor([-1, 1, 1, 1, 1])), ValueError,
-         r"lengths must lie in"),
+         r"lengths must hold values in \[0, inf\], got values from -1 to 1"),
         (lambda: module(x, lengths=torch.tensor([7, 1])), ValueError,
          r"lengths must have one entry per sequence \(B=5\), got 2"),
         (lambda: module(x, lengths=torch.ones(5)), TypeError,

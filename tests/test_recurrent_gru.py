@@ -145,7 +145,8 @@ def test_bad_forward_input():
         gru(torch.randn(4, 5, 2), torch.zeros(1, 4, 4))
     with pytest.raises(ValueError, match="h0 must have 3 dimensions"):
         gru(torch.randn(4, 5, 2), torch.zeros(4, 3))
-    with pytest.raises(ValueError, match="lengths must lie"):
+    with pytest.raises(ValueError, match=r"lengths must hold values in \[0, inf\], got values "
+                       r"from -1 to 1"):
         gru(torch.randn(2, 5, 2), lengths=torch.tensor([-1, 1]))
     with pytest.raises(TypeError, match="integer"):
         gru(torch.randn(2, 5, 2), lengths=torch.tensor([5.0, 1.0]))

@@ -87,11 +87,12 @@ def check_state(
 
 
 def check_lengths(lengths: torch.Tensor, B: int, T: int) -> torch.Tensor:
-    """Integer lengths ``(B,)`` (the signature's contract) for ``B`` sequences, in ``[0, T]``."""
+    """Lengths ``(B,)``, integers >= 0 (the signature's contract), for ``B`` sequences
+    of ``T`` steps: at most ``T``."""
     if lengths.shape[0] != B:
         raise ValueError(f"lengths must have one entry per sequence (B={B}), got "
                          f"{lengths.shape[0]}")
-    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > T):
+    if lengths.numel() and int(lengths.max()) > T:
         raise ValueError(f"lengths must lie in [0, T={T}] (T: the time axis of x), got "
                          f"{lengths.tolist()}")
     return lengths

@@ -40,7 +40,7 @@ from seqbook._contracts import (
     FloatDtype,
     PositiveInt,
     Probability,
-    TensorOf,
+    Shaped,
 )
 from seqbook.recurrent._sequence import (
     State,
@@ -61,7 +61,8 @@ def check_no_projection(name: str, value: Any, *, module: str) -> int:
     return value
 
 
-Lengths = TensorOf(1, floating=False)  # (B,) integer lengths of padded sequences
+# (B,) integer lengths of padded sequences, >= 0 (and <= T, checked against x)
+Lengths = Shaped("B", floating=False, min_value=0)
 
 
 def NoProjection(module: str) -> Any:
