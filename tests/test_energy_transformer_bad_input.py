@@ -164,8 +164,13 @@ def test_masked_model_other_arguments():
 def test_paste_visible_arguments():
     images = torch.rand(2, 4, 4)
     visible = torch.ones(2, 4, dtype=torch.bool)
-    with pytest.raises(ValueError, match=r"predictions must have shape \(\.\.\., 2, 4, 4\)"):
+    with pytest.raises(ValueError, match=r"images must have shape \(B, H, W\) with W = 5 "
+                                         r"\(as in predictions\)"):
         paste_visible(torch.rand(2, 4, 5), images, visible, 2)
+    with pytest.raises(ValueError, match=r"predictions must have at least 3 dimensions"):
+        paste_visible(torch.rand(4, 4), images, visible, 2)
+    with pytest.raises(ValueError, match=r"visible must have shape \(B, \*\) with B = 2"):
+        paste_visible(images, images, torch.ones(3, 4, dtype=torch.bool), 2)
     with pytest.raises(ValueError, match="visible must be a boolean tensor of shape"):
         paste_visible(images, images, visible.float(), 2)
     with pytest.raises(ValueError, match="visible must be a boolean tensor of shape"):

@@ -49,11 +49,10 @@ def _check_image_size(name: str, value: object) -> tuple[int, int]:
     return check_positive_int("height", value[0]), check_positive_int("width", value[1])
 
 
-# Pixels in [0, 1] (grey levels, NaN refused): of any shape, of images (B, H, W), of one
-# image (H, W); an image size.
+# Pixels in [0, 1] (grey levels, NaN refused): of any shape, of images (B, H, W); an
+# image size.
 Pixels = Shaped("...", floating=True, finite=True, min_value=0, max_value=1)
 Images = Shaped("B H W", floating=True, finite=True, min_value=0, max_value=1)
-Image = Shaped("H W", floating=True, finite=True, min_value=0, max_value=1)
 ImageSize = Annotated[tuple, Check(_check_image_size)]
 
 

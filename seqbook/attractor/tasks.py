@@ -41,7 +41,6 @@ from seqbook._contracts import (
 )
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.embedding import (
-    Image,
     Images,
     PatchEmbedding,
     _patches_to_image,
@@ -262,6 +261,16 @@ class CorruptedDigits:
     visible: torch.Tensor | None
     patch_size: int
 
+    @property
+    def height(self) -> int:
+        """The height ``H`` of the digits."""
+        return self.clean.shape[1]
+
+    @property
+    def width(self) -> int:
+        """The width ``W`` of the digits."""
+        return self.clean.shape[2]
+
 
 def corrupt_digits(
     images: Images,
@@ -371,7 +380,9 @@ def bare_reconstructions(
 
 
 def mean_fill(
-    digits: InstanceOf(CorruptedDigits, what="CorruptedDigits"), mean_image: Image
+    digits: InstanceOf(CorruptedDigits, what="CorruptedDigits"),
+    mean_image: Shaped("digits.height digits.width", floating=True, finite=True, min_value=0,
+                       max_value=1),
 ) -> torch.Tensor:
     """A baseline for masked prediction: every masked patch takes the pixels of ``mean_image``.
 
@@ -386,11 +397,6 @@ def mean_fill(
     """
     if digits.visible is None:
         raise ValueError("digits must be CorruptedDigits of the task 'mask' (with a visible mask)")
-    if mean_image.shape != digits.clean.shape[1:]:
-        raise ValueError(
-            f"mean_image must have shape {tuple(digits.clean.shape[1:])}, "
-            f"got {tuple(mean_image.shape)}"
-        )
     P = digits.patch_size
     _, H, W = digits.clean.shape
     patches = image_to_patches(digits.corrupted, P)  # (B, N, a)

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seqbook._checks import check_tensor, checkpoint_path
+from seqbook._checks import checkpoint_path
 from seqbook._contracts import (
     InstanceOf,
     IntAtLeast,
@@ -215,9 +215,9 @@ class MaskedEnergyTransformer(nn.Module):
 
 
 def paste_visible(
-    predictions: TensorOf(floating=True),
-    images: TensorOf(3, floating=True),
-    visible: torch.Tensor,
+    predictions: Shaped("... B H W", floating=True),
+    images: Shaped("B H W", floating=True),
+    visible: Shaped("B *"),
     patch_size: PositiveInt,
 ) -> torch.Tensor:
     """Keep the predicted pixels of the masked patches only; visible patches from ``images``.
@@ -239,12 +239,9 @@ def paste_visible(
                 [0., 0., 0., 0.],
                 [0., 0., 0., 0.]])
     """
-    if predictions.dim() < 3 or predictions.shape[-3:] != images.shape:
-        raise ValueError(f"predictions must have shape (..., {', '.join(map(str, images.shape))}),"
-                         f" got {tuple(predictions.shape)}")
     B, H, W = images.shape
     N = (H // patch_size) * (W // patch_size)
-    if check_tensor("visible", visible, ndim=2).dtype != torch.bool or visible.shape != (B, N):
+    if visible.dtype != torch.bool or visible.shape != (B, N):
         raise ValueError(f"visible must be a boolean tensor of shape {(B, N)}, "
                          f"got {visible.dtype} of shape {tuple(visible.shape)}")
     lead = predictions.shape[:-3]
