@@ -99,6 +99,24 @@ def test_merge_refuses_runs_that_do_not_fit(tmp_path):
         merge_bare([long, other], tmp_path / "merged")
 
 
+def test_merge_and_extend_refuse_runs_of_another_recipe(tmp_path):
+    from seqbook.attractor.train import extend_bare, merge_bare
+
+    first = _single_run(tmp_path / "0.pt", 0, [0, 2], 2)
+    other = _single_run(tmp_path / "1.pt", 1, [0, 2], 2)
+    checkpoint = torch.load(other, weights_only=True)
+    checkpoint["info"]["lr"] = 1.0
+    torch.save(checkpoint, other)
+    with pytest.raises(ValueError, match=r"1\.pt differs from .*0\.pt in lr"):
+        merge_bare([first, other], tmp_path / "merged")
+    with pytest.raises(ValueError, match=r"1\.pt differs from .*0\.pt in lr"):
+        extend_bare(first, other, tmp_path / "extended")
+    later = _single_run(tmp_path / "2.pt", 0, [0, 4], 4)
+    with pytest.raises(ValueError,
+                       match=r"2\.pt has snapshots \[0, 4\], not among .*0\.pt's \[0, 2\]"):
+        extend_bare(first, later, tmp_path / "extended")
+
+
 def test_extend_fills_in_a_seed_trained_further(tmp_path):
     from seqbook.attractor.train import extend_bare, merge_bare
 

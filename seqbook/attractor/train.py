@@ -388,6 +388,21 @@ def train_baselines(args: argparse.Namespace) -> list[Path]:
     return paths
 
 
+# What runs of the bare model must share to be merged (merge_bare, extend_bare).
+RECIPE = ("batch_size", "lr", "train_size", "steps_per_epoch", "variants", "tasks")
+
+
+def _check_same_recipe(info: dict, run: dict, where: object, first: object) -> None:
+    """``run`` (the ``info`` of the file ``where``) has the recipe of ``info`` (the file
+    ``first``'s) and snapshots among its."""
+    for key in RECIPE:
+        if run[key] != info[key]:
+            raise ValueError(f"{where} differs from {first} in {key}")
+    if not set(run["snapshot_steps"]) <= set(info["snapshot_steps"]):
+        raise ValueError(f"{where} has snapshots {run['snapshot_steps']}, not among "
+                         f"{first}'s {list(info['snapshot_steps'])}")
+
+
 def merge_bare(paths: Sequence[Path], out: Path) -> Path:
     """One ``bare.pt`` from runs of single seeds: the first file's couplings, every seed's tables.
 
@@ -401,16 +416,9 @@ def merge_bare(paths: Sequence[Path], out: Path) -> Path:
     parts = [torch.load(path, map_location="cpu", weights_only=True)["info"] for path in paths]
     checkpoint = torch.load(paths[0], map_location="cpu", weights_only=True)
     info = dict(checkpoint["info"])
-    for key in ("batch_size", "lr", "train_size", "steps_per_epoch", "variants", "tasks"):
-        if any(part[key] != info[key] for part in parts):
-            raise ValueError(f"the runs to merge differ in {key}")
-    steps = list(info["snapshot_steps"])
     for path, part in zip(paths, parts):
-        if not set(part["snapshot_steps"]) <= set(steps):
-            raise ValueError(
-                f"{path} has snapshots {part['snapshot_steps']}, "
-                f"not among the first run's {steps}"
-            )
+        _check_same_recipe(info, part, path, paths[0])
+    steps = list(info["snapshot_steps"])
     longest = max(part["step_loss"].shape[-1] for part in parts)
     for key, value in info.items():
         if not isinstance(value, torch.Tensor):
@@ -493,12 +501,8 @@ def extend_bare(base: Path, part: Path, out: Path) -> Path:
     checkpoint = torch.load(base, map_location="cpu", weights_only=True)
     info = dict(checkpoint["info"])
     new = torch.load(part, map_location="cpu", weights_only=True)["info"]
-    for key in ("batch_size", "lr", "train_size", "steps_per_epoch", "variants", "tasks"):
-        if new[key] != info[key]:
-            raise ValueError(f"the runs differ in {key}")
+    _check_same_recipe(info, new, part, base)
     steps = list(info["snapshot_steps"])
-    if not set(new["snapshot_steps"]) <= set(steps):
-        raise ValueError(f"{part}'s snapshots {new['snapshot_steps']} are not among {steps}")
     columns = [steps.index(s) for s in new["snapshot_steps"]]
     info["seeds"], info["cpu_seconds"] = list(info["seeds"]), list(info["cpu_seconds"])
     info["epochs_per_seed"] = list(info["epochs_per_seed"])
