@@ -46,6 +46,7 @@ def check_real(
     min_value: float | None = None,
     max_value: float | None = None,
     strict_min: bool = False,
+    strict_max: bool = False,
     finite: bool = False,
 ) -> float:
     """Return ``value`` as a float if it is a real number in the given range (and
@@ -62,8 +63,11 @@ def check_real(
             raise ValueError(f"{name} must be > {min_value}, got {value}")
         if not strict_min and value < min_value:
             raise ValueError(f"{name} must be >= {min_value}, got {value}")
-    if max_value is not None and value > max_value:
-        raise ValueError(f"{name} must be <= {max_value}, got {value}")
+    if max_value is not None:
+        if strict_max and value >= max_value:
+            raise ValueError(f"{name} must be < {max_value}, got {value}")
+        if not strict_max and value > max_value:
+            raise ValueError(f"{name} must be <= {max_value}, got {value}")
     return value
 
 
@@ -115,15 +119,20 @@ def check_tensor(
 
 
 def check_sequence(
-    name: str, value: Any, *, what: str, non_empty: bool = False, iterable: bool = False
+    name: str, value: Any, *, what: str, non_empty: bool = False, iterable: bool = False,
+    of: type | tuple[type, ...] | None = None,
 ) -> Any:
     """Return ``value`` if it is a sequence (``iterable``: any iterable), not a str,
-    bytes or tensor; ``what`` describes it in the message."""
+    bytes or tensor, of items of type ``of`` if given; ``what`` describes it."""
     kind = Iterable if iterable else Sequence
     if isinstance(value, (str, bytes, torch.Tensor)) or not isinstance(value, kind):
         raise TypeError(f"{name} must be {what}, got {_describe(value)}")
     if non_empty and hasattr(value, "__len__") and len(value) == 0:
         raise ValueError(f"{name} must hold at least one item ({what}), got an empty one")
+    if of is not None and isinstance(value, Sequence):  # an iterator is not consumed here
+        for item in value:
+            if not isinstance(item, of):
+                raise TypeError(f"{name} must be {what}, got an item {_describe(item)}")
     return value
 
 

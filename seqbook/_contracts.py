@@ -53,6 +53,7 @@ from seqbook._checks import (
     check_real,
     check_same_dtype,
     check_sequence,
+    check_spins,
     check_tensor,
     check_token_ids,
     parameter_dtype,
@@ -63,6 +64,7 @@ __all__ = [
     "Real", "RealIn", "PositiveReal", "NonNegativeReal", "Probability", "Flag", "OneOf",
     "RandomGenerator", "Device", "CallableAs", "TensorOf", "Shaped", "Dims", "InstanceOf",
     "IntIn", "FiniteReal", "FloatDtype", "SequenceOf", "IndexInto", "MultipleOf", "Bounded",
+    "OtherThan", "Items",
 ]
 
 
@@ -113,10 +115,17 @@ def IntIn(min_value: int | str, max_value: int | str) -> Any:
     return Annotated[int, Check(check_int, min_value=min_value, max_value=max_value)]
 
 
-def IndexInto(size: str, min_value: int = 0) -> Any:
-    """An int in ``[min_value, size)``: an index into the size that ``size`` names (a
-    token id below ``vocab_size``, a neuron below ``dim``)."""
-    return Annotated[int, Bounded(min_value=min_value, below=size)]
+def IndexInto(*sizes: str, min_value: int = 0) -> Any:
+    """An int in ``[min_value, size)``: an index into the size each of ``sizes`` names (a
+    token id below ``vocab_size``, a neuron below ``dim``, a padding id below both
+    vocabularies' sizes)."""
+    return Annotated[int, Bounded(min_value=min_value, below=sizes)]
+
+
+def OtherThan(other: str) -> Any:
+    """An int different from the int argument ``other`` (an end token that is not the
+    start token)."""
+    return Annotated[int, Bounded(other_than=other)]
 
 
 def MultipleOf(factor: int | str) -> Any:
@@ -136,18 +145,21 @@ class Bounded(Check):
     TESTS = {  # bound -> (fails, words)
         "min_value": (lambda v, b: v < b, ">="), "max_value": (lambda v, b: v > b, "<="),
         "below": (lambda v, b: v >= b, "<"), "multiple_of": (lambda v, b: v % b, "a multiple of"),
+        "other_than": (lambda v, b: v == b, "different from"),
     }
 
-    def __init__(self, **bounds: int | str | None) -> None:
+    def __init__(self, **bounds: int | str | tuple[int | str, ...] | None) -> None:
         super().__init__(check_int)
-        self.bounds = {kind: bound for kind, bound in bounds.items() if bound is not None}
+        # [(kind, limit)]: a tuple of limits is several bounds of one kind (below two sizes)
+        self.bounds = [(kind, limit) for kind, limits in bounds.items() if limits is not None
+                       for limit in (limits if isinstance(limits, tuple) else (limits,))]
 
     def __repr__(self) -> str:
-        return f"Bounded({', '.join(f'{k}={v!r}' for k, v in self.bounds.items())})"
+        return f"Bounded({', '.join(f'{k}={v!r}' for k, v in self.bounds)})"
 
     def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
         value = check_int(name, value)
-        for kind, limit in self.bounds.items():
+        for kind, limit in self.bounds:
             size = (limit, "") if isinstance(limit, int) else _size_of(limit, call, bound)
             if size is None:
                 continue
@@ -159,11 +171,13 @@ class Bounded(Check):
 
 
 def RealIn(
-    min_value: float | None = None, max_value: float | None = None, *, strict_min: bool = False
+    min_value: float | None = None, max_value: float | None = None, *, strict_min: bool = False,
+    strict_max: bool = False,
 ) -> Any:
-    """A real number (not NaN, not a bool) in the given range; returned as a float."""
+    """A real number (not NaN, not a bool) in the given range (``strict_*``: the bound
+    excluded); returned as a float."""
     return Annotated[float, Check(check_real, min_value=min_value, max_value=max_value,
-                                  strict_min=strict_min)]
+                                  strict_min=strict_min, strict_max=strict_max)]
 
 
 def OneOf(*choices: Any) -> Any:
@@ -171,11 +185,39 @@ def OneOf(*choices: Any) -> Any:
     return Annotated[Any, Check(check_choice, choices=choices)]
 
 
-def SequenceOf(what: str, *, non_empty: bool = False, iterable: bool = False) -> Any:
+def SequenceOf(
+    what: str, *, non_empty: bool = False, iterable: bool = False,
+    of: type | tuple[type, ...] | None = None, size: str | None = None,
+) -> Any:
     """A sequence (a list, a tuple; ``iterable=True``: any iterable) that is not a str,
-    bytes or tensor; ``what`` describes it in the message ("a list of token lists")."""
+    bytes or tensor; ``what`` describes it in the message ("a list of token lists").
+    ``of``: the type(s) of every item; ``size``: its length, a named size of the call
+    (``"B"``, bound by the call's tensors or another sequence, see :class:`Dims`)."""
+    if size is not None:
+        return Annotated[Any, Items(what, non_empty=non_empty, iterable=iterable, of=of,
+                                    size=size)]
     return Annotated[Any, Check(check_sequence, what=what, non_empty=non_empty,
-                                iterable=iterable)]
+                                iterable=iterable, of=of)]
+
+
+class Items(Check):
+    """A sequence whose length is a named size of the call (see :func:`SequenceOf`)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, what: str, *, size: str, **options: Any) -> None:
+        super().__init__(check_sequence, what=what, **options)
+        self.size = size
+
+    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
+        value = check_sequence(name, value, **self.options)
+        expected = _size_of(self.size, call, bound)
+        if expected is None:
+            bound[self.size] = (len(value), f"as in {name}")
+        elif expected[0] != len(value):
+            raise ValueError(f"{name} must hold {self.size} = {expected[0]} items "
+                             f"({expected[1]}), got {len(value)}")
+        return value
 
 
 def CallableAs(signature: str = "", nargs: int | None = None) -> Any:
@@ -205,13 +247,14 @@ class Dims(Check):
     """
 
     __slots__ = ("dims", "fixed", "leading", "spec", "floating", "dtype", "dtype_of",
-                 "device_of", "ids", "finite", "value_range", "min_size")
+                 "device_of", "ids", "finite", "value_range", "sizes", "spins")
 
     def __init__(
         self, dims: str, *, floating: bool | None = None, dtype: torch.dtype | None = None,
         dtype_of: str | None = None, device_of: str | None = None, ids: str | None = None,
-        finite: bool = False, min_value: float | None = None, max_value: float | None = None,
-        min_size: dict[str, int] | None = None,
+        finite: bool = False, min_value: float | str | None = None,
+        max_value: float | str | None = None, min_size: dict[str, int | str] | None = None,
+        max_size: dict[str, int | str] | None = None, spins: bool = False,
     ) -> None:
         super().__init__(check_tensor, floating=floating)
         self.dims, self.spec = dims.split(), ", ".join(dims.split())
@@ -220,8 +263,10 @@ class Dims(Check):
         self.fixed = self.dims[1:] if self.leading else self.dims
         self.floating, self.dtype, self.ids = floating, dtype, ids
         self.dtype_of, self.device_of = dtype_of, device_of
-        self.finite, self.value_range = finite, (min_value, max_value)
-        self.min_size = {self.fixed.index(d): (d, k) for d, k in (min_size or {}).items()}
+        self.finite, self.value_range, self.spins = finite, (min_value, max_value), spins
+        # [(position, symbol, ">=" or "<=", limit)]: a dimension's least or greatest size
+        self.sizes = [(self.fixed.index(d), d, op, k) for op, limits in
+                      ((">=", min_size), ("<=", max_size)) for d, k in (limits or {}).items()]
 
     def __repr__(self) -> str:
         return f"Dims({' '.join(self.dims)!r})"
@@ -248,10 +293,12 @@ class Dims(Check):
             elif expected[0] != size:
                 where = f" with {symbol} = {expected[0]} ({expected[1]})" if expected[1] else ""
                 raise ValueError(f"{name} must have shape ({self.spec}){where}, got {shape}")
-        for i, (symbol, least) in self.min_size.items():
-            if shape[len(lead) + i] < least:
-                raise ValueError(f"{name} must have shape ({self.spec}) with {symbol} >= "
-                                 f"{least}, got {shape}")
+        for i, symbol, op, limit in self.sizes:
+            size = shape[len(lead) + i]
+            limit, spelled = _limit(limit, call, bound)
+            if limit is not None and (size < limit if op == ">=" else size > limit):
+                raise ValueError(f"{name} must have shape ({self.spec}) with {symbol} {op} "
+                                 f"{spelled}, got {shape}")
         if self.dtype is not None and value.dtype != self.dtype:
             raise TypeError(f"{name} must have dtype {self.dtype}, got {value.dtype}")
         if self.dtype_of is not None:
@@ -263,13 +310,26 @@ class Dims(Check):
             check_token_ids(name, value, vocab[0], of=vocab[1] or self.ids)
         if self.finite and not torch.isfinite(value).all():
             raise ValueError(f"{name} must be finite (no NaN or inf)")
-        low, high = self.value_range
+        (low, low_spelled), (high, high_spelled) = (_limit(v, call, bound)
+                                                    for v in self.value_range)
         if value.numel() and (low is not None and value.min() < low
                               or high is not None and value.max() > high):
-            interval = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+            interval = f"[{'-inf' if low is None else low_spelled}, " + (
+                f"{'inf' if high is None else high_spelled}]")
             raise ValueError(f"{name} must hold values in {interval}, got values from "
                              f"{value.min().item():g} to {value.max().item():g}")
+        if self.spins:
+            check_spins(name, value)
         return value
+
+
+def _limit(limit: float | str | None, call: dict[str, Any],
+           bound: dict[str, Any]) -> tuple[float | None, str]:
+    """A bound given as a number or as a size's name, and how the message spells it."""
+    if not isinstance(limit, str):
+        return limit, str(limit)
+    size = _size_of(limit, call, bound)
+    return (None, "") if size is None else (size[0], f"{limit} = {size[0]} ({size[1]})")
 
 
 def _size_of(symbol: str, call: dict[str, Any], bound: dict[str, Any]) -> tuple[int, str] | None:
@@ -304,7 +364,12 @@ def _check_dtype_like(name: str, value: torch.Tensor, other: str, call: dict[str
     argument ``other``, or of its parameters if it is a module."""
     # "module": the method's own module, or a function's argument named module
     owner = call["self"] if other == "module" and "self" in call else call.get(other)
-    if isinstance(owner, torch.Tensor):
+    if "." in other:  # an attribute of an argument: "cache.dtype", "self.patterns"
+        first, attribute = other.split(".", 1)
+        owner = getattr(call.get(first), attribute, None)
+    if isinstance(owner, torch.dtype):
+        check_same_dtype(name, value, owner, of=other)
+    elif isinstance(owner, torch.Tensor):
         check_same_dtype(name, value, owner.dtype, of=other)
     elif isinstance(owner, torch.nn.Module):
         dtype = parameter_dtype(owner)
@@ -337,8 +402,11 @@ def Shaped(dims: str, **options: Any) -> Any:
     - ``dtype_of``, ``device_of``: the dtype and device of the module's parameters
       (``"module"``) or of another argument (a tensor, or a module's parameters);
     - ``ids``: token ids below the size that name stands for (``"vocab_size"``);
-    - ``finite``: no NaN or inf; ``min_value``, ``max_value``: every entry in that range;
-    - ``min_size``: the least size of named dimensions, ``{"N": 2}``.
+    - ``finite``: no NaN or inf; ``min_value``, ``max_value``: every entry in that range
+      (a number, or a size's name: lengths at most ``"T"``); ``spins``: every entry -1
+      or +1;
+    - ``min_size``, ``max_size``: the least or greatest size of named dimensions (a
+      number, or a size's name): ``{"N": 2}``, ``{"T": "max_len"}``.
     """
     return Annotated[torch.Tensor, Dims(dims, **options)]
 
@@ -392,11 +460,11 @@ def _contracts_of(hints: dict[str, Any]) -> dict[str, tuple[Check, bool]]:
 
 # checked within a call, against its other arguments: tensors (which bind sizes), then
 # the ints that sizes bound; every other contract is checked first, on its own
-IN_CALL = (Dims, Bounded)
+IN_CALL = (Dims, Items, Bounded)
 
 
 def _order(check: Check) -> int:
-    return 2 if isinstance(check, Bounded) else 1 if isinstance(check, Dims) else 0
+    return 2 if isinstance(check, Bounded) else 1 if isinstance(check, (Dims, Items)) else 0
 
 
 def _checked(function: Callable[..., Any]) -> Callable[..., Any]:

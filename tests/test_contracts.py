@@ -20,6 +20,7 @@ from seqbook._contracts import (
     MultipleOf,
     NonNegativeReal,
     OneOf,
+    OtherThan,
     PositiveInt,
     Probability,
     RandomGenerator,
@@ -327,3 +328,64 @@ def test_shaped_values_finiteness_least_sizes_and_named_leading_dimensions():
         f(torch.zeros(2, 3, 4), torch.rand(3, 4))
     with pytest.raises(ValueError, match=r"p must hold values in \[0.0, 1.0\], got values from"):
         f(torch.zeros(2, 4), torch.full((2, 4), 2.0))
+
+
+def test_bounds_named_by_sizes_several_of_a_kind_and_other_than():
+    def ids(pad: IndexInto("src_vocab", "tgt_vocab"), bos: int, eos: OtherThan("bos"),
+            src_vocab: PositiveInt = 5, tgt_vocab: PositiveInt = 7):
+        return pad
+
+    ids = _checked(ids)
+    assert ids(4, 1, 2) == 4
+    with pytest.raises(ValueError, match=r"pad must be < src_vocab = 5 \(the argument"):
+        ids(5, 1, 2)
+    with pytest.raises(ValueError, match=r"pad must be < tgt_vocab = 3 \(the argument"):
+        ids(4, 1, 2, src_vocab=9, tgt_vocab=3)
+    with pytest.raises(ValueError, match=r"eos must be different from bos = 1"):
+        ids(0, 1, 1)
+
+
+def test_shaped_bounds_named_by_sizes_max_size_and_spins():
+    def f(x: Shaped("B T", max_size={"T": "max_len"}),
+          lengths: Shaped("B", floating=False, min_value=1, max_value="T"),
+          s: Shaped("B n", spins=True) | None = None, max_len: PositiveInt = 4):
+        return lengths
+
+    f = _checked(f)
+    x = torch.zeros(2, 3)
+    assert f(x, torch.tensor([1, 3])).tolist() == [1, 3]
+    with pytest.raises(ValueError, match=r"lengths must hold values in \[1, T = 3 \(as in x\)\]"):
+        f(x, torch.tensor([1, 4]))
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T\) with T <= max_len = 2 "):
+        f(x, torch.tensor([1, 3]), max_len=2)
+    with pytest.raises(ValueError, match=r"s must contain only -1 and \+1"):
+        f(x, torch.tensor([1, 3]), torch.tensor([[1.0, 0.0], [1.0, -1.0]]))
+
+
+def test_sequences_of_a_type_and_of_a_named_length():
+    def f(hyps: SequenceOf("a list of str", of=str, size="N"),
+          refs: SequenceOf("a list of references", size="N"),
+          p: RealIn(0.0, 1.0, strict_max=True) = 0.5):
+        return len(hyps)
+
+    f = _checked(f)
+    assert f(["a", "b"], [[], []]) == 2
+    with pytest.raises(TypeError, match=r"hyps must be a list of str, got an item 3 \(int\)"):
+        f(["a", 3], [[], []])
+    with pytest.raises(ValueError, match=r"refs must hold N = 2 items \(as in hyps\), got 1"):
+        f(["a", "b"], [[]])
+    with pytest.raises(ValueError, match="p must be < 1.0, got 1.0"):
+        f(["a"], [[]], p=1.0)
+
+
+def test_dtype_of_an_arguments_attribute():
+    class Cache:
+        dtype = torch.float64
+
+    def f(cache: object, x: Shaped("n", dtype_of="cache.dtype")):
+        return x
+
+    f = _checked(f)
+    assert f(Cache(), torch.zeros(2, dtype=torch.float64)).dtype == torch.float64
+    with pytest.raises(TypeError, match="x has dtype torch.float32 but cache.dtype"):
+        f(Cache(), torch.zeros(2))
