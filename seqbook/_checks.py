@@ -72,7 +72,8 @@ def check_real(
 
 
 def check_choice(name: str, value: Any, choices: Collection[Any]) -> Any:
-    if value not in choices:
+    # True == 1: a bool is one of the choices only if it is one of them itself
+    if value not in choices or isinstance(value, bool) and all(c is not value for c in choices):
         options = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {options}; got {value!r}")
     return value

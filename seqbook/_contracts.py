@@ -247,26 +247,30 @@ class Dims(Check):
     """
 
     __slots__ = ("dims", "fixed", "leading", "spec", "floating", "dtype", "dtype_of",
-                 "device_of", "ids", "finite", "value_range", "sizes", "spins")
+                 "device_of", "ids", "finite", "value_range", "sizes", "spins", "trailing")
 
     def __init__(
         self, dims: str, *, floating: bool | None = None, dtype: torch.dtype | None = None,
         dtype_of: str | None = None, device_of: str | None = None, ids: str | None = None,
         finite: bool = False, min_value: float | str | None = None,
         max_value: float | str | None = None, min_size: dict[str, int | str] | None = None,
-        max_size: dict[str, int | str] | None = None, spins: bool = False,
+        max_size: dict[str, int | str] | None = None,
+        multiple_of: dict[str, int | str] | None = None, spins: bool = False,
     ) -> None:
         super().__init__(check_tensor, floating=floating)
         self.dims, self.spec = dims.split(), ", ".join(dims.split())
         # any leading dimensions: "..." (unnamed) or "*batch" (the same in every tensor)
         self.leading = self.dims[0] if self.dims and self.dims[0][0] in ".*" else None
         self.fixed = self.dims[1:] if self.leading else self.dims
+        self.trailing = self.fixed[-1:] == ["..."]  # "B T ...": any trailing dimensions
+        self.fixed = self.fixed[:-1] if self.trailing else self.fixed
         self.floating, self.dtype, self.ids = floating, dtype, ids
         self.dtype_of, self.device_of = dtype_of, device_of
         self.finite, self.value_range, self.spins = finite, (min_value, max_value), spins
         # [(position, symbol, ">=" or "<=", limit)]: a dimension's least or greatest size
         self.sizes = [(self.fixed.index(d), d, op, k) for op, limits in
-                      ((">=", min_size), ("<=", max_size)) for d, k in (limits or {}).items()]
+                      ((">=", min_size), ("<=", max_size), ("a multiple of", multiple_of))
+                      for d, k in (limits or {}).items()]
 
     def __repr__(self) -> str:
         return f"Dims({' '.join(self.dims)!r})"
@@ -279,11 +283,12 @@ class Dims(Check):
         ):
             check_tensor(name, value, floating=self.floating)  # raises, or integer ids
         shape, fixed = tuple(value.shape), self.fixed
-        if len(shape) != len(fixed) and not (self.leading and len(shape) >= len(fixed)):
-            at_least = "at least " if self.leading else ""
+        if len(shape) != len(fixed) and not (
+                (self.leading or self.trailing) and len(shape) >= len(fixed)):
+            at_least = "at least " if self.leading or self.trailing else ""
             raise ValueError(f"{name} must have {at_least}{len(fixed)} dimensions "
                              f"({self.spec}), got shape {shape}")
-        lead = shape[:len(shape) - len(fixed)]
+        lead = () if self.trailing else shape[:len(shape) - len(fixed)]
         symbols = ((self.leading, lead),) if self.leading not in (None, "...") else ()
         for symbol, size in (*symbols, *zip(fixed, shape[len(lead):])):
             expected = _size_of(symbol, call, bound)
@@ -296,7 +301,9 @@ class Dims(Check):
         for i, symbol, op, limit in self.sizes:
             size = shape[len(lead) + i]
             limit, spelled = _limit(limit, call, bound)
-            if limit is not None and (size < limit if op == ">=" else size > limit):
+            fails = {">=": size < (limit or 0), "<=": size > (limit or 0),
+                     "a multiple of": limit and size % limit}[op]
+            if limit is not None and fails:
                 raise ValueError(f"{name} must have shape ({self.spec}) with {symbol} {op} "
                                  f"{spelled}, got {shape}")
         if self.dtype is not None and value.dtype != self.dtype:
@@ -405,8 +412,9 @@ def Shaped(dims: str, **options: Any) -> Any:
     - ``finite``: no NaN or inf; ``min_value``, ``max_value``: every entry in that range
       (a number, or a size's name: lengths at most ``"T"``); ``spins``: every entry -1
       or +1;
-    - ``min_size``, ``max_size``: the least or greatest size of named dimensions (a
-      number, or a size's name): ``{"N": 2}``, ``{"T": "max_len"}``.
+    - ``min_size``, ``max_size``, ``multiple_of``: the least or greatest size of named
+      dimensions, or what divides it (a number, or a size's name): ``{"N": 2}``,
+      ``{"T": "max_len"}``, ``{"H": "patch_size"}``.
     """
     return Annotated[torch.Tensor, Dims(dims, **options)]
 

@@ -389,3 +389,24 @@ def test_dtype_of_an_arguments_attribute():
     assert f(Cache(), torch.zeros(2, dtype=torch.float64)).dtype == torch.float64
     with pytest.raises(TypeError, match="x has dtype torch.float32 but cache.dtype"):
         f(Cache(), torch.zeros(2))
+
+
+def test_trailing_dimensions_dimension_multiples_and_bools_that_are_no_choice():
+    def f(x: Shaped("B T"), targets: Shaped("B T ..."),
+          images: Shaped("H W", multiple_of={"H": "patch", "W": "patch"}) | None = None,
+          patch: PositiveInt = 2, ord: OneOf(1, 2, "fro") = 2):
+        return targets
+
+    f = _checked(f)
+    x = torch.zeros(2, 3)
+    assert f(x, torch.zeros(2, 3, 4, 5)).shape == (2, 3, 4, 5)
+    assert f(x, torch.zeros(2, 3), torch.zeros(4, 6)).shape == (2, 3)
+    with pytest.raises(ValueError, match=r"targets must have shape \(B, T, ...\) with T = 3"):
+        f(x, torch.zeros(2, 4, 1))
+    with pytest.raises(ValueError, match=r"targets must have at least 2 dimensions"):
+        f(x, torch.zeros(2))
+    with pytest.raises(ValueError, match=r"images must have shape \(H, W\) with W a multiple "
+                                         r"of patch = 4 \(the argument patch\), got \(4, 6\)"):
+        f(x, x, torch.zeros(4, 6), patch=4)
+    with pytest.raises(ValueError, match="ord must be one of 1, 2, 'fro'; got True"):
+        f(x, x, ord=True)
