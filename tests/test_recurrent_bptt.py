@@ -125,6 +125,10 @@ def test_bad_arguments():
         truncated_bptt(rnn, x[:, :0], y[:, :0], loss, opt, k1=2)
     with pytest.raises(ValueError, match="targets must have shape"):
         truncated_bptt(rnn, x, y[:, :5], loss, opt, k1=2)
+    with pytest.raises(ValueError, match=r"targets must have shape \(B, T, ...\) with B = "):
+        truncated_bptt(rnn, x, y[:1], loss, opt, k1=2)
+    with pytest.raises(ValueError, match=r"targets must have at least 2 dimensions \(B, T, ...\)"):
+        truncated_bptt(rnn, x, y[0, 0], loss, opt, k1=2)
     with pytest.raises(TypeError, match="optimizer"):
         truncated_bptt(rnn, x, y, loss, "sgd", k1=2)
     with pytest.raises(TypeError, match="loss_fn"):

@@ -35,7 +35,6 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     Shaped,
-    TensorOf,
 )
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
@@ -64,7 +63,7 @@ class TruncatedBPTTResult:
 def truncated_bptt(
     module: InstanceOf(nn.Module, what="a torch.nn.Module"),
     x: Shaped("B T D", floating=True, dtype_of="module", min_size={"T": 1}),
-    targets: TensorOf(),
+    targets: Shaped("B T ..."),
     loss_fn: CallableAs('loss_fn(outputs, targets)'),
     optimizer: InstanceOf(torch.optim.Optimizer, what="a torch.optim.Optimizer"),
     k1: PositiveInt,
@@ -121,10 +120,6 @@ def truncated_bptt(
         >>> result.update_steps
         [2, 4, 6, 8, 10]
     """
-    B, T, _ = x.shape
-    if targets.dim() < 2 or targets.shape[:2] != (B, T):
-        raise ValueError(f"targets must have shape (B, T, ...) = ({B}, {T}, ...) like x, "
-                         f"got {tuple(targets.shape)}")
     k2 = k1 if k2 is None else k2  # k2 >= k1: every loss needs a window
 
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
