@@ -132,7 +132,7 @@ def test_messages_name_what_the_caller_passed():
     with pytest.raises(ValueError, match="memory must have shape .* with d_model = 8"):
         block(tgt, torch.randn(2, 4, 6))
     model = Transformer(10, 9, d_model=8, num_heads=2, num_layers=1, d_ff=16)
-    with pytest.raises(ValueError, match=r"src_lengths must lie in \[1, 3\]"):
+    with pytest.raises(ValueError, match=r"src_lengths must hold values in \[1, S = 3"):
         model(torch.tensor([[4, 5, 2]]), torch.tensor([5]), torch.tensor([[1]]))
     with pytest.raises(ValueError, match="num_valid \\+ num_test must leave at least one"):
         number_translation(max_number=9, num_valid=10, num_test=10)

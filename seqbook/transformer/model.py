@@ -32,7 +32,6 @@ from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
 from seqbook.losses import _label_smoothing_loss, label_smoothing_loss
 from seqbook.seq2seq.data import TranslationBatch
-from seqbook.seq2seq.encoder import check_src_lengths
 from seqbook.transformer.blocks import DecoderBlock, EncoderBlock
 from seqbook.transformer.norm import LayerNorm
 from seqbook.transformer.positional import PositionalEncoding
@@ -40,9 +39,9 @@ from seqbook.transformer.positional import PositionalEncoding
 __all__ = ["Transformer"]
 
 # source and target ids of a batch, below the model's vocabulary sizes; a length per source
-SourceIds = Shaped("B S", ids="src_vocab_size")
-SourceLengths = Shaped("B", floating=False)
-TargetIds = Shaped("B T", ids="tgt_vocab_size")
+SourceIds = Shaped("B S", ids="src_vocab_size", max_size={"S": "max_len"})
+SourceLengths = Shaped("B", floating=False, min_value=1, max_value="S")  # after src
+TargetIds = Shaped("B T", ids="tgt_vocab_size", max_size={"T": "max_len"})
 
 
 class Transformer(nn.Module):
@@ -105,7 +104,7 @@ class Transformer(nn.Module):
         dropout: float = 0.1,
         norm_first: bool = False,
         max_len: PositiveInt = 128,
-        pad_id: IndexInto("tgt_vocab_size") = 0,
+        pad_id: IndexInto("src_vocab_size", "tgt_vocab_size") = 0,
         bos_id: IndexInto("tgt_vocab_size") = 1,
         eos_id: IndexInto("tgt_vocab_size") = 2,
         *,
@@ -123,8 +122,6 @@ class Transformer(nn.Module):
         self.pad_id = pad_id
         self.bos_id = bos_id
         self.eos_id = eos_id
-        if pad_id >= V_src:  # the shared pad id indexes both vocabularies
-            raise ValueError(f"pad_id must be < src_vocab_size={V_src}, got {pad_id}")
         self.src_embedding = nn.Embedding(V_src, d_model, padding_idx=pad_id)
         self.tgt_embedding = nn.Embedding(V_tgt, d_model, padding_idx=pad_id)
         for embedding in (self.src_embedding, self.tgt_embedding):
@@ -156,20 +153,11 @@ class Transformer(nn.Module):
         x = embedding(ids) * math.sqrt(self.d_model)
         return self.positional(x)  # (B, T, d_model)
 
-    def _check_max_len(self, **ids: torch.Tensor) -> None:
-        """What a signature cannot say: no sequence longer than the model's ``max_len``."""
-        for name, x in ids.items():
-            if x.shape[1] > self.max_len:
-                raise ValueError(f"{name} has {x.shape[1]} positions but the model was built "
-                                 f"for max_len={self.max_len}; build it with a larger max_len")
-
     def encode(
         self, src: SourceIds, src_lengths: SourceLengths
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The encoder output ("memory") ``(B, S, d_model)`` and its padding mask
         ``(B, S)``, True at padding (as ``memory_key_padding_mask`` in torch)."""
-        check_src_lengths(src_lengths, src.shape[1])
-        self._check_max_len(src=src)
         return self._encode(src, src_lengths)
 
     def _encode(
@@ -193,7 +181,6 @@ class Transformer(nn.Module):
 
         ``memory_key_padding_mask`` ``(B, S)`` is True at the padded source positions
         (what :meth:`encode` returns)."""
-        self._check_max_len(tgt_in=tgt_in)
         return self._decode(tgt_in, memory, memory_key_padding_mask)
 
     def _decode(
@@ -209,8 +196,6 @@ class Transformer(nn.Module):
         self, src: SourceIds, src_lengths: SourceLengths, tgt_in: TargetIds
     ) -> torch.Tensor:
         """Teacher-forced logits ``(B, T, V)``."""
-        check_src_lengths(src_lengths, src.shape[1])
-        self._check_max_len(src=src, tgt_in=tgt_in)
         return self._decode(tgt_in, *self._encode(src, src_lengths))
 
     def loss(

@@ -201,10 +201,9 @@ class PositionalEncoding(nn.Module):
         table = _positional_encoding(max_len, d_model, base, None, torch.float64)  # (L, D)
         self.register_buffer("pe", table, persistent=False)
 
-    def forward(self, x: Shaped("B T d_model", floating=True)) -> torch.Tensor:
-        if x.shape[1] > self.max_len:
-            raise ValueError(f"x has {x.shape[1]} positions but the positional encoding was "
-                             f"built for max_len={self.max_len}; build it with a larger max_len")
+    def forward(
+        self, x: Shaped("B T d_model", floating=True, max_size={"T": "max_len"})
+    ) -> torch.Tensor:
         return self.dropout(x + self.pe[: x.shape[1]].to(x.dtype))  # (B, T, d_model)
 
     def extra_repr(self) -> str:
