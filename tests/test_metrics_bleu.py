@@ -185,9 +185,9 @@ def test_ngram_counts():
 
 
 def test_bad_input_gives_clear_errors():
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match=r"references must hold N = 2 items \(as in hypotheses\)"):
         corpus_bleu([["a"], ["b"]], [[["a"]]])
-    with pytest.raises(ValueError, match=r"references\[0\] is empty"):
+    with pytest.raises(ValueError, match=r"references\[0\] must hold at least one item"):
         corpus_bleu([["a"]], [[]])
     with pytest.raises(ValueError, match="hypotheses must hold at least one item"):
         corpus_bleu([], [])

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from seqbook._checks import check_sequence
-from seqbook._contracts import Check, Flag, NonNegativeReal, OneOf, PositiveInt
+from seqbook._contracts import Check, Flag, NonNegativeReal, OneOf, PositiveInt, SequenceOf
 from seqbook.metrics.ngrams import corpus_ngram_statistics
 
 __all__ = [
@@ -53,12 +53,10 @@ def _unhashable(token: object) -> bool:
 def _check_tokens(name: str, tokens: object) -> list:
     if type(tokens) is list or type(tokens) is tuple:  # the fast, common case
         return tokens
-    if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Sequence):
-        hint = ""
-        if isinstance(tokens, str):
-            hint = f" {tokens!r}; tokenize it first, e.g. text.split()"
-        raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}{hint}")
-    return tokens if isinstance(tokens, (list, tuple)) else list(tokens)
+    if isinstance(tokens, str):
+        raise TypeError(f"{name} must be a list of tokens, got str {tokens!r}; tokenize it "
+                        "first, e.g. text.split()")
+    return list(check_sequence(name, tokens, what="a list of tokens"))
 
 
 def _check_sentence(name: str, tokens: object) -> list | tuple:
@@ -68,7 +66,7 @@ def _check_sentence(name: str, tokens: object) -> list | tuple:
     try:
         set(tokens)
     except TypeError:
-        bad = next(t for t in tokens if not isinstance(t, Hashable) or _unhashable(t))
+        bad = next(t for t in tokens if _unhashable(t))
         raise TypeError(f"{name} must hold hashable tokens (str, int, tuple, ...), got {bad!r} "
                         f"({type(bad).__name__})") from None
     return tokens
@@ -233,21 +231,12 @@ class BLEUStatistics:
         return precisions, order
 
 
-def _check_hypotheses(name: str, hypotheses: object) -> list:
-    """A non-empty list of token lists (their tokens are counted, and named if
-    unhashable, by :func:`~seqbook.metrics.ngrams.corpus_ngram_statistics`)."""
-    check_sequence(name, hypotheses, what="a list of token lists", non_empty=True)
-    return [_check_tokens(f"{name}[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
-
-
 def _check_references(name: str, refs: object) -> list:
     """The references of one hypothesis: a non-empty list of token lists."""
     if (type(refs) is list or type(refs) is tuple) and refs:
         if all(type(ref) is list or type(ref) is tuple for ref in refs):
             return refs  # the fast, common case: a list of token lists
-    check_sequence(name, refs, what="a list of references")
-    if len(refs) == 0:
-        raise ValueError(f"{name} is empty: every hypothesis needs at least one reference")
+    check_sequence(name, refs, what="a list of references", non_empty=True)
     if isinstance(refs[0], str) and len(refs[0]) != 0:
         raise TypeError(f"{name} must be a list of references, each a list of tokens; "
                         f"got a list of str ({list(refs[:3])!r}...). With one reference per "
@@ -255,15 +244,12 @@ def _check_references(name: str, refs: object) -> list:
     return [_check_tokens(f"{name}[{j}]", ref) for j, ref in enumerate(refs)]
 
 
-def _check_reference_lists(name: str, references: object) -> list:
-    check_sequence(name, references, what="a list with one list of references per hypothesis")
-    return [_check_references(f"{name}[{i}]", refs) for i, refs in enumerate(references)]
-
-
-#: A corpus: N hypotheses (token lists) and, for each, a non-empty list of references.
-Hypotheses = Annotated[Sequence[Sequence], Check(_check_hypotheses)]
+#: A corpus: N hypotheses (token lists) and, for each, a non-empty list of references
+#: (their tokens are counted, and named if unhashable, by
+#: :func:`~seqbook.metrics.ngrams.corpus_ngram_statistics`).
+Hypotheses = SequenceOf("a list of token lists", non_empty=True, size="N")
 References = Annotated[Sequence[Sequence], Check(_check_references)]
-ReferenceLists = Annotated[Sequence[Sequence[Sequence]], Check(_check_reference_lists)]
+ReferenceLists = SequenceOf("a list with one list of references per hypothesis", size="N")
 
 
 def _bleu_statistics(hypotheses: list, references: list, max_order: int) -> BLEUStatistics:
@@ -295,10 +281,9 @@ def bleu_statistics(
         >>> stats.correct, stats.total, stats.hyp_len, stats.ref_len
         ((2, 1), (3, 2), 3, 3)
     """
-    if len(hypotheses) != len(references):
-        raise ValueError("hypotheses and references must have the same length (one list of "
-                         f"references per hypothesis), got {len(hypotheses)} hypotheses and "
-                         f"{len(references)} reference lists")
+    hypotheses = [_check_tokens(f"hypotheses[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
+    references = [_check_references(f"references[{i}]", refs)
+                  for i, refs in enumerate(references)]
     return _bleu_statistics(hypotheses, references, max_order)
 
 

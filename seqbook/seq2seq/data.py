@@ -38,13 +38,11 @@ __all__ = ["TranslationBatch", "TranslationTask", "number_translation_task"]
 
 
 def _check_pairs(name: str, pairs: object) -> Sequence[NumberPair]:
-    """``pairs`` if it is a non-empty sequence of :class:`~seqbook.data.NumberPair`."""
-    check_sequence(name, pairs, what="a list of NumberPair")
+    """``pairs`` if it is a non-empty sequence of :class:`~seqbook.data.NumberPair`
+    (the message of an empty one is the experiments' too)."""
+    check_sequence(name, pairs, what="a list of NumberPair", of=NumberPair)
     if not pairs:
         raise ValueError(f"{name} must contain at least one pair, got none")
-    bad = next((p for p in pairs if not isinstance(p, NumberPair)), None)
-    if bad is not None:
-        raise TypeError(f"{name} must hold NumberPair items, got {bad!r:.60}")
     return pairs
 
 
