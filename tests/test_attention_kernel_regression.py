@@ -83,14 +83,18 @@ def test_bad_shapes():
     x = torch.linspace(0, 1, 5)
     with pytest.raises(ValueError, match="same size D"):
         nadaraya_watson(torch.randn(3, 2), torch.randn(5, 3), x)
-    with pytest.raises(ValueError, match="one row per key"):
+    with pytest.raises(ValueError, match=r"values must have shape .* with M = 5 \(as in keys"):
         nadaraya_watson(x, x, torch.randn(4))
     with pytest.raises(ValueError, match="queries"):
         nadaraya_watson(torch.randn(2, 2, 2), x, x)
-    with pytest.raises(ValueError, match="at least one key"):
+    with pytest.raises(ValueError, match=r"keys must have shape \(M, \.\.\.\) with M >= 1"):
         nadaraya_watson(x, torch.empty(0), torch.empty(0))
     with pytest.raises(TypeError, match="keys"):
         nadaraya_watson(x, torch.arange(5), x)
+    with pytest.raises(ValueError, match=r"values must have 1 or 2 dimensions, \(M,\) or \(M, V\)"):
+        nadaraya_watson(x, x, torch.randn(5, 2, 2))
+    with pytest.raises(ValueError, match="queries and keys must have the same size D"):
+        nadaraya_watson(x, torch.randn(5, 1, 1), x)
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])

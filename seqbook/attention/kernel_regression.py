@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from seqbook._checks import check_same_dtype
-from seqbook._contracts import OneOf, PositiveReal, TensorOf
+from seqbook._contracts import OneOf, PositiveReal, Shaped, TensorOf
 
 __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 
@@ -61,24 +60,20 @@ def _kernel_function(u: torch.Tensor, kernel: str) -> torch.Tensor:
 
 
 def _check_arguments(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
-    """What the signature cannot say of :func:`nadaraya_watson`'s 1-D or 2-D tensors:
-    one dtype, one size ``D`` of queries and keys, one value per key, at least one key."""
-    check_same_dtype("keys", keys, queries.dtype, of="queries")
-    check_same_dtype("values", values, queries.dtype, of="queries")
+    """What the signature cannot say of :func:`nadaraya_watson`'s tensors: one size
+    ``D`` of 1-D or 2-D queries and keys, and values of 1 or 2 dimensions."""
     if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):
         raise ValueError(f"queries and keys must have the same size D, got queries "
                          f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
-    if values.shape[0] != keys.shape[0]:
-        raise ValueError(f"values must have one row per key of keys ({keys.shape[0]}), got "
-                         f"shape {tuple(values.shape)}")
-    if keys.shape[0] == 0:
-        raise ValueError("keys must contain at least one key, got none")
+    if values.dim() > 2:
+        raise ValueError(f"values must have 1 or 2 dimensions, (M,) or (M, V), got shape "
+                         f"{tuple(values.shape)}")
 
 
 def nadaraya_watson(
     queries: TensorOf((1, 2), floating=True),
-    keys: TensorOf((1, 2), floating=True),
-    values: TensorOf((1, 2), floating=True),
+    keys: Shaped("M ...", floating=True, dtype_of="queries", min_size={"M": 1}),
+    values: Shaped("M ...", floating=True, dtype_of="queries"),
     kernel: OneOf(*KERNELS) = "gaussian",
     bandwidth: PositiveReal = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
