@@ -84,11 +84,11 @@ CASES = [
     # patch sizes that do not divide 28
     ("embedding 3", lambda: PatchEmbedding(3), ValueError, "must be divisible by patch_size = 3"),
     ("patches 5", lambda: attractor.image_to_patches(IMAGES, 5),
-     ValueError, "divisible by patch_size = 5"),
+     ValueError, r"images must have shape \(B, H, W\) with H a multiple of patch_size = 5"),
     ("corrupt 6", lambda: attractor.corrupt_digits(IMAGES, "mask", patch_size=6), ValueError,
-     "divisible by patch_size = 6"),
+     r"images must have shape \(B, H, W\) with H a multiple of patch_size = 6"),
     ("evaluation 3", lambda: attractor.evaluation_set("mask", 0, 2, patch_size=3), ValueError,
-     "divisible by patch_size = 3"),
+     r"images must have shape \(B, H, W\) with H a multiple of patch_size = 3"),
     ("dim too small", lambda: PatchEmbedding(2, dim=7), ValueError, r"dim must be >= 2a = 8"),
     # other arguments
     ("task name", lambda: attractor.evaluation_set("inpaint"), ValueError, "task must be one of"),

@@ -81,8 +81,12 @@ def test_scores_do_not_depend_on_d_or_a():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="divisible by patch_size"):
+    with pytest.raises(ValueError, match=r"images must have shape \(B, H, W\) with H a "
+                                         r"multiple of patch_size = 3 \(the argument"):
         image_to_patches(torch.rand(2, 28, 28), 3)
+    with pytest.raises(ValueError, match=r"images must have shape \(B, H, W\) with W a "
+                                         r"multiple of patch_size = 4"):
+        image_to_patches(torch.rand(2, 28, 30), 4)
     with pytest.raises(ValueError, match="divisible by patch_size"):
         PatchEmbedding(patch_size=5, image_size=28)
     with pytest.raises(ValueError, match="dim must be >= 2a = 8"):

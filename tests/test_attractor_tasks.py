@@ -79,7 +79,8 @@ def test_bad_input():
                        match=r"images must have shape \(B, H, W\) with H = 4 "
                              r"\(as in reconstructions\)"):
         mse_curve(torch.rand(3, 2, 4, 4), torch.rand(2, 5, 5))
-    with pytest.raises(ValueError, match="divisible by patch_size"):
+    with pytest.raises(ValueError, match=r"images must have shape \(B, H, W\) with H a "
+                                         r"multiple of patch_size = 2"):
         patch_variance(torch.rand(1, 5, 5), 2)
     with pytest.raises(ValueError, match="tokens must be a boolean tensor"):
         patch_variance(torch.rand(1, 4, 4), 2, torch.ones(1, 4))
@@ -151,7 +152,8 @@ def test_bad_input_of_the_protocol():
         corrupt_digits(images * 2, "mask")
     with pytest.raises(ValueError, match=r"images must hold values in \[0, 1\]"):
         add_noise(images - 0.5)
-    with pytest.raises(ValueError, match="divisible by patch_size"):
+    with pytest.raises(ValueError, match=r"images must have shape \(B, H, W\) with H a "
+                                         r"multiple of patch_size = 3"):
         corrupt_digits(images, "mask", patch_size=3)
     with pytest.raises(ValueError, match=r"\(seed \+ 1\) \* num_images must be <= 1000"):
         evaluation_set("mask", 40, 32)

@@ -57,7 +57,9 @@ ImageSize = Annotated[tuple, Check(_check_image_size)]
 
 
 def image_to_patches(
-    images: Shaped("B H W", floating=True, min_size={"H": 1, "W": 1}), patch_size: PositiveInt
+    images: Shaped("B H W", floating=True, min_size={"H": 1, "W": 1},
+                   multiple_of={"H": "patch_size", "W": "patch_size"}),
+    patch_size: PositiveInt,
 ) -> torch.Tensor:
     r"""Cut images into non-overlapping square patches, read row by row.
 
@@ -76,10 +78,6 @@ def image_to_patches(
         tensor([[0., 1., 4., 5.],
                 [2., 3., 6., 7.]])
     """
-    _, H, W = images.shape
-    if H % patch_size or W % patch_size:
-        raise ValueError(f"images must have a height and width divisible by patch_size = "
-                         f"{patch_size}, got shape {tuple(images.shape)}")
     return _image_to_patches(images, patch_size)
 
 

@@ -21,13 +21,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated
 
 import torch
 
-from seqbook._checks import check_real
 from seqbook._contracts import (
-    Check,
     InstanceOf,
     IntIn,
     NonNegativeInt,
@@ -36,6 +33,7 @@ from seqbook._contracts import (
     PositiveInt,
     PositiveReal,
     RandomGenerator,
+    RealIn,
     Shaped,
     TensorOf,
 )
@@ -66,16 +64,8 @@ __all__ = [
 TASKS = ("mask", "denoise")
 
 
-def _check_share(name: str, value: object) -> float:
-    """A share of the tokens to mask, in [0, 1)."""
-    value = check_real(name, value, min_value=0.0)
-    if value >= 1:
-        raise ValueError(f"{name} must be < 1 (some tokens must stay visible), got {value}")
-    return value
-
-
-# A share of the tokens to mask, in [0, 1).
-Fraction = Annotated[float, Check(_check_share)]
+# A share of the tokens to mask, in [0, 1): some tokens must stay visible.
+Fraction = RealIn(0.0, 1.0, strict_max=True)
 
 
 def mnist_split(

@@ -15,19 +15,15 @@ of ``W``, as in the book's equations (Hebbian weights are symmetric anyway).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
 import torch
 
 from seqbook._checks import (
     check_real,
     check_same_dtype,
     check_spin_order,
-    check_spins,
     check_tensor,
 )
 from seqbook._contracts import (
-    Dims,
     IndexInto,
     OneOf,
     PositiveInt,
@@ -46,16 +42,8 @@ __all__ = [
 ]
 
 
-class _Spins(Dims):
-    """Tensor states whose entries are spins, -1 or +1."""
-
-    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        check_spins(name, super().check_in(name, value, call, bound))
-        return value
-
-
 # a batch of spin states (..., B, d) of networks with weights (..., d, d), thresholds (..., d)
-States = Annotated[torch.Tensor, _Spins("... B d", floating=True, dtype_of="W")]
+States = Shaped("... B d", floating=True, dtype_of="W", spins=True)
 Weights = Shaped("... d d", floating=True)
 Thresholds = Shaped("... d", floating=True, dtype_of="W")
 
@@ -174,7 +162,7 @@ def _sync_step(
 
 
 def async_relax(
-    xi: Annotated[torch.Tensor, _Spins("T B d", floating=True, dtype_of="W")],
+    xi: Shaped("T B d", floating=True, dtype_of="W", spins=True),
     W: Shaped("T d d", floating=True),
     U: Shaped("T d", floating=True, dtype_of="W"),
     generator: RandomGenerator = None,
