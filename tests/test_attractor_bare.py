@@ -172,6 +172,11 @@ def test_bad_input():
         model.step(torch.rand(1, 4, 2), torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="at least two tokens"):
         model.step(torch.rand(1, 4, 2), torch.tensor([[True, False, False, False]]))
+    # a mask on another device than the couplings: refused by name, not moved silently
+    # (the meta device stands for a GPU here)
+    with pytest.raises(ValueError, match=r"key_mask is on meta but the module's parameters "
+                                         r"are on cpu"):
+        model.attention(torch.rand(1, 4, 2), torch.ones(1, 4, dtype=torch.bool, device="meta"))
     with pytest.raises(ValueError, match="steps must be >= 0"):
         model.run(torch.rand(1, 4, 2), -1)
     with pytest.raises(ValueError,

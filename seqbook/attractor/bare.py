@@ -67,7 +67,8 @@ class _KeyMask(Dims):
 # dimension d in the couplings' dtype and device, and a mask of their tokens.
 Spins = Shaped("B num_tokens dim", floating=True, finite=True, dtype_of="module",
                device_of="module")
-KeyMask = Annotated[torch.Tensor, _KeyMask("B num_tokens", dtype=torch.bool)]  # True = attend
+KeyMask = Annotated[torch.Tensor,  # True = attend; on the couplings' device
+                    _KeyMask("B num_tokens", dtype=torch.bool, device_of="module")]
 
 # Elements of one chunk's (B, N, N, d) intermediate: about 64 MB in float32.
 _CHUNK_ELEMENTS = 16_000_000
@@ -137,7 +138,7 @@ class BareSelfAttention(nn.Module):
         N = self.num_tokens
         excluded = torch.eye(N, dtype=torch.bool, device=S.device)  # j = i
         if key_mask is not None:
-            excluded = excluded | ~key_mask.to(S.device)[:, None, :]  # (B, N, N)
+            excluded = excluded | ~key_mask[:, None, :]  # (B, N, N)
         return S.masked_fill(excluded, float("-inf"))
 
     def _field(

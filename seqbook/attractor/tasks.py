@@ -362,9 +362,10 @@ def bare_reconstructions(
             f"uses patch_size {embedding.patch_size}"
         )
     x0 = embedding(digits.corrupted).to(model.J)  # (B, N, d)
-    if digits.visible is not None:
-        x0 = x0 * digits.visible.unsqueeze(-1)  # masked tokens: zero vectors
-    states = model.run(x0, steps, key_mask=digits.visible)  # (S + 1, B, N, d)
+    visible = None if digits.visible is None else digits.visible.to(x0.device)  # (B, N)
+    if visible is not None:
+        x0 = x0 * visible.unsqueeze(-1)  # masked tokens: zero vectors
+    states = model.run(x0, steps, key_mask=visible)  # (S + 1, B, N, d)
     images = torch.stack([embedding.decode(x.to(embedding.F)) for x in states[1:]])
     return torch.cat([digits.corrupted[None], images])  # (S + 1, B, H, W)
 
