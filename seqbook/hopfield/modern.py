@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from seqbook._checks import check_same_dtype, check_state
+from seqbook._checks import check_state
 from seqbook._contracts import NonNegativeReal, PositiveInt, Shaped, TensorOf
 from seqbook.hopfield.memory import Beta, PatternMemory, Patterns, Retrieval
 
@@ -201,7 +201,7 @@ class ModernHopfield(PatternMemory):
         self,
         xi: torch.Tensor,
         steps: PositiveInt = 1,
-        values: Shaped("num_patterns d_v", floating=True) | None = None,
+        values: Shaped("num_patterns d_v", floating=True, dtype_of="self.patterns") | None = None,
     ) -> torch.Tensor:
         """Apply the update ``steps`` times (all components at once).
 
@@ -215,7 +215,6 @@ class ModernHopfield(PatternMemory):
         """
         xi = self._state(xi)
         if values is not None:
-            check_same_dtype("values", values, self.patterns.dtype, of="the stored patterns")
             if steps != 1:
                 raise ValueError(f"steps must be 1 when values are given, got {steps}")
             return _modern_update(xi, self.patterns, self.beta, values)
