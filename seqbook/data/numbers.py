@@ -10,11 +10,11 @@ test number is ever seen in training.
 from __future__ import annotations
 
 import random
-from typing import Annotated, NamedTuple
+from typing import NamedTuple
 
 from num2words import CONVERTER_CLASSES, num2words
 
-from seqbook._contracts import Check, NonNegativeInt, PositiveInt
+from seqbook._contracts import NonNegativeInt, OneOf, PositiveInt
 from seqbook.data.splits import Splits
 
 __all__ = ["NumberPair", "number_translation", "spell_number"]
@@ -28,13 +28,6 @@ class NumberPair(NamedTuple):
     target: str
 
 
-def _check_language(name: str, lang: object) -> str:
-    if not isinstance(lang, str) or lang not in CONVERTER_CLASSES:
-        known = ", ".join(sorted(CONVERTER_CLASSES))
-        raise ValueError(f"{name} must be a num2words language code ({known}); got {lang!r}")
-    return lang
-
-
 def _check_split_sizes(max_number: int, num_valid: int, num_test: int, num_train: int) -> None:
     """The three splits fit in the ``max_number + 1`` numbers."""
     if num_train + num_valid + num_test > max_number + 1:
@@ -45,7 +38,7 @@ def _check_split_sizes(max_number: int, num_valid: int, num_test: int, num_train
 
 
 #: A num2words language code, e.g. ``"en"``, ``"de"``, ``"fr"``.
-Language = Annotated[str, Check(_check_language)]
+Language = OneOf(*sorted(CONVERTER_CLASSES))
 
 
 def spell_number(number: NonNegativeInt, lang: Language = "en") -> str:
