@@ -59,17 +59,6 @@ def _kernel_function(u: torch.Tensor, kernel: str) -> torch.Tensor:
     return torch.clamp(1 - u, min=0)  # triangular, the slides' "Epanechikov"
 
 
-def _check_arguments(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
-    """What the signature cannot say of :func:`nadaraya_watson`'s tensors: one size
-    ``D`` of 1-D or 2-D queries and keys, and values of 1 or 2 dimensions."""
-    if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):
-        raise ValueError(f"queries and keys must have the same size D, got queries "
-                         f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
-    if values.dim() > 2:
-        raise ValueError(f"values must have 1 or 2 dimensions, (M,) or (M, V), got shape "
-                         f"{tuple(values.shape)}")
-
-
 def nadaraya_watson(
     queries: TensorOf((1, 2), floating=True),
     keys: Shaped("M ...", floating=True, dtype_of="queries", min_size={"M": 1}),
@@ -122,7 +111,13 @@ def nadaraya_watson(
         >>> predictions
         tensor([5.])
     """
-    _check_arguments(queries, keys, values)
+    # what the signature cannot say: one size D of queries and keys, values of rank <= 2
+    if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):
+        raise ValueError(f"queries and keys must have the same size D, got queries "
+                         f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
+    if values.dim() > 2:
+        raise ValueError(f"values must have 1 or 2 dimensions, (M,) or (M, V), got shape "
+                         f"{tuple(values.shape)}")
     q = queries.unsqueeze(-1) if queries.dim() == 1 else queries  # (N, D)
     k = keys.unsqueeze(-1) if keys.dim() == 1 else keys  # (M, D)
     v = values.unsqueeze(-1) if values.dim() == 1 else values  # (M, V)

@@ -85,10 +85,8 @@ class _MaskDims(Dims):
         return f"Mask({self.like or ' '.join(self.dims)!r})"
 
     def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        if self.like is not None:
-            shape = tuple(call[self.like].shape)
-        else:
-            shape = tuple(_size_of(symbol, call, bound)[0] for symbol in self.dims)
+        shape = (tuple(call[self.like].shape) if self.like is not None
+                 else tuple(_size_of(symbol, call, bound)[0] for symbol in self.dims))
         if self.per_head and isinstance(value, torch.Tensor) and value.dim() == 3:
             B, h, T_q, T_k = shape  # torch's 3-D mask: one per head, (B * h, T_q, T_k)
             shape = (B * h, T_q, T_k)
