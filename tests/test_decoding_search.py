@@ -191,7 +191,7 @@ def test_bad_input_gives_clear_errors():
         beam_search(slide_step, BOS, EOS, beam_size=2.0, max_len=4)
     with pytest.raises(ValueError, match="max_len"):
         greedy_search(slide_step, BOS, EOS, max_len=0)
-    with pytest.raises(ValueError, match="bos and eos"):
+    with pytest.raises(ValueError, match="eos must be different from bos"):
         greedy_search(slide_step, EOS, EOS, max_len=3)
     with pytest.raises(ValueError, match="length_penalty"):
         beam_search(slide_step, BOS, EOS, beam_size=2, max_len=3, length_penalty=-1)

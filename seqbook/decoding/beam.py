@@ -16,9 +16,9 @@ from seqbook._contracts import (
     PositiveInt,
 )
 from seqbook.decoding.common import (
+    EndToken,
     Hypotheses,
     Step,
-    _check_bos_eos,
     _length_normalized,
     _reorder_state,
     call_step,
@@ -31,7 +31,7 @@ __all__ = ["beam_search"]
 def beam_search(
     step_fn: Step,
     bos: NonNegativeInt,
-    eos: NonNegativeInt,
+    eos: EndToken,
     beam_size: PositiveInt,
     max_len: PositiveInt,
     length_penalty: NonNegativeReal = 0.0,
@@ -85,7 +85,6 @@ def beam_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
-    _check_bos_eos(bos, eos)
     N, K, alpha = batch_size, beam_size, length_penalty
     prefixes = torch.full((N, K, 1), bos, dtype=torch.long, device=device)  # (N, K, 1)
     # all beams start as the same prefix; only the first is alive, or the k best

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 
-from seqbook._contracts import CallableAs, NonNegativeReal, TensorOf
+from seqbook._contracts import Bounded, CallableAs, NonNegativeReal, TensorOf
 
 __all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
 
@@ -62,15 +62,11 @@ class Hypotheses:
 
 # the contract of every search's step function (see the module docstring)
 Step = CallableAs("step_fn(prefixes, state)", nargs=2)
-
-
-def _check_bos_eos(bos: int, eos: int) -> None:
-    """``bos`` and ``eos`` differ. ``bos`` need not be an id the step function can
-    *predict* (a probability table may have no row for ``<bos>``, as in the decoding
-    chapter), only one it can read; ``eos`` must be a column of its output, which
-    :func:`call_step` checks at the first step, when the vocabulary size is known."""
-    if bos == eos:
-        raise ValueError(f"bos and eos must differ, both are {bos}")
+# the end token of every search: an id other than ``bos``. ``bos`` need not be an id the
+# step function can *predict* (a probability table may have no row for ``<bos>``, as in
+# the decoding chapter), only one it can read; ``eos`` must be a column of its output,
+# which :func:`call_step` checks at the first step, when the vocabulary size is known
+EndToken = Annotated[int, Bounded(min_value=0, other_than="bos")]
 
 
 def call_step(

@@ -15,9 +15,9 @@ from seqbook._contracts import (
     PositiveInt,
 )
 from seqbook.decoding.common import (
+    EndToken,
     Hypotheses,
     Step,
-    _check_bos_eos,
     _length_normalized,
     _reorder_state,
     call_step,
@@ -30,7 +30,7 @@ __all__ = ["exhaustive_search"]
 def exhaustive_search(
     step_fn: Step,
     bos: NonNegativeInt,
-    eos: NonNegativeInt,
+    eos: EndToken,
     max_len: PositiveInt,
     length_penalty: NonNegativeReal = 0.0,
     batch_size: PositiveInt = 1,
@@ -79,7 +79,6 @@ def exhaustive_search(
         >>> result.tokens, round(result.probability.item(), 2), result.candidates
         ([[0, 1]], 0.2, 16)
     """
-    _check_bos_eos(bos, eos)
     N, alpha = batch_size, length_penalty
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, M, t)
     log_prob = torch.zeros(N, 1, device=device)  # (N, M)

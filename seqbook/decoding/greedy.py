@@ -9,9 +9,9 @@ import torch
 
 from seqbook._contracts import Device, NonNegativeInt, PositiveInt
 from seqbook.decoding.common import (
+    EndToken,
     Hypotheses,
     Step,
-    _check_bos_eos,
     _length_normalized,
     call_step,
     strip,
@@ -23,7 +23,7 @@ __all__ = ["greedy_search"]
 def greedy_search(
     step_fn: Step,
     bos: NonNegativeInt,
-    eos: NonNegativeInt,
+    eos: EndToken,
     max_len: PositiveInt,
     batch_size: PositiveInt = 1,
     device: Device = None,
@@ -60,7 +60,6 @@ def greedy_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
-    _check_bos_eos(bos, eos)
     N = batch_size
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, 1, 1)
     log_prob = torch.zeros(N, device=device)
