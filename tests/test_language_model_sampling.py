@@ -111,6 +111,33 @@ def test_truncate_scores_rejects_bad_scores():
         truncate_scores(torch.ones(2, 5, dtype=torch.long), top_k=2)
 
 
+@pytest.mark.parametrize("greedy", [False, True])
+def test_next_token_refuses_logits_with_nan_or_no_usable_score(greedy):
+    masked = torch.tensor([[0.0, -math.inf, 1.0], [-math.inf, 2.0, -math.inf]])
+    assert next_token(masked, greedy=greedy).tolist() in ([0, 1], [2, 1])  # -inf: masked out
+    message = "logits must hold no NaN or \\+inf and at least one score above -inf"
+    for bad in (float("nan"), -math.inf, math.inf):
+        logits = masked.clone()
+        logits[1] = bad if bad != math.inf else torch.tensor([0.0, math.inf, 1.0])
+        with pytest.raises(ValueError, match=message):
+            next_token(logits, greedy=greedy)
+    with pytest.raises(ValueError, match=message):  # one NaN among usable scores
+        next_token(torch.tensor([[0.0, float("nan"), 1.0]]), greedy=greedy)
+
+
+def test_a_recurrent_model_refuses_a_state_it_did_not_return():
+    from seqbook.language_model import RecurrentLM
+
+    ids = torch.tensor([[1, 2]])
+    for cell, what in (("lstm", "an \\(h, c\\) pair of tensors"), ("gru", "a tensor")):
+        model = RecurrentLM(10, hidden_size=8, embedding_dim=4, cell=cell)
+        _, state = model(ids)
+        model(ids, state)  # what it returned is fine
+        for bad in ("x", (1, 2), (state,) if cell == "gru" else state[0]):
+            with pytest.raises(TypeError, match=f"state must be None or {what}"):
+                model(ids, bad)
+
+
 def small():
     torch.manual_seed(0)
     return TransformerLM(11, d_model=16, num_heads=4, num_layers=2, d_ff=32, max_len=24).eval()

@@ -72,6 +72,10 @@ def next_token(
     """
     if not greedy and temperature <= 0:  # greedy ignores it
         raise ValueError(f"temperature must be > 0.0, got {temperature}")
+    # -inf masks a token out; NaN, +inf or a row with every token masked leave no choice
+    if not bool(((logits < math.inf).all(-1) & (logits > -math.inf).any(-1)).all()):
+        raise ValueError("logits must hold no NaN or +inf and at least one score above -inf "
+                         "in every row")
     return _next_token(logits, temperature, greedy, generator, top_k, top_p)
 
 

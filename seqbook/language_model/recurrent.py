@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from seqbook._checks import _describe
 from seqbook._contracts import OneOf, PositiveInt, Shaped
 
 __all__ = ["RecurrentLM"]
@@ -73,5 +74,13 @@ class RecurrentLM(nn.Module):
     def forward(
         self, ids: Shaped("B T", ids="vocab_size"), state: object = None
     ) -> tuple[torch.Tensor, object]:
+        # what the layer returned: an LSTM's (h, c) pair of tensors, a GRU's tensor
+        pair = isinstance(state, (tuple, list)) and len(state) == 2 and all(
+            isinstance(s, torch.Tensor) for s in state)
+        if state is not None and not (pair if self.cell == "lstm"
+                                      else isinstance(state, torch.Tensor)):
+            what = "an (h, c) pair of tensors" if self.cell == "lstm" else "a tensor"
+            raise TypeError(f"state must be None or {what} (the state an earlier call of this "
+                            f"{self.cell} model returned), got {_describe(state)}")
         outputs, state = self.rnn(self.embed(ids), state)  # (B, T, H)
         return self.readout(outputs), state  # (B, T, V)
