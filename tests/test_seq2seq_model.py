@@ -167,6 +167,9 @@ def test_bad_input_gives_clear_errors():
     src, lengths = batch()
     with pytest.raises(ValueError, match="lengths"):
         encoder(src, torch.tensor([5, 0, 1]))
+    T = src.shape[1]
+    with pytest.raises(ValueError, match=rf"src_lengths must hold values in \[1, T = {T} \(as in"):
+        encoder(src, torch.tensor([T + 1, 1, 1]))
     with pytest.raises(ValueError, match=r"src_lengths must have shape \(B\) with B = 3 \(as in"):
         encoder(src, torch.tensor([5, 3]))
     with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 11\)"):

@@ -27,13 +27,6 @@ class Encoded(NamedTuple):
     state: torch.Tensor  # (B, D) the fixed context c: the final state(s)
 
 
-def check_src_lengths(src_lengths: torch.Tensor, T: int) -> None:
-    """What a signature cannot say: every source length lies in ``[1, T]``."""
-    if src_lengths.numel() and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > T):
-        raise ValueError(f"src_lengths must lie in [1, {T}] (src has {T} positions), got "
-                         f"{src_lengths.tolist()}")
-
-
 class Seq2SeqEncoder(nn.Module):
     r"""Embed the source tokens and run a GRU over them.
 
@@ -95,9 +88,10 @@ class Seq2SeqEncoder(nn.Module):
         return self.hidden_size * (2 if self.bidirectional else 1)
 
     def forward(
-        self, src: Shaped("B T", ids="vocab_size"), src_lengths: Shaped("B", floating=False)
+        self,
+        src: Shaped("B T", ids="vocab_size"),
+        src_lengths: Shaped("B", floating=False, min_value=1, max_value="T"),
     ) -> Encoded:
-        check_src_lengths(src_lengths, src.shape[1])
         return self._encode(src, src_lengths)
 
     def _encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:

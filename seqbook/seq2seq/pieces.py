@@ -25,9 +25,7 @@ def _check_strings(name: str, values: object, *, allow_empty_str: bool = False) 
     """``values`` as a list of str (non-empty unless ``allow_empty_str``), or a
     TypeError/ValueError naming ``name``."""
     values = list(check_sequence(name, values, what="an iterable of str", iterable=True))
-    bad = next((v for v in values if not isinstance(v, str)), None)
-    if bad is not None:
-        raise TypeError(f"{name} must hold str items, got {bad!r:.60} ({type(bad).__name__})")
+    check_sequence(name, values, what="an iterable of str", of=str)  # once a list: every item
     if not allow_empty_str and "" in values:
         raise ValueError(f"{name} must be non-empty strings, got '' at index {values.index('')}")
     return values
