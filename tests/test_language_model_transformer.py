@@ -252,7 +252,7 @@ def test_cached_self_attention_bad_input():
         with pytest.raises(ValueError, match=r"x must have shape .* with cache.batch_size = 2 "
                            r"\(cache.batch_size of the argument cache\), got \(1, 3, 16\)"):
             cached_self_attention(attention, x[:1], cache, 0)
-        with pytest.raises(TypeError, match="x has dtype torch.float64 but the cache's keys"):
+        with pytest.raises(TypeError, match="x has dtype torch.float64 but cache.dtype"):
             cached_self_attention(attention, x.double(), cache, 0)
         with pytest.raises(TypeError, match="cache must be a KVCache"):
             cached_self_attention(attention, x, None, 0)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from seqbook._checks import check_same_dtype
 from seqbook._contracts import IndexInto, InstanceOf, PositiveInt, Shaped
 from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
 
@@ -94,6 +93,11 @@ class KVCache:
         return len(self.key_buffers)
 
     @property
+    def dtype(self) -> torch.dtype:
+        """The dtype of the cached keys and values (the model's)."""
+        return self.key_buffers[0].dtype
+
+    @property
     def capacity(self) -> int:
         """The most positions the buffers hold."""
         return self.key_buffers[0].shape[2]
@@ -132,7 +136,7 @@ class KVCache:
 
 def cached_self_attention(
     attention: InstanceOf(MultiHeadAttention, what="a seqbook.attention.MultiHeadAttention"),
-    x: Shaped("cache.batch_size T attention.d_model", floating=True),
+    x: Shaped("cache.batch_size T attention.d_model", floating=True, dtype_of="cache.dtype"),
     cache: InstanceOf(KVCache),
     layer: IndexInto("cache.num_layers"),
 ) -> torch.Tensor:
@@ -170,7 +174,6 @@ def cached_self_attention(
         True
     """
     # x's positions must fit the cache
-    check_same_dtype("x", x, cache.key_buffers[layer].dtype, of="the cache's keys")
     if (P := cache.lengths[layer]) + x.shape[1] > cache.capacity:
         raise ValueError(f"x has {x.shape[1]} positions after {P} cached ones, more than the "
                          f"cache's capacity of {cache.capacity}")
