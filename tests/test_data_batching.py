@@ -54,7 +54,7 @@ def test_lengths_to_mask_bad_input():
         lengths_to_mask(torch.tensor([1.0]))
     with pytest.raises(ValueError, match=r"lengths must hold values in \[0, inf\]"):
         lengths_to_mask(torch.tensor([2, -1]))
-    with pytest.raises(ValueError, match="max_len"):
+    with pytest.raises(ValueError, match=r"lengths must hold values in \[0, max_len = 2 "):
         lengths_to_mask(torch.tensor([4]), max_len=2)
 
 

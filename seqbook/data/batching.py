@@ -18,14 +18,14 @@ __all__ = ["pad_batch", "lengths_to_mask"]
 
 
 def lengths_to_mask(
-    lengths: Shaped("B", floating=False, min_value=0),
+    lengths: Shaped("B", floating=False, min_value=0, max_value="max_len"),
     max_len: NonNegativeInt | None = None,
 ) -> torch.Tensor:
     """Boolean mask that is True at the real (non-padding) positions.
 
     Args:
         lengths: integer tensor of shape ``(B,)``, each >= 0.
-        max_len: width ``T`` of the mask; defaults to ``lengths.max()``.
+        max_len: width ``T`` of the mask, at least ``lengths.max()`` (its default).
 
     Returns:
         ``mask`` of shape ``(B, T)`` with ``mask[b, t] = t < lengths[b]``.
@@ -35,11 +35,8 @@ def lengths_to_mask(
         tensor([[ True,  True,  True],
                 [ True, False, False]])
     """
-    longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is None:
-        max_len = longest
-    if max_len < longest:
-        raise ValueError(f"max_len must be >= the longest of lengths ({longest}), got {max_len}")
+        max_len = int(lengths.max()) if lengths.numel() else 0
     return _lengths_to_mask(lengths, max_len)
 
 

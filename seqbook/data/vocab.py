@@ -10,7 +10,8 @@ from typing import Annotated
 
 import torch
 
-from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt
+from seqbook._checks import check_sequence
+from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt, SequenceOf
 
 __all__ = ["Vocab", "tokenize"]
 
@@ -56,20 +57,12 @@ def _check_tokens(name: str, tokens: object) -> Sequence:
     return tokens
 
 
-def _check_hashable_tokens(name: str, tokens: object) -> None:
-    """A TypeError naming ``name`` unless ``tokens`` is an iterable of hashable tokens."""
-    if not isinstance(tokens, Iterable):
-        raise TypeError(f"{name} must be a sequence of tokens, got {type(tokens).__name__}")
-    for token in tokens:
-        if not isinstance(token, Hashable):
-            raise TypeError(f"{name} must hold hashable tokens (str), got {token!r:.40} "
-                            f"({type(token).__name__})")
-
-
 Corpus = Annotated[Iterable[Sequence[str]], Check(
     _check_iterable, of="token sequences", hint="; wrap it, e.g. Vocab([tokenize(text)])")]
 Tokens = Annotated[Sequence[str], Check(_check_tokens)]
-Ids = Annotated[Iterable[int], Check(_check_iterable, of="int ids")]
+Ids = SequenceOf("an iterable of int ids", iterable=True)
+# what a TypeError of counting or looking up tokens says: which token cannot be hashed
+HASHABLE = {"what": "a sequence of hashable tokens (str)", "iterable": True, "of": Hashable}
 
 
 class Vocab:
@@ -103,7 +96,7 @@ class Vocab:
             try:
                 counts.update(tokens)
             except TypeError:  # not iterable, or an unhashable token: say which
-                _check_hashable_tokens(f"corpus[{position}]", tokens)
+                check_sequence(f"corpus[{position}]", tokens, **HASHABLE)
                 raise
         for special in self.SPECIALS:
             counts.pop(special, None)
@@ -143,7 +136,7 @@ class Vocab:
         try:
             ids = [self[token] for token in tokens]
         except TypeError:  # not iterable, or an unhashable token: say which
-            _check_hashable_tokens("tokens", tokens)
+            check_sequence("tokens", tokens, **HASHABLE)
             raise
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Annotated
 
 import torch
 
-from seqbook._checks import check_real
+from seqbook._checks import check_real, check_sequence
 from seqbook._contracts import (
     Check,
     IndexInto,
@@ -36,10 +36,8 @@ def _check_ids(name: str, ids: object, vocab_size: int) -> list[int]:
             raise TypeError(f"{name} must be a 1-D integer tensor or a sequence of ints, got "
                             f"a tensor of shape {tuple(ids.shape)} and dtype {ids.dtype}")
         ids = ids.tolist()
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-        raise TypeError(f"{name} must be a sequence of int token ids, got "
-                        f"{type(ids).__name__}; encode the tokens first")
-    out = list(ids)
+    out = list(check_sequence(name, ids, what="a sequence of int token ids (encode the tokens "
+                              "first)", iterable=True))
     for i in out:
         if isinstance(i, bool) or not isinstance(i, int):
             raise TypeError(f"{name} must hold int token ids, got {i!r} ({type(i).__name__})")
