@@ -105,7 +105,8 @@ def test_bad_input():
         dam_class_scores(xi, torch.zeros(1, 4), 2, 0.0)
     with pytest.raises(TypeError, match="dtype"):
         dam_class_scores(xi, torch.zeros(1, 4, dtype=torch.float64), 2, 1.0)
-    with pytest.raises(ValueError, match="class_means"):
+    with pytest.raises(ValueError, match=r"class_means must have shape \(C, P\) with P <= M "
+                                         r"= 3 \(as in memories\), got \(2, 5\)"):
         prototype_score(torch.zeros(2, 3), torch.zeros(2, 5))
     with pytest.raises(ValueError, match="labels"):
         class_means(torch.zeros(3, 2), torch.tensor([0, 1]))

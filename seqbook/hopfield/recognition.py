@@ -160,8 +160,8 @@ class DAMClassifierHistory:
 
 
 def prototype_score(
-    memories: TensorOf(2, floating=True),
-    class_means: TensorOf(2, floating=True),
+    memories: Shaped("K M", floating=True),
+    class_means: Shaped("C P", floating=True, max_size={"P": "M"}),  # P <= M columns
 ) -> torch.Tensor:
     r"""How much each memory looks like a whole digit: its largest correlation with a class mean.
 
@@ -183,8 +183,6 @@ def prototype_score(
         tensor([0.8660])
     """
     P = class_means.shape[1]
-    if memories.shape[1] < P:
-        raise ValueError(f"memories must have class_means' {P} columns, got {memories.shape[1]}")
     m = memories[:, :P] - memories[:, :P].mean(1, keepdim=True)
     c = class_means.to(m.dtype) - class_means.to(m.dtype).mean(1, keepdim=True)
     m = m / m.norm(dim=1, keepdim=True).clamp(min=1e-12)
