@@ -38,9 +38,10 @@ from seqbook.transformer.positional import PositionalEncoding
 
 __all__ = ["Transformer"]
 
-# source and target ids of a batch, below the model's vocabulary sizes; a length per source
+# source and target ids of a batch, below the model's vocabulary sizes and at most its
+# max_len long; a length in [1, S] per source
 SourceIds = Shaped("B S", ids="src_vocab_size", max_size={"S": "max_len"})
-SourceLengths = Shaped("B", floating=False, min_value=1, max_value="S")  # after src
+SourceLengths = Shaped("B", floating=False, min_value=1, max_value="S")
 TargetIds = Shaped("B T", ids="tgt_vocab_size", max_size={"T": "max_len"})
 
 
