@@ -57,6 +57,18 @@ def _check_tokens(name: str, tokens: object) -> Sequence:
     return tokens
 
 
+def _check_id(name: str, i: object, size: int) -> int:
+    """One token id of ``name`` (an int, a NumPy int or a one-element integer tensor, not
+    a bool) as an int in ``[0, size)``: the ids of :class:`Vocab` and of n-gram models."""
+    if isinstance(i, torch.Tensor) and i.numel() == 1 and not i.is_floating_point():
+        i = i.item()
+    if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+        raise TypeError(f"{name} must hold int ids, got {i!r} ({type(i).__name__})")
+    if not 0 <= i < size:
+        raise ValueError(f"{name} must hold ids in [0, {size}), got {i}")
+    return int(i)
+
+
 Corpus = Annotated[Iterable[Sequence[str]], Check(
     _check_iterable, of="token sequences", hint="; wrap it, e.g. Vocab([tokenize(text)])")]
 Tokens = Annotated[Sequence[str], Check(_check_tokens)]
@@ -144,13 +156,7 @@ class Vocab:
         """Map ids back to tokens; stops at the first ``<eos>`` when skipping specials."""
         tokens = []
         for i in ids:
-            if isinstance(i, torch.Tensor) and i.numel() == 1 and not i.is_floating_point():
-                i = i.item()
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-                raise TypeError(f"ids must hold int ids, got {i!r} ({type(i).__name__})")
-            i = int(i)
-            if not 0 <= i < len(self):
-                raise ValueError(f"ids must lie in [0, {len(self)}), got {i}")
+            i = _check_id("ids", i, len(self))
             if skip_specials:
                 if i == self.eos_id:
                     break

@@ -25,6 +25,7 @@ from seqbook._contracts import (
     PositiveInt,
     SequenceOf,
 )
+from seqbook.data.vocab import _check_id
 
 __all__ = ["NgramLM"]
 
@@ -36,14 +37,9 @@ def _check_ids(name: str, ids: object, vocab_size: int) -> list[int]:
             raise TypeError(f"{name} must be a 1-D integer tensor or a sequence of ints, got "
                             f"a tensor of shape {tuple(ids.shape)} and dtype {ids.dtype}")
         ids = ids.tolist()
-    out = list(check_sequence(name, ids, what="a sequence of int token ids (encode the tokens "
-                              "first)", iterable=True))
-    for i in out:
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise TypeError(f"{name} must hold int token ids, got {i!r} ({type(i).__name__})")
-        if not 0 <= i < vocab_size:
-            raise ValueError(f"{name} must hold ids in [0, {vocab_size}), got {i}")
-    return out
+    check_sequence(name, ids, what="a sequence of int token ids (encode the tokens first)",
+                   iterable=True)
+    return [_check_id(name, i, vocab_size) for i in ids]
 
 
 #: Training or evaluation sequences: a list (any iterable but a str or a tensor) of them.
