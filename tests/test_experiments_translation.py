@@ -98,8 +98,10 @@ def test_accuracy_by_length_counts_each_bin(de_task):
 
 
 def test_accuracy_by_length_refuses_mismatched_input(de_task):
-    with pytest.raises(ValueError, match="correct must have one entry per pair"):
+    with pytest.raises(ValueError, match=r"correct must hold B = \d+ items \(as in pairs\)"):
         accuracy_by_length(de_task, list(de_task.splits.test), [True])
+    with pytest.raises(TypeError, match="pairs must be a list of NumberPair, got an item"):
+        accuracy_by_length(de_task, [(1, "one", "eins")], [True])
 
 
 def _perfect_alignment(task, pairs, heads=None):
@@ -151,7 +153,7 @@ def test_tens_unit_alignment_refuses_bad_shapes(de_task):
     pairs = list(de_task.splits.test)[:2]
     with pytest.raises(ValueError, match="weights must have one row per pair"):
         tens_unit_alignment(torch.zeros(3, 4, 5), de_task, pairs, [[], []])
-    with pytest.raises(ValueError, match="hypotheses must have one entry per pair"):
+    with pytest.raises(ValueError, match=r"hypotheses must hold B = 2 items \(as in pairs\)"):
         tens_unit_alignment(torch.zeros(2, 4, 5), de_task, pairs, [[]])
 
 
@@ -270,7 +272,7 @@ def test_greedy_translations_agree_with_teacher_forcing_up_to_their_first_error(
 def test_teacher_forcing_gap_refuses_bad_input(de_task, small_model):
     pairs = list(de_task.splits.test)[:2]
     hypotheses = [de_task.target_tokens_of(p.target) for p in pairs]
-    with pytest.raises(ValueError, match="hypotheses must have one entry per pair"):
+    with pytest.raises(ValueError, match=r"hypotheses must hold B = 2 items \(as in pairs\)"):
         teacher_forcing_gap(small_model, de_task, pairs, hypotheses[:1])
     with pytest.raises(TypeError, match="hypotheses must be lists of token strings"):
         teacher_forcing_gap(small_model, de_task, pairs, ["vier", "drei"])
@@ -280,5 +282,5 @@ def test_teacher_forcing_gap_refuses_bad_input(de_task, small_model):
         teacher_forcing_gap(lambda *a: None, de_task, pairs, hypotheses)
     with pytest.raises(TypeError, match="task must be a TranslationTask"):
         teacher_forcing_gap(small_model, "de", pairs, hypotheses)
-    with pytest.raises(ValueError, match="pairs must contain at least one pair"):
+    with pytest.raises(ValueError, match="pairs must hold at least one item"):
         teacher_forcing_gap(small_model, de_task, [], [])

@@ -32,7 +32,6 @@ import torch
 from seqbook._contracts import InstanceOf, IntIn, SequenceOf, Shaped, TensorOf
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
-from seqbook.seq2seq.data import Pairs
 from seqbook.utils import to_device
 
 __all__ = [
@@ -70,14 +69,9 @@ def german_number_words() -> dict[str, str]:
     return words
 
 
-def _check_one_per_pair(
-    name: str, count: int, pairs: Sequence[NumberPair], *, what: str = "entry",
-    got: object = None,
-) -> None:
-    """``name`` holds one ``what`` per pair: ``count`` of them (``got`` says what it is)."""
-    if count != len(pairs):
-        raise ValueError(f"{name} must have one {what} per pair ({len(pairs)}), "
-                         f"got {count if got is None else got}")
+# the B pairs of a call, and one entry per pair in the arguments that follow them
+PairList = SequenceOf("a list of NumberPair", of=NumberPair, size="B")
+PerPair = SequenceOf("a list with one entry per pair", size="B")
 
 
 def first_word_source_index(number: IntIn(0, 999_999)) -> int:
@@ -128,8 +122,8 @@ LENGTH_BINS: tuple[tuple[int, int], ...] = ((1, 4), (5, 7), (8, 9), (10, 11), (1
 
 def accuracy_by_length(
     task: TranslationTask,
-    pairs: Sequence[NumberPair],
-    correct: Sequence[bool],
+    pairs: PairList,
+    correct: PerPair,
     bins: Sequence[tuple[int, int]] = LENGTH_BINS,
 ) -> list[float]:
     """The share of correct translations among the sources of each length bin.
@@ -150,7 +144,6 @@ def accuracy_by_length(
         >>> accuracy_by_length(task, pairs, [True] * len(pairs), bins=[(1, 3)])
         [1.0]
     """
-    _check_one_per_pair("correct", len(correct), pairs)
     lengths = [len(task.source_tokens(p.source)) for p in pairs]
     shares = []
     for lo, hi in bins:
@@ -168,8 +161,8 @@ def _peaks(weights: torch.Tensor, row: int) -> torch.Tensor:
 def tens_unit_alignment(
     weights: TensorOf((3, 4)),
     task: TranslationTask,
-    pairs: Sequence[NumberPair],
-    hypotheses: Sequence[Sequence[str]],
+    pairs: PairList,
+    hypotheses: PerPair,
 ) -> tuple[float, float, int]:
     """How often a German translator's attention follows the unit-tens inversion.
 
@@ -189,9 +182,9 @@ def tens_unit_alignment(
     Returns:
         ``(unit share, tens share, number of pairs checked)``.
     """
-    _check_one_per_pair("weights", weights.shape[0], pairs, what="row",
-                        got=f"shape {tuple(weights.shape)}")
-    _check_one_per_pair("hypotheses", len(hypotheses), pairs)
+    if weights.shape[0] != len(pairs):
+        raise ValueError(f"weights must have one row per pair ({len(pairs)}), got shape "
+                         f"{tuple(weights.shape)}")
     unit_ok = tens_ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if not (pair.number % 100 > 20 and pair.number % 10):
@@ -211,8 +204,8 @@ def tens_unit_alignment(
 def french_dix_alignment(
     weights: Shaped("B T_y T_x"),
     task: TranslationTask,
-    pairs: Sequence[NumberPair],
-    hypotheses: Sequence[Sequence[str]],
+    pairs: PairList,
+    hypotheses: PerPair,
 ) -> tuple[float, int]:
     """How often a French translator's "dix" attends to the English unit word.
 
@@ -231,8 +224,6 @@ def french_dix_alignment(
     Returns:
         ``(share, number of pairs checked)``.
     """
-    _check_one_per_pair("weights", weights.shape[0], pairs, what="row",
-                        got=f"shape {tuple(weights.shape)}")
     ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if pair.number % 100 not in (77, 78, 79, 97, 98, 99):
@@ -318,8 +309,8 @@ class TeacherForcingGap(NamedTuple):
 def teacher_forcing_gap(
     model: InstanceOf(torch.nn.Module, what="a translator (an nn.Module)"),
     task: InstanceOf(TranslationTask),
-    pairs: Pairs,
-    hypotheses: SequenceOf("a sequence of token lists"),
+    pairs: SequenceOf("a list of NumberPair", non_empty=True, of=NumberPair, size="B"),
+    hypotheses: SequenceOf("a sequence of token lists", size="B"),
 ) -> TeacherForcingGap:
     r"""Next-token accuracy from the reference prefix against the model's own translation.
 
@@ -361,7 +352,6 @@ def teacher_forcing_gap(
         >>> bool(gap.free_running.all()), bool(gap.after_first_error.any())
         (True, False)
     """
-    _check_one_per_pair("hypotheses", len(hypotheses), pairs)
     for h in hypotheses:
         if isinstance(h, str) or not all(isinstance(t, str) for t in h):
             raise TypeError(f"hypotheses must be lists of token strings, got {h!r}")
