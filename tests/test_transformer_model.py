@@ -150,6 +150,28 @@ def test_bad_ids_and_lengths_name_the_argument():
         greedy_search(model.step_function(src, lengths), bos=20, eos=2, max_len=3)
 
 
+def test_loss_names_a_batch_whose_targets_do_not_fit():
+    from seqbook.seq2seq.data import TranslationBatch
+
+    model = small_model()  # target vocabulary 11
+    src, lengths, tgt_in = torch.tensor([[4, 5, 2]]), torch.tensor([3]), torch.tensor([[1, 5]])
+    tgt_out, keep = torch.tensor([[5, 2]]), torch.tensor([[True, True]])
+    assert model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out, keep)).isfinite()
+    with pytest.raises(ValueError, match=r"batch.tgt_out must hold token ids in \[0, 11\)"):
+        model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out + 20, keep))
+    # an id outside the mask is ignored, as the loss ignores it
+    ignored = torch.tensor([[5, -100]]), torch.tensor([[True, False]])
+    assert model.loss(TranslationBatch(src, lengths, tgt_in, *ignored)).isfinite()
+    with pytest.raises(ValueError, match=r"batch.tgt_out must have shape \(1, 2\)"):
+        model.loss(TranslationBatch(src, lengths, tgt_in, torch.tensor([[5, 2, 2]]), keep))
+    with pytest.raises(TypeError, match="batch.tgt_out must have an integer dtype"):
+        model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out.float(), keep))
+    with pytest.raises(ValueError, match=r"batch.tgt_mask must broadcast to the shape \(1, 2\)"):
+        model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out, keep[:, :1].expand(1, 3)))
+    with pytest.raises(TypeError, match="batch.tgt_mask must be a boolean tensor"):
+        model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out, keep.float()))
+
+
 def test_float64_model_equals_torch_layers_built_from_its_blocks():
     torch.manual_seed(6)
     model = Transformer(12, 11, d_model=16, num_heads=4, num_layers=2, d_ff=24, dropout=0.0,

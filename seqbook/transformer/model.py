@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqbook._checks import check_token_ids
+from seqbook._checks import check_tensor, check_token_ids
 from seqbook._contracts import (
     IndexInto,
     InstanceOf,
@@ -25,7 +25,7 @@ from seqbook._contracts import (
     RealIn,
     Shaped,
 )
-from seqbook.attention.masking import Mask
+from seqbook.attention.masking import Mask, check_mask
 from seqbook.data import lengths_to_mask
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
@@ -206,7 +206,12 @@ class Transformer(nn.Module):
     ) -> torch.Tensor:
         """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
         logits = self(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
-        target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
+        # what the signature cannot say: the targets' mask and ids, of tgt_in's shape
+        mask = check_mask("batch.tgt_mask", batch.tgt_mask, batch.tgt_in.shape, of="tgt_in")
+        tgt_out = check_tensor("batch.tgt_out", batch.tgt_out, shape=tuple(batch.tgt_in.shape))
+        check_token_ids("batch.tgt_out", tgt_out.masked_fill(~mask, 0), self.tgt_vocab_size,
+                        of="tgt_vocab_size, at the positions of batch.tgt_mask")
+        target = tgt_out.masked_fill(~mask, -100)  # (B, T)
         return label_smoothing_loss(logits, target, label_smoothing, ignore_index=-100)
 
     def _loss(self, batch: TranslationBatch, epsilon: float) -> torch.Tensor:
