@@ -20,7 +20,7 @@ Ax = InstanceOf(Axes, what="a matplotlib Axes or None")
 
 def plot_history(
     history: InstanceOf(History, what="a seqbook.train.History"),
-    metrics: SequenceOf("a list of metric names") = (),
+    metrics: SequenceOf("a list of metric names", of=str) = (),
     ax: Ax | None = None,
     log: Flag = False,
 ) -> Axes:
@@ -35,8 +35,6 @@ def plot_history(
     Returns:
         The axes of the loss curve.
     """
-    if not all(isinstance(m, str) for m in metrics):
-        raise TypeError(f"metrics must be a list of metric names, got {metrics!r}")
     missing = [m for m in metrics if m not in history.metrics]
     if missing:
         raise ValueError(f"metrics {missing} not in history.metrics ({sorted(history.metrics)})")

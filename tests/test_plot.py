@@ -32,6 +32,8 @@ def test_plot_history_with_metrics():
         plot_history(history, metrics=["bleu"])
     with pytest.raises(TypeError, match="history"):
         plot_history({"loss": [1]})
+    with pytest.raises(TypeError, match="metrics must be a list of metric names, got an item 1"):
+        plot_history(history, metrics=["accuracy", 1])
     plt.close("all")
 
 
