@@ -293,8 +293,6 @@ def jacobian_norms(
         >>> tuple(norms.shape), torch.allclose(norms[:, -1], torch.ones(2))
         ((2, 5), True)
     """
-    if isinstance(ord, bool):
-        raise TypeError(f"ord must be a matrix norm order, got {ord!r}")
     _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
         jacobians = _state_jacobians(module, x, state, component)  # (B, T, H, H)
