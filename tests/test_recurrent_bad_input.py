@@ -95,10 +95,13 @@ def test_bad_inputs_to_forward(cls):
     x = torch.randn(5, 7, 2)
     checks = [
         (lambda: module(torch.randn(7, 2)), ValueError,
-         r"x must have 3 dimensions, got shape \(7, 2\)"),
+         r"x must have 3 dimensions \(B, T, input_size\), got shape \(7, 2\)"),
         (lambda: module(torch.randn(5, 7, 3)), ValueError,
-         r"x must have 2 features \(input_size\)"),
-        (lambda: module(torch.randn(5, 0, 2)), ValueError, r"at least one time step"),
+         r"x must have shape \(B, T, input_size\) with input_size = 2 \(the module's "
+         r"input_size\), got \(5, 7, 3\)"),
+        (lambda: module(torch.randn(5, 0, 2)), ValueError, r"x must have shape \(B, T, "
+                                                           r"input_size\) with T >= 1, got "
+                                                           r"\(5, 0, 2\)"),
         (lambda: module(torch.ones(5, 7, 2, dtype=torch.long)), TypeError,
          r"x must have a floating-point dtype"),
         (lambda: module(x.double()), TypeError,
@@ -106,11 +109,11 @@ def test_bad_inputs_to_forward(cls):
         (lambda: module(x.half()), TypeError, r"x has dtype torch.float16"),
         (lambda: module([[1.0]]), TypeError, r"x must be a torch.Tensor"),
         (lambda: module(x, lengths=torch.tensor([8, 1, 1, 1, 1])), ValueError,
-         r"lengths must lie in \[0, T=7\] \(T: the time axis of x\), got \[8, 1, 1, 1, 1\]"),
+         r"lengths must hold values in \[0, T = 7 \(as in x\)\], got values from 1 to 8"),
         (lambda: module(x, lengths=torch.tensor([-1, 1, 1, 1, 1])), ValueError,
          r"lengths must hold values in \[0, inf\], got values from -1 to 1"),
         (lambda: module(x, lengths=torch.tensor([7, 1])), ValueError,
-         r"lengths must have one entry per sequence \(B=5\), got 2"),
+         r"lengths must have shape \(B\) with B = 5 \(as in x\), got \(2,\)"),
         (lambda: module(x, lengths=torch.ones(5)), TypeError,
          r"lengths must have an integer dtype"),
         (lambda: module(x, lengths=torch.ones(5, dtype=torch.bool)), TypeError,
@@ -129,10 +132,13 @@ def test_bad_initial_states(cls):
     module = cls(2, 3, num_layers=2, bidirectional=True)  # K = 4
     x = torch.randn(5, 7, 2)
     name = r"state\[0\] \(h_0\)" if cls is LSTM else "h0"
-    with pytest.raises(ValueError, match=name + r" must have shape \(4, 5, 3\) "
-                       r"\(num_layers \* num_directions, B, H\), got \(2, 5, 3\)"):
+    with pytest.raises(ValueError, match=name + r" must have shape \(K, B, hidden_size\) with "
+                                                r"K = 4 "
+                       r"\(num_layers \* num_directions\), got \(2, 5, 3\)"):
         module(x, state_of(cls, 2, 5))
-    with pytest.raises(ValueError, match=name + r" must have 3 dimensions, got shape \(5, 3\)"):
+    with pytest.raises(ValueError, match=name + r" must have 3 dimensions \(K, B, "
+                                                r"hidden_size\), got "
+                       r"shape \(5, 3\)"):
         module(x, (torch.zeros(5, 3), torch.zeros(4, 5, 3)) if cls is LSTM else torch.zeros(5, 3))
     with pytest.raises(TypeError, match=name + r" has dtype torch.float64 but the module's"):
         module(x, state_of(cls, 4, 5, dtype=torch.float64))
@@ -141,15 +147,35 @@ def test_bad_initial_states(cls):
             TypeError, match=r"state must be a pair \(h_0, c_0\) of tensors, got a tensor"
         ):
             module(x, torch.zeros(4, 5, 3))
-        with pytest.raises(ValueError, match=r"state\[1\] \(c_0\) must have shape \(4, 5, 3\)"):
+        with pytest.raises(ValueError, match=r"state\[1\] \(c_0\) must have shape \(K, B, "
+                                             r"hidden_size\) "
+                           r"with hidden_size = 3"):
             module(x, (torch.zeros(4, 5, 3), torch.zeros(4, 5, 2)))
         projected = LSTM(2, 3, proj_size=2)
-        with pytest.raises(ValueError, match=r"state\[0\] \(h_0\) must have shape \(1, 5, 2\) "
-                           r"\(num_layers \* num_directions, B, proj_size\)"):
+        with pytest.raises(ValueError, match=r"state\[0\] \(h_0\) must have shape \(K, B, "
+                                             r"proj_size\) "
+                           r"with proj_size = 2 \(the module's proj_size\), got \(1, 5, 3\)"):
             projected(x, (torch.zeros(1, 5, 3), torch.zeros(1, 5, 3)))
     else:
         with pytest.raises(TypeError, match=r"h0 must be a torch.Tensor"):
             module(x, (torch.zeros(4, 5, 3),))
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_time_first_input_is_checked_in_its_layout(cls):
+    module = cls(2, 3, batch_first=False)
+    with pytest.raises(ValueError, match=r"x must have shape \(T, B, input_size\) with T >= 1, "
+                       r"got \(0, 4, 2\)"):
+        module(torch.randn(0, 4, 2))
+    x = torch.randn(5, 4, 2)  # T = 5, B = 4
+    with pytest.raises(ValueError, match=r"lengths must hold values in \[0, T = 5 \(as in x\)\], "
+                       r"got values from 1 to 6"):
+        module(x, lengths=torch.tensor([6, 1, 1, 1]))
+    with pytest.raises(ValueError, match=r"lengths must have shape \(B\) with B = 4 \(as in x\)"):
+        module(x, lengths=torch.tensor([5, 1, 1, 1, 1]))
+    with pytest.raises(ValueError, match=r"must have shape \(K, B, hidden_size\) with B = 4 "
+                       r"\(as in x\), got \(1, 5, 3\)"):
+        module(x, state_of(cls, 1, 5))
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=IDS)
@@ -161,6 +187,9 @@ def test_packed_input_with_lengths(cls):
     with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the module's"):
         module(pack_padded_sequence(torch.randn(2, 4, 2, dtype=torch.float64),
                                     torch.tensor([4, 2]), batch_first=True))
+    with pytest.raises(ValueError, match=r"x must have 3 dimensions \(B, T, input_size\), got "
+                       r"shape \(2, 4\)"):  # packed from (B, T): checked once padded
+        module(pack_padded_sequence(torch.randn(2, 4), torch.tensor([4, 2]), batch_first=True))
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=IDS)
@@ -179,7 +208,9 @@ def test_cell_is_for_one_layer_and_checks_its_input(cls):
                        r"input_size = 2 \(the module's input_size\), got \(1, 4\)"):
         single.cell(torch.zeros(1, 4), state)
     bad = (torch.zeros(1, 3), torch.zeros(2, 3)) if cls is LSTM else torch.zeros(2, 3)
-    message = (r"state\[1\] \(c_prev\) must have shape \(1, 3\) \(B, H\), got \(2, 3\)"
+    message = (r"state\[1\] \(c_prev\) must have shape \(B, hidden_size\) with B = 1 \(as in "
+               r"x_t\), "
+               r"got \(2, 3\)"
                if cls is LSTM else
                r"h_prev must have shape \(B, hidden_size\) with B = 1 \(as in x_t\), got \(2, 3\)")
     with pytest.raises(ValueError, match=message):
@@ -235,7 +266,7 @@ def test_truncated_bptt_bad_input():
         (lambda: truncated_bptt(rnn, x[0], x, mse, opt, 2), ValueError,
          r"x must have 3 dimensions"),
         (lambda: truncated_bptt(rnn, x, x[:, :3], mse, opt, 2), ValueError,
-         r"targets must have shape \(B, T, ...\) = \(2, 6, ...\) like x"),
+         r"targets must have shape \(B, T, ...\) with T = 6 \(as in x\), got \(2, 3, 1\)"),
         (lambda: truncated_bptt(rnn, x, x, None, opt, 2), TypeError, r"loss_fn must be callable"),
         (lambda: truncated_bptt(rnn, x, x, mse, "sgd", 2), TypeError,
          r"optimizer must be a torch.optim"),

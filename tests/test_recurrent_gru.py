@@ -135,15 +135,17 @@ def test_bad_forward_input():
     gru = GRU(2, 3)
     with pytest.raises(ValueError, match="x must have 3 dimensions"):
         gru(torch.randn(5, 2))
-    with pytest.raises(ValueError, match="at least one time step"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, input_size\) with T >= 1"):
         gru(torch.randn(4, 0, 2))
-    with pytest.raises(ValueError, match="input_size"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, input_size\) with "
+                                         r"input_size = 2"):
         gru(torch.randn(4, 5, 3))
     with pytest.raises(TypeError, match="floating-point"):
         gru(torch.ones(4, 5, 2, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"h0 must have shape \(1, 4, 3\)"):
+    with pytest.raises(ValueError, match=r"h0 must have shape \(K, B, hidden_size\) with "
+                       r"hidden_size = 3 \(the module's hidden_size\), got \(1, 4, 4\)"):
         gru(torch.randn(4, 5, 2), torch.zeros(1, 4, 4))
-    with pytest.raises(ValueError, match="h0 must have 3 dimensions"):
+    with pytest.raises(ValueError, match=r"h0 must have 3 dimensions \(K, B, hidden_size\)"):
         gru(torch.randn(4, 5, 2), torch.zeros(4, 3))
     with pytest.raises(ValueError, match=r"lengths must hold values in \[0, inf\], got values "
                        r"from -1 to 1"):

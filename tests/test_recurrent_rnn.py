@@ -65,21 +65,25 @@ def test_bad_forward_input():
     rnn = RNN(2, 3)
     with pytest.raises(ValueError, match="x must have 3 dimensions"):
         rnn(torch.randn(5, 2))
-    with pytest.raises(ValueError, match="at least one time step"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, input_size\) with T >= 1"):
         rnn(torch.randn(4, 0, 2))
-    with pytest.raises(ValueError, match="input_size"):
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, input_size\) with "
+                                         r"input_size = 2"):
         rnn(torch.randn(4, 5, 3))
     with pytest.raises(TypeError, match="floating-point"):
         rnn(torch.ones(4, 5, 2, dtype=torch.long))
     with pytest.raises(TypeError, match="torch.Tensor"):
         rnn([[1.0, 2.0]])
-    with pytest.raises(ValueError, match=r"h0 must have shape \(1, 4, 3\)"):
+    with pytest.raises(ValueError, match=r"h0 must have shape \(K, B, hidden_size\) with "
+                       r"hidden_size = 3 \(the module's hidden_size\), got \(1, 4, 4\)"):
         rnn(torch.randn(4, 5, 2), torch.zeros(1, 4, 4))
-    with pytest.raises(ValueError, match="h0 must have 3 dimensions"):
+    with pytest.raises(ValueError, match=r"h0 must have 3 dimensions \(K, B, hidden_size\)"):
         rnn(torch.randn(4, 5, 2), torch.zeros(4, 3))
-    with pytest.raises(ValueError, match="lengths must lie"):
+    with pytest.raises(ValueError, match=r"lengths must hold values in \[0, T = 5 \(as in "
+                                         r"x\)\], got values from 1 to 6"):
         rnn(torch.randn(2, 5, 2), lengths=torch.tensor([6, 1]))
-    with pytest.raises(ValueError, match="one entry per sequence"):
+    with pytest.raises(ValueError, match=r"lengths must have shape \(B\) with B = 2 \(as in "
+                                         r"x\), got \(1,\)"):
         rnn(torch.randn(2, 5, 2), lengths=torch.tensor([5]))
     with pytest.raises(TypeError, match="integer"):
         rnn(torch.randn(2, 5, 2), lengths=torch.tensor([5.0, 1.0]))

@@ -1,4 +1,4 @@
-"""Input checks and the masked loop over time shared by RNN, LSTM and GRU.
+"""Contracts and the masked loop over time shared by RNN, LSTM and GRU.
 
 Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units,
 ``K`` = ``num_layers * num_directions`` the stacked layers and directions.
@@ -12,25 +12,10 @@ from typing import Annotated, Any
 
 import torch
 
-from seqbook._checks import _describe, check_same_dtype, check_tensor
+from seqbook._checks import _describe
 from seqbook._contracts import Check, Shaped
 
 State = tuple[torch.Tensor, ...]  # (h,) for the RNN and the GRU, (y, c) for the LSTM
-
-
-def check_sequence_batch(
-    x: object, input_size: int, batch_first: bool, like: torch.Tensor
-) -> torch.Tensor:
-    """``x`` validated (``T >= 1``, ``D == input_size``, the parameters' dtype and
-    device) and returned batch-first."""
-    check_tensor("x", x, ndim=3, floating=True)
-    x = x if batch_first else x.transpose(0, 1)  # (B, T, D)
-    if x.shape[1] == 0:
-        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-    if x.shape[2] != input_size:
-        raise ValueError(f"x must have {input_size} features (input_size) in its last "
-                         f"dimension, got shape {tuple(x.shape)}")
-    return check_like("x", x, like)
 
 
 def check_one_layer(
@@ -59,43 +44,10 @@ def OneLayer(*classes: type, what: str, why: str, batch_first: bool = False) -> 
                                        batch_first=batch_first)]
 
 
-def check_like(name: str, tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """``tensor`` has the dtype and device of the module's parameters ``like``."""
-    check_same_dtype(name, tensor, like.dtype, of="the module's parameters")
-    if tensor.device != like.device:
-        raise ValueError(f"{name} is on {tensor.device} but the module's parameters are on "
-                         f"{like.device}; move one to the other (e.g. "
-                         f"{name}.to({str(like.device)!r}))")
-    return tensor
-
-
 def ModuleInput(dims: str) -> Any:
     """A floating tensor with named dimensions (as ``Shaped(dims)``), in the dtype and on
     the device of the module's parameters: a contract of a method's argument."""
     return Shaped(dims, floating=True, dtype_of="module", device_of="module")
-
-
-def check_state(
-    name: str, state: object, shape: tuple[int, ...], like: torch.Tensor, what: str
-) -> torch.Tensor:
-    """A state tensor of the given shape, dtype and device; ``what`` spells the shape
-    out in letters, e.g. ``"(num_layers * num_directions, B, H)"``."""
-    check_tensor(name, state, ndim=len(shape), floating=True)
-    if tuple(state.shape) != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)} {what}, got {tuple(state.shape)}")
-    return check_like(name, state, like)
-
-
-def check_lengths(lengths: torch.Tensor, B: int, T: int) -> torch.Tensor:
-    """Lengths ``(B,)``, integers >= 0 (the signature's contract), for ``B`` sequences
-    of ``T`` steps: at most ``T``."""
-    if lengths.shape[0] != B:
-        raise ValueError(f"lengths must have one entry per sequence (B={B}), got "
-                         f"{lengths.shape[0]}")
-    if lengths.numel() and int(lengths.max()) > T:
-        raise ValueError(f"lengths must lie in [0, T={T}] (T: the time axis of x), got "
-                         f"{lengths.tolist()}")
-    return lengths
 
 
 def padding_mask(lengths: torch.Tensor | None, T: int, device: Any) -> torch.Tensor | None:

@@ -296,8 +296,8 @@ class LSTM(RecurrentStack):
             ((4, 3), (4, 3))
         """
         self._check_one_layer("cell")
-        y_prev, c_prev = self._check_state_parts(state, ("y_prev", "c_prev"), (x_t.shape[0],),
-                                                 "B, ")
+        y_prev, c_prev = self._check_state_parts(state, ("y_prev", "c_prev"), "B",
+                                                 {"B": (x_t.shape[0], "as in x_t")})
         pre_x = x_t @ self._stacked("W").T + self._stacked("b")  # (B, G H)
         return self._recurrence("")(pre_x, (y_prev, c_prev))[0]
 

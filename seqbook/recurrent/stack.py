@@ -33,22 +33,17 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-from seqbook._checks import _describe, check_tensor
+from seqbook._checks import _describe
 from seqbook._contracts import (
     Check,
+    Dims,
     Flag,
     FloatDtype,
     PositiveInt,
     Probability,
     Shaped,
 )
-from seqbook.recurrent._sequence import (
-    State,
-    check_lengths,
-    check_sequence_batch,
-    check_state,
-    padding_mask,
-)
+from seqbook.recurrent._sequence import State, padding_mask
 
 __all__ = ["RecurrentStack"]
 
@@ -63,6 +58,12 @@ def check_no_projection(name: str, value: Any, *, module: str) -> int:
 
 # (B,) integer lengths of padded sequences, >= 0 (and <= T, checked against x)
 Lengths = Shaped("B", floating=False, min_value=0)
+# x is batch-first or time-first (the module's batch_first), or a PackedSequence: no
+# contract of the signature can name its sizes, so the body checks it with the
+# contract of its layout, then lengths (one per sequence, at most T) against it
+_INPUTS = {layout: Dims(f"{layout} input_size", floating=True, dtype_of="module",
+                        device_of="module", min_size={"T": 1}) for layout in ("B T", "T B")}
+_LENGTHS_IN_X = Dims("B", min_value=0, max_value="T")
 
 
 def NoProjection(module: str) -> Any:
@@ -287,23 +288,22 @@ class RecurrentStack(nn.Module):
 
     # --- the public entry points: checks once, then the math --------------------------
 
-    def _initial_states(self, state: Any, B: int) -> list[State]:
-        """The initial state as one tuple of ``(B, H)`` tensors per layer and direction."""
-        like, K = self._like, self.num_layers * self.num_directions
-        sizes = self._state_sizes()
+    def _initial_states(self, state: Any, bound: dict[str, Any]) -> list[State]:
+        """The initial state as one tuple of ``(B, H)`` tensors per layer and direction
+        (``bound``: the sizes of x)."""
+        like, K, B = self._like, self.num_layers * self.num_directions, bound["B"][0]
         if state is None:
-            parts = [like.new_zeros(K, B, size) for size in sizes]  # (K, B, H)
+            parts = [like.new_zeros(K, B, size) for size in self._state_sizes()]  # (K, B, H)
         else:
-            parts = self._check_state_parts(state, self._state_names, (K, B),
-                                            "num_layers * num_directions, B, ")
+            bound = {**bound, "K": (K, "num_layers * num_directions")}
+            parts = self._check_state_parts(state, self._state_names, "K B", bound)
         return [tuple(part[k] for part in parts) for k in range(K)]
 
     def _check_state_parts(
-        self, state: Any, names: tuple[str, ...], leading: tuple[int, ...], what: str
+        self, state: Any, names: tuple[str, ...], leading: str, bound: dict[str, Any]
     ) -> list[torch.Tensor]:
         """The tensors of ``state`` (one, or an LSTM's pair of parts ``names``), each of
-        shape ``leading + (size,)``, in the parameters' dtype and device; ``what``
-        spells ``leading`` out in letters."""
+        shape ``(*leading, H)`` (the sizes ``bound``), in the parameters' dtype and device."""
         sizes = self._state_sizes()
         if len(sizes) == 1:
             parts = [state]
@@ -314,8 +314,9 @@ class RecurrentStack(nn.Module):
                             f"{_describe(state)}")
         labels = names if len(sizes) == 1 else [f"state[{i}] ({n})" for i, n in enumerate(names)]
         for label, part, size in zip(labels, parts, sizes):
-            letter = "H" if size == self.hidden_size else "proj_size"
-            check_state(label, part, (*leading, size), self._like, f"({what}{letter})")
+            H = "hidden_size" if size == self.hidden_size else "proj_size"
+            contract = Dims(f"{leading} {H}", floating=True, dtype_of="module", device_of="module")
+            contract.check_in(label, part, {"self": self}, dict(bound))
         return parts
 
     def _final_state(self, finals: list[State]) -> Any:
@@ -329,14 +330,14 @@ class RecurrentStack(nn.Module):
         if packed is not None:
             if lengths is not None:
                 raise ValueError("lengths must be None when x is a PackedSequence (it has them)")
-            check_tensor("x.data", packed.data, ndim=2, floating=True)
             x, lengths = pad_packed_sequence(packed, batch_first=True)  # (B, T, D)
-        x = check_sequence_batch(x, self.input_size, self.batch_first or packed is not None,
-                                 self._like)  # (B, T, D)
-        B, T, _ = x.shape
+        batch_first, bound = self.batch_first or packed is not None, {}  # bound: B, T of x
+        _INPUTS["B T" if batch_first else "T B"].check_in("x", x, {"self": self}, bound)
         if lengths is not None:
-            check_lengths(lengths, B, T)
-        states = self._initial_states(state, B)
+            _LENGTHS_IN_X.check_in("lengths", lengths, {}, bound)
+        x = x if batch_first else x.transpose(0, 1)  # (B, T, D)
+        B, T, _ = x.shape
+        states = self._initial_states(state, bound)
         mask = padding_mask(lengths, T, x.device)  # (B, T, 1) or None
         out, finals, traces = self._layers(x, states, lengths, mask, record)
         if packed is not None:
