@@ -116,7 +116,7 @@ def test_mlstm_with_open_gates_is_linear_attention_with_a_bounded_normaliser():
         (lambda: SLSTM.step(torch.ones(2, 16), SLSTM(3, 4).init_state(1)), ValueError,
          r"state.h must have shape \(2, 4\)"),
         (lambda: SLSTM.step(torch.ones(1, 17), SLSTM(3, 4).init_state(1)), ValueError,
-         r"pre must have shape \(1, 16\)"),
+         r"pre must have shape \(B, 4H\) with 4H a multiple of 4, got \(1, 17\)"),
         (lambda: SLSTM.step(torch.ones(1, 16), "state"), TypeError, "state must be an SLSTMState"),
         (lambda: SLSTM.step(torch.ones(16), SLSTM(3, 4).init_state(1)), ValueError,
          "pre must have 2 dimensions"),

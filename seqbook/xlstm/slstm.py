@@ -103,7 +103,7 @@ class SLSTM(nn.Module):
 
     @staticmethod
     def step(
-        pre: Shaped("B *", floating=True),
+        pre: Shaped("B 4H", floating=True, multiple_of={"4H": 4}),
         state: InstanceOf(SLSTMState, what="an SLSTMState"),
     ) -> SLSTMState:
         r"""One stabilised step from the pre-activations ``pre`` = :math:`(\tilde{\mathbf{i}},
@@ -121,7 +121,7 @@ class SLSTM(nn.Module):
         """
         B, width = pre.shape
         state = _check_state(state, B, width // 4, pre.dtype)
-        return SLSTM._step(check_tensor("pre", pre, shape=(B, 4 * (width // 4))), state)
+        return SLSTM._step(pre, state)
 
     @staticmethod
     def _step(pre: torch.Tensor, state: SLSTMState) -> SLSTMState:
