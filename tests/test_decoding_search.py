@@ -282,9 +282,10 @@ def test_bad_step_functions_and_devices(search):
 
 def test_reorder_state_checks_its_parent():
     state = torch.arange(12).view(2, 3, 2)  # (N, K, H)
-    with pytest.raises(ValueError, match=r"parent must hold row indices in \[0, 3\).*to 3"):
+    with pytest.raises(ValueError, match=r"parent must hold row indices in \[0, 3\).* up to 3"):
         reorder_state(state, torch.tensor([[0, 3], [1, 1]]))
-    with pytest.raises(ValueError, match=r"parent must hold row indices in \[0, 3\).*from -1"):
+    with pytest.raises(ValueError,
+                       match=r"parent must hold values in \[0, inf\], got values from -1"):
         reorder_state({"h": state}, torch.tensor([[0, -1], [1, 1]]))
     with pytest.raises(ValueError, match=r"\(N, K, \.\.\.\) with N = 1"):
         reorder_state(state, torch.tensor([[0, 1]]))

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 import torch
 
-from seqbook._contracts import Bounded, CallableAs, NonNegativeReal, TensorOf
+from seqbook._contracts import Bounded, CallableAs, NonNegativeReal, Shaped, TensorOf
 
 __all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
 
@@ -108,7 +108,9 @@ def call_step(
     return log_probs, state
 
 
-def reorder_state(state: Any, parent: TensorOf(2, floating=False)) -> Any:
+def reorder_state(
+    state: Any, parent: Shaped("N K_new", floating=False, min_value=0)
+) -> Any:
     """Select, for each sentence ``n``, the rows ``parent[n]`` along dimension 1.
 
     Args:
@@ -145,10 +147,10 @@ def _check_parent(state: torch.Tensor, parent: torch.Tensor) -> None:
     if state.dim() < 2 or state.shape[0] != parent.shape[0]:
         raise ValueError(f"a state tensor must have shape (N, K, ...) with N = "
                          f"{parent.shape[0]} (the rows of parent), got shape {tuple(state.shape)}")
-    K = state.shape[1]
-    if parent.numel() and (int(parent.min()) < 0 or int(parent.max()) >= K):
+    K = state.shape[1]  # parent >= 0: its contract
+    if parent.numel() and int(parent.max()) >= K:
         raise ValueError(f"parent must hold row indices in [0, {K}) (K, the rows of the state), "
-                         f"got indices from {int(parent.min())} to {int(parent.max())}")
+                         f"got indices up to {int(parent.max())}")
 
 
 def length_normalized(
