@@ -50,11 +50,8 @@ class CoincidenceTask:
     """
 
     length: PositiveInt = 40  # T, steps per sequence
-    p_on: RealIn(0.0, 1.0, strict_min=True) = 0.2  # chance that a feature is on at a step
-
-    def __post_init__(self) -> None:
-        if self.p_on == 1.0:
-            raise ValueError(f"p_on must be in (0, 1), got {self.p_on}")
+    # chance that a feature is on at a step
+    p_on: RealIn(0.0, 1.0, strict_min=True, strict_max=True) = 0.2
 
     @property
     def input_size(self) -> int:
