@@ -15,6 +15,7 @@ from seqbook._contracts import OneOf, PositiveInt, Shaped
 __all__ = ["RecurrentLM"]
 
 _LAYERS = {"lstm": nn.LSTM, "gru": nn.GRU}
+_STATES = {"lstm": "an (h, c) pair of tensors", "gru": "a tensor"}  # what each layer returns
 
 
 class RecurrentLM(nn.Module):
@@ -79,8 +80,7 @@ class RecurrentLM(nn.Module):
             isinstance(s, torch.Tensor) for s in state)
         if state is not None and not (pair if self.cell == "lstm"
                                       else isinstance(state, torch.Tensor)):
-            what = "an (h, c) pair of tensors" if self.cell == "lstm" else "a tensor"
-            raise TypeError(f"state must be None or {what} (the state an earlier call of this "
-                            f"{self.cell} model returned), got {_describe(state)}")
+            raise TypeError(f"state must be None or {_STATES[self.cell]} (the state an earlier "
+                            f"call of this {self.cell} model returned), got {_describe(state)}")
         outputs, state = self.rnn(self.embed(ids), state)  # (B, T, H)
         return self.readout(outputs), state  # (B, T, V)
