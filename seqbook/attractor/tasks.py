@@ -224,8 +224,10 @@ def patch_variance(
     if tokens is None:
         return variances.flatten()
     if tokens.dtype != torch.bool or tokens.shape != variances.shape:
-        raise ValueError(f"tokens must be a boolean tensor of shape {tuple(variances.shape)}, "
-                         f"got {tokens.dtype} of shape {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must be a boolean tensor of shape {tuple(variances.shape)}, "
+            f"got {tokens.dtype} of shape {tuple(tokens.shape)}"
+        )
     return variances[tokens.to(variances.device)]
 
 
@@ -319,8 +321,10 @@ def evaluation_set(
         (True, (4, 28, 28))
     """
     if (seed + 1) * num_images > 1000:
-        raise ValueError(f"(seed + 1) * num_images must be <= 1000 (the test digits), got "
-                         f"({seed} + 1) * {num_images}")
+        raise ValueError(
+            f"(seed + 1) * num_images must be <= 1000 (the test digits), got "
+            f"({seed} + 1) * {num_images}"
+        )
     _, test = mnist_split(1, 1000)
     images = test[seed * num_images : (seed + 1) * num_images]
     # Not seeded_generator: the committed tables were measured on exactly these corrupted
@@ -353,8 +357,10 @@ def bare_reconstructions(
         (4, 2, 28, 28)
     """
     if digits.visible is not None and digits.patch_size != embedding.patch_size:
-        raise ValueError(f"digits were masked with patch_size {digits.patch_size} but the "
-                         f"embedding uses patch_size {embedding.patch_size}")
+        raise ValueError(
+            f"digits were masked with patch_size {digits.patch_size} but the embedding "
+            f"uses patch_size {embedding.patch_size}"
+        )
     x0 = embedding(digits.corrupted).to(model.J)  # (B, N, d)
     visible = None if digits.visible is None else digits.visible.to(x0.device)  # (B, N)
     if visible is not None:
