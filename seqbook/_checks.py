@@ -72,9 +72,11 @@ def check_real(
 
 
 def check_choice(name: str, value: Any, choices: Collection[Any]) -> Any:
+    options = ", ".join(repr(c) for c in choices)
     # True == 1: a bool is one of the choices only if it is one of them itself
-    if value not in choices or isinstance(value, bool) and all(c is not value for c in choices):
-        options = ", ".join(repr(c) for c in choices)
+    if isinstance(value, bool) and all(c is not value for c in choices):
+        raise TypeError(f"{name} must be one of {options}, not a bool; got {value!r}")
+    if value not in choices:
         raise ValueError(f"{name} must be one of {options}; got {value!r}")
     return value
 
@@ -170,7 +172,8 @@ def check_same_dtype(
             f"(e.g. {name}.to({dtype}) or module.to({value.dtype}))"
             if "module" in of else f"(e.g. {name}.to({dtype}))"
         )
-        verb = "has" if of.isidentifier() else "have"  # "Q has", "the parameters have"
+        # "Q has", "cache.dtype has", "the parameters have"
+        verb = "has" if of.replace(".", "_").isidentifier() else "have"
         raise TypeError(
             f"{name} has dtype {value.dtype} but {of} {verb} dtype {dtype}; convert one to "
             f"the other {hint}"

@@ -371,13 +371,15 @@ def _check_dtype_like(name: str, value: torch.Tensor, other: str, call: dict[str
     argument ``other``, or of its parameters if it is a module."""
     # "module": the method's own module, or a function's argument named module
     owner = call["self"] if other == "module" and "self" in call else call.get(other)
+    of = other
     if "." in other:  # an attribute of an argument: "cache.dtype", "self.patterns"
         first, attribute = other.split(".", 1)
         owner = getattr(call.get(first), attribute, None)
+        of = f"the module's {attribute}" if first == "self" else other
     if isinstance(owner, torch.dtype):
-        check_same_dtype(name, value, owner, of=other)
+        check_same_dtype(name, value, owner, of=of)
     elif isinstance(owner, torch.Tensor):
-        check_same_dtype(name, value, owner.dtype, of=other)
+        check_same_dtype(name, value, owner.dtype, of=of)
     elif isinstance(owner, torch.nn.Module):
         dtype = parameter_dtype(owner)
         of = "the module's parameters" if other == "module" else f"the parameters of {other}"

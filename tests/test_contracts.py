@@ -408,5 +408,5 @@ def test_trailing_dimensions_dimension_multiples_and_bools_that_are_no_choice():
     with pytest.raises(ValueError, match=r"images must have shape \(H, W\) with W a multiple "
                                          r"of patch = 4 \(the argument patch\), got \(4, 6\)"):
         f(x, x, torch.zeros(4, 6), patch=4)
-    with pytest.raises(ValueError, match="ord must be one of 1, 2, 'fro'; got True"):
+    with pytest.raises(TypeError, match="ord must be one of 1, 2, 'fro', not a bool; got True"):
         f(x, x, ord=True)

@@ -97,8 +97,8 @@ def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match=r"values must have shape \(num_patterns, d_v\) with "
                                          r"num_patterns = 4 \(the module's num_patterns\)"):
         net.update(torch.randn(3), values=torch.randn(5, 2))
-    with pytest.raises(TypeError, match="values has dtype torch.float64 but self.patterns "
-                                        "have dtype torch.float32"):
+    with pytest.raises(TypeError, match="values has dtype torch.float64 but the module's "
+                                        "patterns have dtype torch.float32"):
         net.update(torch.randn(3), values=torch.randn(4, 2, dtype=torch.float64))
     with pytest.raises(ValueError, match="values need the patterns of one memory"):
         modern_update(torch.randn(2, 1, 3), torch.randn(2, 4, 3), 1.0, values=torch.randn(4, 2))
