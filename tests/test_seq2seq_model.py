@@ -10,6 +10,7 @@ from seqbook.seq2seq import (
     EncoderDecoder,
     Seq2SeqDecoder,
     Seq2SeqEncoder,
+    TranslationBatch,
     TranslatorConfig,
     evaluate_translator,
     masked_cross_entropy,
@@ -259,3 +260,23 @@ def test_bahdanau_decoder_checks_its_attention_once_not_per_step(monkeypatch):
     logits, again = decoder(tgt_in, encoded)
     assert torch.equal(logits, expected) and torch.equal(again, weights)
     assert torch.equal(weights[1, :, 2], torch.zeros(4))  # the padded source position
+
+
+def test_loss_refuses_targets_the_signature_cannot_reach():
+    """``loss`` takes a whole batch: its targets' ids, shape and mask are checked in
+    the body, by their field names, instead of ending in torch's IndexError."""
+    torch.manual_seed(0)
+    model = EncoderDecoder(Seq2SeqEncoder(11, 4, 6), Seq2SeqDecoder(9, 4, 5, context_size=6))
+    src, lengths = batch(4)
+    tgt_in = torch.tensor([[1, 3, 4], [1, 5, 0], [1, 0, 0]])
+    tgt_out = torch.tensor([[3, 4, 2], [5, 2, 0], [2, 0, 0]])
+    good = TranslationBatch(src, lengths, tgt_in, tgt_out, tgt_out != 0)
+    assert torch.isfinite(model.loss(good))
+    with pytest.raises(ValueError, match=r"batch.tgt_out must hold token ids in \[0, 9\)"):
+        model.loss(good._replace(tgt_out=tgt_out + 7))
+    with pytest.raises(ValueError, match=r"batch.tgt_out must have shape \(3, 3\)"):
+        model.loss(good._replace(tgt_out=tgt_out[:, :2]))
+    with pytest.raises(TypeError, match="batch.tgt_mask must have dtype torch.bool"):
+        model.loss(good._replace(tgt_mask=good.tgt_mask.float()))
+    with pytest.raises(ValueError, match="batch.tgt_mask must keep at least one"):
+        model.loss(good._replace(tgt_mask=torch.zeros(3, 3, dtype=torch.bool)))

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_token_ids
+from seqbook._checks import check_tensor, check_token_ids
 from seqbook._contracts import IndexInto, InstanceOf, Shaped
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
@@ -130,6 +130,15 @@ class EncoderDecoder(nn.Module):
     def loss(self, batch: InstanceOf(TranslationBatch)) -> torch.Tensor:
         """The masked cross-entropy of one batch (a ``loss_fn`` for ``fit``)."""
         logits, _ = self(batch.src, batch.src_lengths, batch.tgt_in)
+        # the targets, which the signature cannot reach: ids below V, and the mask, both
+        # of tgt_in's shape
+        shape = tuple(batch.tgt_in.shape)
+        check_token_ids("batch.tgt_out", check_tensor("batch.tgt_out", batch.tgt_out, shape=shape),
+                        self.decoder.vocab_size, of="the decoder's vocab_size")
+        if check_tensor("batch.tgt_mask", batch.tgt_mask, shape=shape).dtype != torch.bool:
+            raise TypeError(f"batch.tgt_mask must have dtype torch.bool, got {batch.tgt_mask.dtype}")
+        if not batch.tgt_mask.any():
+            raise ValueError("batch.tgt_mask must keep at least one target position")
         return _masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)
 
     def step_function(self, src: torch.Tensor, src_lengths: torch.Tensor) -> StepFn:
