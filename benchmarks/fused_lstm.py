@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from seqbook.recurrent import LSTM
-from seqbook.recurrent._sequence import check_sequence_batch
+from seqbook.recurrent.stack import _INPUTS
 
 __all__ = ["fused_lstm"]
 
@@ -123,10 +123,12 @@ def fused_lstm(
             f"num_layers={lstm.num_layers}, bidirectional={lstm.bidirectional}, "
             f"proj_size={lstm.proj_size}"
         )
-    # the layer's own checks of x and state, and its zero state
-    x = check_sequence_batch(x, lstm.input_size, lstm.batch_first, lstm._like)  # (B, T, D)
+    # the layer's own checks of x (in its layout) and state, and its zero state
+    sizes: dict = {}  # B and T, as x brings them
+    _INPUTS["B T" if lstm.batch_first else "T B"].check_in("x", x, {"self": lstm}, sizes)
+    x = x if lstm.batch_first else x.transpose(0, 1)  # (B, T, D)
     B, T, D = x.shape
-    ((y0, c0),) = lstm._initial_states(state, B)  # (B, H) each
+    ((y0, c0),) = lstm._initial_states(state, sizes)  # (B, H) each
     x_steps = x.transpose(0, 1).reshape(T * B, D)  # time-major rows
     pre_x = torch.addmm(lstm._stacked("b"), x_steps, lstm._stacked("W").T)  # (T B, G H)
     pre_x = pre_x.view(T, B, -1)  # (T, B, G H)

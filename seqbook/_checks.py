@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Collection, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -379,16 +378,3 @@ def check_spin_order(order: Any, d: int) -> torch.Tensor:
             f"got indices from {int(order.min())} to {int(order.max())}"
         )
     return order
-
-
-def checkpoint_path(name_or_path: Any, folder: Path, trainer: str) -> Path:
-    """The checkpoint file ``name_or_path`` names: a path (with a suffix), or the name of
-    a committed checkpoint in ``folder``; ``trainer`` is the command that writes one."""
-    if not isinstance(name_or_path, (str, Path)):
-        raise TypeError(f"name_or_path must be a str or Path, got {_describe(name_or_path)}")
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = folder / f"{name_or_path}.pt"
-    if not path.exists():
-        raise FileNotFoundError(f"no checkpoint {path}; train one with `{trainer}`")
-    return path

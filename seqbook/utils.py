@@ -6,12 +6,13 @@ import os
 import random
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from seqbook._contracts import Device, NonNegativeInt
+from seqbook._contracts import Device, InstanceOf, NonNegativeInt
 
 __all__ = [
     "SEED_SHIFT_VARIABLE",
@@ -166,3 +167,20 @@ class Timer:
 
     def __repr__(self) -> str:
         return f"Timer(seconds={self.seconds:.3f})"
+
+
+#: The name of a committed checkpoint, or a path to one.
+CheckpointName = InstanceOf(str, Path, what="a str or Path")
+
+
+def find_checkpoint(name_or_path: str | Path, folder: Path, trainer: str) -> Path:
+    """The checkpoint file ``name_or_path`` names: a path (with a suffix), or the name of
+    a committed checkpoint in ``folder``; ``trainer`` is the command that writes one.
+    For the package's loaders (``load_bare``, ``load_baseline``, ``load_masked``), whose
+    signatures check ``name_or_path``."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = folder / f"{name_or_path}.pt"
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint {path}; train one with `{trainer}`")
+    return path

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECK_NAME = re.compile(r"^_?check(_|$)|^_validate")  # not checkpoint_path
+CHECK_NAME = re.compile(r"^_?check(_|$)|^_validate")  # not checkpoint*
 # the shared validation: every line of these modules is a check line, whatever its name
 CHECK_MODULES = {"_checks.py", "_contracts.py", "_checked_imports.py"}
 

@@ -29,7 +29,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import checkpoint_path
 from seqbook._contracts import (
     InstanceOf,
     IntAtLeast,
@@ -49,7 +48,7 @@ from seqbook.attractor.embedding import (
 from seqbook.attractor.tasks import Fraction, _add_noise, _mask_tokens
 from seqbook.train import History, fit
 from seqbook.transformer import EncoderBlock, positional_encoding
-from seqbook.utils import seeded_generator, shifted_seed
+from seqbook.utils import CheckpointName, find_checkpoint, seeded_generator, shifted_seed
 
 __all__ = [
     "BaselineConfig",
@@ -336,7 +335,7 @@ def save_baseline(
 
 
 def load_baseline(
-    name_or_path: str | Path,
+    name_or_path: CheckpointName,
 ) -> tuple[RecurrentTransformer | VisionTransformer, dict]:
     """Load a saved baseline in eval mode, with the ``info`` saved with it.
 
@@ -350,7 +349,7 @@ def load_baseline(
         >>> type(model).__name__, info["task"]
         ('RecurrentTransformer', 'mask')
     """
-    path = checkpoint_path(name_or_path, CHECKPOINTS, "python -m seqbook.attractor.train")
+    path = find_checkpoint(name_or_path, CHECKPOINTS, "python -m seqbook.attractor.train")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model = build_baseline(BaselineConfig(**checkpoint["config"]))
     state = {

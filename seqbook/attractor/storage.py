@@ -25,10 +25,10 @@ from pathlib import Path
 
 import torch
 
-from seqbook._checks import checkpoint_path
 from seqbook._contracts import InstanceOf, Shaped
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import CHECKPOINTS
+from seqbook.utils import CheckpointName, find_checkpoint
 
 __all__ = ["compress_couplings", "expand_couplings", "load_bare", "save_bare"]
 
@@ -96,7 +96,7 @@ def save_bare(model: InstanceOf(BareSelfAttention), path: str | Path, **info: ob
     return path
 
 
-def load_bare(name_or_path: str | Path = "bare") -> tuple[BareSelfAttention, dict]:
+def load_bare(name_or_path: CheckpointName = "bare") -> tuple[BareSelfAttention, dict]:
     """Load a saved bare self-attention (float32) and the ``info`` saved with it.
 
     Args:
@@ -109,7 +109,7 @@ def load_bare(name_or_path: str | Path = "bare") -> tuple[BareSelfAttention, dic
         >>> model.num_tokens, model.dim, info["epochs"]
         (196, 8, 20)
     """
-    path = checkpoint_path(name_or_path, CHECKPOINTS, "python -m seqbook.attractor.train --bare")
+    path = find_checkpoint(name_or_path, CHECKPOINTS, "python -m seqbook.attractor.train --bare")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model = BareSelfAttention(**checkpoint["config"])
     with torch.no_grad():

@@ -32,7 +32,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seqbook._checks import checkpoint_path
 from seqbook._contracts import (
     InstanceOf,
     IntAtLeast,
@@ -53,7 +52,7 @@ from seqbook.energy_transformer._validate import Tokens
 from seqbook.energy_transformer.block import EnergyTransformer
 from seqbook.train import History, fit
 from seqbook.transformer import positional_encoding
-from seqbook.utils import seeded_generator
+from seqbook.utils import CheckpointName, find_checkpoint, seeded_generator
 
 __all__ = [
     "CHECKPOINTS",
@@ -340,7 +339,7 @@ def save_masked(
     return path
 
 
-def load_masked(name_or_path: str | Path) -> tuple[MaskedEnergyTransformer, dict]:
+def load_masked(name_or_path: CheckpointName) -> tuple[MaskedEnergyTransformer, dict]:
     """Load a saved model (float32, eval mode) and the ``info`` saved with it.
 
     Args:
@@ -353,7 +352,7 @@ def load_masked(name_or_path: str | Path) -> tuple[MaskedEnergyTransformer, dict
         >>> model.config.patch_size, info["seed"]
         (2, 0)
     """
-    path = checkpoint_path(name_or_path, CHECKPOINTS, "python -m seqbook.energy_transformer.train")
+    path = find_checkpoint(name_or_path, CHECKPOINTS, "python -m seqbook.energy_transformer.train")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     model = MaskedEnergyTransformer(MaskedConfig(**checkpoint["config"]))
     state = {k: v.float() if v.is_floating_point() else v

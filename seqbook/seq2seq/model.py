@@ -136,7 +136,8 @@ class EncoderDecoder(nn.Module):
         check_token_ids("batch.tgt_out", check_tensor("batch.tgt_out", batch.tgt_out, shape=shape),
                         self.decoder.vocab_size, of="the decoder's vocab_size")
         if check_tensor("batch.tgt_mask", batch.tgt_mask, shape=shape).dtype != torch.bool:
-            raise TypeError(f"batch.tgt_mask must have dtype torch.bool, got {batch.tgt_mask.dtype}")
+            raise TypeError("batch.tgt_mask must have dtype torch.bool, got "
+                            f"{batch.tgt_mask.dtype}")
         if not batch.tgt_mask.any():
             raise ValueError("batch.tgt_mask must keep at least one target position")
         return _masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)
