@@ -196,16 +196,6 @@ def parameter_dtype(module: torch.nn.Module) -> torch.dtype | None:
     return None
 
 
-def check_batch(name: str, value: torch.Tensor, batch_size: int, *, of: str) -> torch.Tensor:
-    """Return ``value`` if its first dimension is ``batch_size`` (that of ``of``)."""
-    if value.dim() == 0 or value.shape[0] != batch_size:
-        raise ValueError(
-            f"{name} must have the batch size of {of} ({batch_size}) in its first "
-            f"dimension, got shape {tuple(value.shape)}"
-        )
-    return value
-
-
 def check_bool(name: str, value: Any) -> bool:
     """Return ``value`` if it is a bool (not an int, not a tensor)."""
     if not isinstance(value, bool):
@@ -367,14 +357,3 @@ def check_spin_states(name: str, value: Any, patterns: torch.Tensor) -> torch.Te
     check_same_dtype(name, value, patterns.dtype, of="the stored patterns (or weights)")
     check_spins(name, value)
     return value
-
-
-def check_spin_order(order: Any, d: int) -> torch.Tensor:
-    """Return ``order``, a 1-D integer tensor of spin indices in ``[0, d)``."""
-    order = check_tensor("order", order, ndim=1, floating=False)  # integers, not bool
-    if order.numel() and (int(order.min()) < 0 or int(order.max()) >= d):
-        raise ValueError(
-            f"order must hold spin indices in [0, {d}), "
-            f"got indices from {int(order.min())} to {int(order.max())}"
-        )
-    return order

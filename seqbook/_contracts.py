@@ -253,8 +253,8 @@ class Dims(Check):
         self, dims: str, *, floating: bool | None = None, dtype: torch.dtype | None = None,
         dtype_of: str | None = None, device_of: str | None = None, ids: str | None = None,
         finite: bool = False, min_value: float | str | None = None,
-        max_value: float | str | None = None, min_size: dict[str, int | str] | None = None,
-        max_size: dict[str, int | str] | None = None,
+        max_value: float | str | None = None, below: int | str | None = None,
+        min_size: dict[str, int | str] | None = None, max_size: dict[str, int | str] | None = None,
         multiple_of: dict[str, int | str] | None = None, spins: bool = False,
     ) -> None:
         super().__init__(check_tensor, floating=floating)
@@ -266,7 +266,7 @@ class Dims(Check):
         self.fixed = self.fixed[:-1] if self.trailing else self.fixed
         self.floating, self.dtype, self.ids = floating, dtype, ids
         self.dtype_of, self.device_of = dtype_of, device_of
-        self.finite, self.value_range, self.spins = finite, (min_value, max_value), spins
+        self.finite, self.value_range, self.spins = finite, (min_value, max_value, below), spins
         # [(position, symbol, ">=" or "<=", limit)]: a dimension's least or greatest size
         self.sizes = [(self.fixed.index(d), d, op, k) for op, limits in
                       ((">=", min_size), ("<=", max_size), ("a multiple of", multiple_of))
@@ -317,11 +317,13 @@ class Dims(Check):
             check_token_ids(name, value, vocab[0], of=vocab[1] or self.ids)
         if self.finite and not torch.isfinite(value).all():
             raise ValueError(f"{name} must be finite (no NaN or inf)")
-        (low, low_spelled), (high, high_spelled) = (_limit(v, call, bound)
-                                                    for v in self.value_range)
+        (low, low_spelled), (high, high_spelled), (end, end_spelled) = (
+            _limit(v, call, bound) for v in self.value_range)
         if value.numel() and (low is not None and value.min() < low
-                              or high is not None and value.max() > high):
+                              or high is not None and value.max() > high
+                              or end is not None and value.max() >= end):
             interval = f"[{'-inf' if low is None else low_spelled}, " + (
+                f"{end_spelled})" if end is not None else
                 f"{'inf' if high is None else high_spelled}]")
             raise ValueError(f"{name} must hold values in {interval}, got values from "
                              f"{value.min().item():g} to {value.max().item():g}")
@@ -412,8 +414,8 @@ def Shaped(dims: str, **options: Any) -> Any:
       (``"module"``) or of another argument (a tensor, or a module's parameters);
     - ``ids``: token ids below the size that name stands for (``"vocab_size"``);
     - ``finite``: no NaN or inf; ``min_value``, ``max_value``: every entry in that range
-      (a number, or a size's name: lengths at most ``"T"``); ``spins``: every entry -1
-      or +1;
+      (a number, or a size's name: lengths at most ``"T"``), ``below``: every entry less
+      than it (indices below ``"d"``); ``spins``: every entry -1 or +1;
     - ``min_size``, ``max_size``, ``multiple_of``: the least or greatest size of named
       dimensions, or what divides it (a number, or a size's name): ``{"N": 2}``,
       ``{"T": "max_len"}``, ``{"H": "patch_size"}``.

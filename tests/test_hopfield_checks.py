@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import seqbook.hopfield as hop
-from seqbook._checks import check_beta, check_patterns, check_spin_order, check_state
+from seqbook._checks import check_beta, check_patterns, check_state
 
 D = torch.float64
 SPINS = torch.tensor([[1.0, -1.0, 1.0, -1.0], [1.0, 1.0, -1.0, -1.0]])  # (N, d) = (2, 4)
@@ -59,9 +59,14 @@ CASES = [
     ("async_relax", lambda: hop.async_relax(SPINS, W, U), ValueError,
      r"xi must have 3 dimensions \(T, B, d\)"),
     ("async_sweep", lambda: hop.async_sweep(SPINS, W, U, torch.tensor([4])), ValueError,
-     r"order must hold spin indices in \[0, 4\)"),
+     r"order must hold values in \[0, d = 4 \(as in xi\)\)"),
     ("async_sweep", lambda: hop.async_sweep(SPINS, W, U, torch.tensor([0.0])), TypeError,
      "order must have an integer dtype"),
+    ("async_sweep", lambda: hop.async_sweep(SPINS, W, U, torch.tensor([True])), TypeError,
+     "order must have an integer dtype"),
+    ("dense_async_sweep", lambda: hop.dense_async_sweep(SPINS, SPINS, "exp", 3,
+                                                        torch.tensor([-1])), ValueError,
+     r"order must hold values in \[0, d = 4 \(as in patterns\)\), got values from -1"),
     ("ClassicalHopfield", lambda: hop.ClassicalHopfield(SPINS, threshold=torch.zeros(3)),
      ValueError, r"threshold must have shape \(4\), got \(3,\)"),
     ("dense_async_sweep", lambda: hop.dense_async_sweep(SPINS[:, :3], SPINS, "exp", 3, ORDER),
@@ -208,5 +213,3 @@ def test_the_shared_checks_name_what_they_check():
         check_state("xi", torch.tensor(1.0), 3, binary=False, dtype=torch.float32)
     with pytest.raises(ValueError, match="beta must be finite"):
         check_beta("beta", math.inf)
-    with pytest.raises(TypeError, match="order must have an integer dtype"):
-        check_spin_order(torch.tensor([True]), 3)

@@ -20,7 +20,6 @@ import torch
 from seqbook._checks import (
     check_real,
     check_same_dtype,
-    check_spin_order,
     check_tensor,
 )
 from seqbook._contracts import (
@@ -46,6 +45,7 @@ __all__ = [
 States = Shaped("... B d", floating=True, dtype_of="W", spins=True)
 Weights = Shaped("... d d", floating=True)
 Thresholds = Shaped("... d", floating=True, dtype_of="W")
+SpinOrder = Shaped("n", floating=False, min_value=0, below="d")  # spin indices, in turn
 
 
 def hebbian_weights(patterns: Patterns(binary=True, ndim=(2, 3))) -> torch.Tensor:
@@ -103,7 +103,7 @@ def _sign_keep_ties(h: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
     return torch.where(h > 0, 1.0, torch.where(h < 0, -1.0, current)).to(current.dtype)
 
 
-def async_sweep(xi: States, W: Weights, U: Thresholds, order: torch.Tensor) -> torch.Tensor:
+def async_sweep(xi: States, W: Weights, U: Thresholds, order: SpinOrder) -> torch.Tensor:
     r"""One asynchronous sweep: update the spins one at a time, in ``order``.
 
     Spin :math:`i` becomes :math:`\operatorname{sgn}(\sum_j W_{ij}\xi_j - U_i)` using the
@@ -122,7 +122,7 @@ def async_sweep(xi: States, W: Weights, U: Thresholds, order: torch.Tensor) -> t
         >>> async_sweep(torch.tensor([[1., 1., 1.]]), W, torch.zeros(3), torch.tensor([1, 0, 2]))
         tensor([[ 1., -1.,  1.]])
     """
-    return _async_sweep(xi, W, U, check_spin_order(order, W.shape[-1]))
+    return _async_sweep(xi, W, U, order)
 
 
 def _async_sweep(

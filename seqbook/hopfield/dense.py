@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from seqbook._checks import check_spin_order, check_spin_states
+from seqbook._checks import check_spin_states
 from seqbook._contracts import (
     IndexInto,
     IntAtLeast,
@@ -30,7 +30,7 @@ from seqbook._contracts import (
     PositiveInt,
     RandomGenerator,
 )
-from seqbook.hopfield.classical import _order, _sign_keep_ties
+from seqbook.hopfield.classical import SpinOrder, _order, _sign_keep_ties
 from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
 
 __all__ = ["DenseAssociativeMemory", "dense_async_sweep", "dense_energy"]
@@ -81,7 +81,7 @@ def dense_async_sweep(
     patterns: Patterns(binary=True, ndim=(2, 3)),
     F: OneOf("poly", "exp"),
     degree: IntAtLeast(2),
-    order: torch.Tensor,
+    order: SpinOrder,
 ) -> torch.Tensor:
     r"""One asynchronous sweep of the dense memory, spins visited in ``order``.
 
@@ -108,7 +108,6 @@ def dense_async_sweep(
         tensor([[ 1.,  1., -1., -1.]])
     """
     check_spin_states("xi", xi, patterns)
-    order = check_spin_order(order, patterns.shape[-1])
     return _dense_async_sweep(xi, patterns.double(), F, degree, order).to(xi.dtype)
 
 

@@ -34,7 +34,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbook._checks import check_batch
 from seqbook._contracts import (
     Check,
     Flag,
@@ -367,7 +366,9 @@ class MixerLM(nn.Module):
         self, ids: Shaped("B", ids="vocab_size"), state: State
     ) -> tuple[torch.Tensor, dict]:
         """Read one token per row and return the next token's scores and the new state."""
-        check_batch("state['previous']", state["previous"], ids.shape[0], of="ids")
+        if state["previous"].shape[0] != ids.shape[0]:  # a state of another batch
+            raise ValueError(f"state['previous'] must have the batch size of ids ({ids.shape[0]})"
+                             f" in its first dimension, got shape {tuple(state['previous'].shape)}")
         e = self.embed(ids)  # (B, d)
         x = e + self.shift(state["previous"])
         states = []
