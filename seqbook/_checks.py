@@ -344,16 +344,3 @@ def check_beta(name: str, value: Any) -> float:
     if value == float("inf"):
         raise ValueError(f"{name} must be finite (an inverse temperature > 0), got inf")
     return value
-
-
-def check_spin_states(name: str, value: Any, patterns: torch.Tensor) -> torch.Tensor:
-    """Return spins ``(..., B, d)`` matching the last dimension and dtype of ``patterns``."""
-    value = check_tensor(name, value, floating=True)
-    if value.dim() < 2 or value.shape[-1] != patterns.shape[-1]:
-        raise ValueError(
-            f"{name} must have shape (..., B, d) with d = {patterns.shape[-1]}, "
-            f"got shape {tuple(value.shape)}"
-        )
-    check_same_dtype(name, value, patterns.dtype, of="the stored patterns (or weights)")
-    check_spins(name, value)
-    return value

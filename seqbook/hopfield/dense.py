@@ -22,16 +22,21 @@ import math
 
 import torch
 
-from seqbook._checks import check_spin_states
+from seqbook._checks import check_same_dtype
 from seqbook._contracts import (
     IndexInto,
     IntAtLeast,
     OneOf,
     PositiveInt,
     RandomGenerator,
+    Shaped,
 )
 from seqbook.hopfield.classical import SpinOrder, _order, _sign_keep_ties
 from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
+
+# spin states (..., B, d) of the patterns' d (their dtype, once integer patterns are
+# converted, is checked in the body)
+SpinStates = Shaped("... B d", floating=True, spins=True)
 
 __all__ = ["DenseAssociativeMemory", "dense_async_sweep", "dense_energy"]
 
@@ -50,7 +55,7 @@ def _odd_part(a: torch.Tensor, degree: int) -> torch.Tensor:
 
 
 def dense_energy(
-    xi: torch.Tensor,
+    xi: SpinStates,
     patterns: Patterns(binary=True, ndim=(2, 3)),
     F: OneOf("poly", "exp") = "poly",
     degree: IntAtLeast(2) = 3,
@@ -67,7 +72,7 @@ def dense_energy(
         >>> dense_energy(torch.tensor([[1., 1., -1.]]), X, F="poly", degree=3)
         tensor([-27.], dtype=torch.float64)
     """
-    check_spin_states("xi", xi, patterns)
+    check_same_dtype("xi", xi, patterns.dtype, of="the stored patterns")  # once converted
     return _dense_energy(xi, patterns, F, degree)
 
 
@@ -77,7 +82,7 @@ def _dense_energy(xi: torch.Tensor, X: torch.Tensor, F: str, degree: int) -> tor
 
 
 def dense_async_sweep(
-    xi: torch.Tensor,
+    xi: SpinStates,
     patterns: Patterns(binary=True, ndim=(2, 3)),
     F: OneOf("poly", "exp"),
     degree: IntAtLeast(2),
@@ -107,7 +112,7 @@ def dense_async_sweep(
         >>> dense_async_sweep(torch.tensor([[-1., 1., -1., -1.]]), X, "exp", 3, torch.arange(4))
         tensor([[ 1.,  1., -1., -1.]])
     """
-    check_spin_states("xi", xi, patterns)
+    check_same_dtype("xi", xi, patterns.dtype, of="the stored patterns")  # once converted
     return _dense_async_sweep(xi, patterns.double(), F, degree, order).to(xi.dtype)
 
 
