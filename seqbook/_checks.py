@@ -122,12 +122,14 @@ def check_tensor(
 
 def check_sequence(
     name: str, value: Any, *, what: str, non_empty: bool = False, iterable: bool = False,
-    of: type | tuple[type, ...] | None = None,
+    of: type | tuple[type, ...] | None = None, tensor: bool = False,
 ) -> Any:
     """Return ``value`` if it is a sequence (``iterable``: any iterable), not a str,
-    bytes or tensor, of items of type ``of`` if given; ``what`` describes it."""
+    bytes or tensor (``tensor``: a tensor is one), of items of type ``of`` if given;
+    ``what`` describes it."""
     kind = Iterable if iterable else Sequence
-    if isinstance(value, (str, bytes, torch.Tensor)) or not isinstance(value, kind):
+    not_one = (str, bytes) if tensor else (str, bytes, torch.Tensor)
+    if isinstance(value, not_one) or not isinstance(value, kind):
         raise TypeError(f"{name} must be {what}, got {_describe(value)}")
     if non_empty and hasattr(value, "__len__") and len(value) == 0:
         raise ValueError(f"{name} must hold at least one item ({what}), got an empty one")

@@ -187,17 +187,18 @@ def OneOf(*choices: Any) -> Any:
 
 def SequenceOf(
     what: str, *, non_empty: bool = False, iterable: bool = False,
-    of: type | tuple[type, ...] | None = None, size: str | None = None,
+    of: type | tuple[type, ...] | None = None, size: str | None = None, tensor: bool = False,
 ) -> Any:
     """A sequence (a list, a tuple; ``iterable=True``: any iterable) that is not a str,
     bytes or tensor; ``what`` describes it in the message ("a list of token lists").
     ``of``: the type(s) of every item; ``size``: its length, a named size of the call
-    (``"B"``, bound by the call's tensors or another sequence, see :class:`Dims`)."""
+    (``"B"``, bound by the call's tensors or another sequence, see :class:`Dims`);
+    ``tensor``: a tensor counts as a sequence (of its rows)."""
     if size is not None:
         return Annotated[Any, Items(what, non_empty=non_empty, iterable=iterable, of=of,
-                                    size=size)]
+                                    size=size, tensor=tensor)]
     return Annotated[Any, Check(check_sequence, what=what, non_empty=non_empty,
-                                iterable=iterable, of=of)]
+                                iterable=iterable, of=of, tensor=tensor)]
 
 
 class Items(Check):

@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from seqbook.data import Vocab, tokenize
 
@@ -68,3 +69,13 @@ def test_vocab_bad_input():
         vocab.encode("abc")
     with pytest.raises(ValueError, match="ids"):
         vocab.decode([99])
+
+
+def test_decode_takes_a_tensor_of_ids_as_a_list():
+    """A 1-D tensor of ids (a model's output) decodes as the list of its ids; a str or a
+    number is no iterable of ids."""
+    vocab = Vocab([["a", "b", "c"]])
+    ids = vocab.encode(["a", "c"])
+    assert vocab.decode(torch.tensor(ids)) == vocab.decode(ids) == ["a", "c"]
+    with pytest.raises(TypeError, match="ids must be an iterable of int ids, got 'ab'"):
+        vocab.decode("ab")

@@ -72,7 +72,7 @@ def _check_id(name: str, i: object, size: int) -> int:
 Corpus = Annotated[Iterable[Sequence[str]], Check(
     _check_iterable, of="token sequences", hint="; wrap it, e.g. Vocab([tokenize(text)])")]
 Tokens = Annotated[Sequence[str], Check(_check_tokens)]
-Ids = SequenceOf("an iterable of int ids", iterable=True)
+Ids = SequenceOf("an iterable of int ids", iterable=True, tensor=True)  # a 1-D tensor too
 # what a TypeError of counting or looking up tokens says: which token cannot be hashed
 HASHABLE = {"what": "a sequence of hashable tokens (str)", "iterable": True, "of": Hashable}
 
