@@ -47,10 +47,18 @@ test: $(ENV)
 	@$(MAKE) -k -j8 --no-print-directory $(CHECKS:%=check-%); status=$$?; \
 	failed=$$(ls $(LOGS) | sed -n 's/\.failed$$//p' | xargs); \
 	if [ $$status = 0 ] && [ -z "$$failed" ]; then echo "== make test: passed at $$(date +%T)"; \
-	else echo "== make test: FAILED at $$(date +%T): $${failed:-see above}"; exit 1; fi
+	else for check in $$failed; do echo "== $$check: what failed (_build/logs/$$check.log)"; \
+	  grep -sE "$(FAILURE_LINES)" $(LOGS)/$$check.log | cut -c1-300 | head -n 12 | sed 's/^/  | /'; \
+	done; echo "== make test: FAILED at $$(date +%T): $${failed:-see above}"; exit 1; fi
+# The lines of a failed check's log that name what failed, repeated at the very end of the
+# output (CI may keep only its tail): pytest's summary, a chapter's error, make's own.
+FAILURE_LINES := ^(FAILED|ERROR)|Error:|Error\b.*:|^E  |does not hold|Traceback|\*\*\*
 
 check-%: $(ENV)
-	@echo "== $*: started at $$(date +%T)"; start=$$SECONDS; \
+	@if [ $* = html ] && [ -e $(LOGS)/strict.failed ] && [ ! -e _build/html/index.html ]; then \
+	  touch $(LOGS)/html.failed; echo "== html: not run: strict failed and built no pages"; \
+	  exit 0; fi; \
+	echo "== $*: started at $$(date +%T)"; start=$$SECONDS; \
 	if $(NICE_$*) $(MAKE) --no-print-directory $* > $(LOGS)/$*.log 2>&1; \
 	then echo "== $*: passed in $$((SECONDS - start)) s"; \
 	else touch $(LOGS)/$*.failed; echo "== $*: FAILED after $$((SECONDS - start)) s:"; \
