@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> list[TeacherForcingRecord]:
     parser.add_argument("--smoke", action="store_true", help="a tiny run")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    de = chapter_tasks(num_train=200 if args.smoke else 3000)["de"]
+    de = chapter_tasks(**(dict(num_train=200, num_eval=50) if args.smoke else {}))["de"]
     test = de.splits.test
     records = []
     for seed in args.seeds:
