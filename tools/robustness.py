@@ -23,7 +23,7 @@ times). Exit status 1 when any chapter fails in any configuration.
 A claim about a timing must also hold on a busy machine: ``make test`` runs its checks
 side by side, two or three kernels to a core. Run such a chapter with ``--jobs`` above the
 number of CPUs, e.g. ``--only CHAPTER --configs "shift 0" "shift 1" "shift 4" "shift 5"
---jobs 6`` on 2 CPUs.
+--jobs 6 --out /tmp/busy.md`` on 2 CPUs.
 """
 
 from __future__ import annotations
