@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbook._contracts import InstanceOf
+from seqbook.claims import claim
 
-__all__ = ["SourceSnippet", "glue", "show_source"]
+__all__ = ["SourceSnippet", "claim", "glue", "show_source"]
 
 
 def glue(name: str, value: Any, display: bool = False) -> None:

@@ -37,8 +37,8 @@ def seed_shift() -> int:
     """The seed shift of this run: ``$SEQBOOK_SEED_SHIFT``, or 0 where it is unset.
 
     The printed book runs with shift 0; ``make test`` runs the notebooks with shift 1
-    and ``make robustness`` with shifts 2 and 3, so that every claim is checked on
-    runs other than the one it was written from.
+    and ``make claims`` (the claims ledger) with twelve more, so that every claim is
+    checked on runs other than the one it was written from.
 
     Example:
         >>> seed_shift() >= 0

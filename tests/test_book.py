@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import re
+import sys
 
+import jupytext
 import pytest
 
 from book_files import BOOK, ROOT, chapters, code_cells, config, repository_url, toc_files
 from notebook_twins import stale_twins
+
+sys.path.insert(0, str(ROOT / "tools"))
+import claims_ledger  # noqa: E402  (tools/ is not a package)
 
 CHAPTERS = chapters()
 CHAPTER_IDS = [c.stem for c in CHAPTERS]
@@ -60,11 +67,69 @@ def test_code_fits_the_page(chapter):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
-def test_chapter_checks_its_claims_in_hidden_cells(chapter):
-    text = chapter.read_text(encoding="utf-8")
-    hidden = re.findall(r"```\{code-cell\}[^\n]*\n:tags: \[remove-cell\]\n(.*?)```", text, re.S)
-    assert sum("assert " in cell for cell in hidden) >= 3, "too few hidden assert cells"
-    assert not re.search(r"assert [^\n]*\bor True\b", text), "an assert that cannot fail"
+def test_chapter_checks_its_claims_through_the_claim_helper(chapter):
+    # One way to state a claim (seqbook.claims.claim): a bare assert would stop a
+    # reader's run instead of showing a note, and the ledger would not see it.
+    asserts = [f"cell {n}: {ast.unparse(node)[:70]}" for n, tree in enumerate(_cell_trees(chapter))
+               for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+    assert not asserts, "check with claim(...), not assert:\n" + "\n".join(asserts)
+    hidden = [c for c in jupytext.read(chapter).cells if c.cell_type == "code"
+              and "remove-cell" in c.metadata.get("tags", [])]
+    assert sum("claim(" in cell.source for cell in hidden) >= 3, "too few hidden claims"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_every_claim_quotes_words_of_its_page(chapter):
+    # The ledger page links each claim to the words it backs with a text fragment
+    # (page.html#:~:text=...): plain words, verbatim in the chapter's prose (Sphinx
+    # turns quotes, dashes and "..." into typographic ones, which would not match).
+    prose = " ".join(" ".join(c.source.split()) for c in jupytext.read(chapter).cells
+                     if c.cell_type == "markdown")
+    for call in _claim_calls(chapter):
+        quote = next((k.value for k in call.keywords if k.arg == "quote"), None)
+        assert isinstance(quote, ast.Constant), f"{ast.unparse(call)[:80]}: no quote='...'"
+        words = quote.value
+        assert re.fullmatch(r"[A-Za-z0-9 ,;:()?%=+/-]+", words) and "--" not in words, (
+            f"quote {words!r}: plain words only")
+        assert " ".join(words.split()) in prose, f"quote {words!r} is not in the prose"
+
+
+def test_claim_statements_are_unique_in_the_book():
+    # the ledger and a reader's note find a claim by its statement
+    where: dict[str, str] = {}
+    for chapter in CHAPTERS:
+        for statement in {s for s in map(_statement, _claim_calls(chapter)) if s}:
+            assert statement not in where, f"{statement!r}: {where[statement]} and {chapter.stem}"
+            where[statement] = chapter.stem
+
+
+def test_the_ledger_covers_every_claim_and_every_claim_held_with_its_margin():
+    ledger = json.loads((ROOT / "seqbook" / "claims.json").read_text(encoding="utf-8"))
+    rows = {(r["chapter"], r["statement"]) for r in ledger["claims"]}
+    missing = [f"{c.stem}: {s}" for c in CHAPTERS for s in map(_statement, _claim_calls(c))
+               if s and (c.stem, s) not in rows]
+    assert not missing, "run `make claims` for these:\n" + "\n".join(missing)
+    assert not claims_ledger.problems(ledger["claims"], {c: i["errors"] for c, i in
+                                                         ledger["chapters"].items()})
+    page = (BOOK / "claims.md").read_text(encoding="utf-8")
+    assert page == claims_ledger.page(ledger), "run `python tools/claims_ledger.py --page`"
+
+
+def _cell_trees(chapter):
+    # IPython's magics (%pip) are not Python: blank them out
+    return [ast.parse(re.sub(r"^\s*[%!].*$", "", cell, flags=re.M))
+            for cell in code_cells(chapter)]
+
+
+def _claim_calls(chapter) -> list[ast.Call]:
+    return [node for tree in _cell_trees(chapter) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim"]
+
+
+def _statement(call: ast.Call) -> str | None:
+    """The statement of a claim call, where it is a literal (not an f-string)."""
+    first = call.args[0] if call.args else None
+    return first.value if isinstance(first, ast.Constant) else None
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
