@@ -132,6 +132,12 @@ def page_ids(path: Path) -> frozenset[str]:
     return links_and_ids(path)[1]
 
 
+@functools.lru_cache(maxsize=None)
+def page_text(path: Path) -> str:
+    """A page's visible text, its whitespace collapsed (what a text fragment matches)."""
+    return " ".join(soup_of(path).get_text(" ").split())
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     """Serves the build; its files do not change during the tests, so the browser may
     keep them (a reader's browser keeps the theme's scripts and MathJax from page to page
@@ -316,6 +322,10 @@ def test_every_internal_link_and_anchor_resolves(report):
                 target = target / "index.html"
             if not target.exists():
                 broken.append(f"{page.relative_to(HTML)}: {href} (no such file)")
+            elif parts.fragment.startswith(":~:text="):  # a text fragment: the words
+                words = " ".join(unquote(parts.fragment[len(":~:text="):]).split())
+                if words not in page_text(target):
+                    broken.append(f"{page.relative_to(HTML)}: {href} (no such text)")
             elif (parts.fragment and target.suffix == ".html"
                   and unquote(parts.fragment) not in page_ids(target)):
                 broken.append(f"{page.relative_to(HTML)}: {href} (no such anchor)")
