@@ -3,9 +3,9 @@
 A chapter checks each result it states with ``seqbook.notebook.claim``. A reader's
 machine (another CPU's kernels, another thread count, a GPU) or another seed takes a
 trained model down another path, so a claim about a random quantity is only as good as
-its distribution over many runs. This script executes every chapter's notebook
-(``notebooks/*.ipynb``) in the reader's mode, with every claim logging its measurement
-(``SEQBOOK_CLAIMS_LOG``), under these configurations:
+its distribution over many runs. This script executes every chapter
+(``book/<chapter>.md``, as a notebook) in the reader's mode, with every claim logging
+its measurement (``SEQBOOK_CLAIMS_LOG``), under these configurations:
 
 * ``printed``: seed shift 0, the run the book prints;
 * ``shift N`` for twelve or more shifts that were never used to set a bound
@@ -23,9 +23,13 @@ page "How sure is each claim")::
 
     python tools/claims_ledger.py [--shifts 101-112] [--only CHAPTER ...] [--jobs N]
     python tools/claims_ledger.py --page   # book/claims.md again from the JSON
+    python tools/claims_ledger.py --adopt trial.json ...   # take a trial's chapters
 
-``--only`` replaces those chapters' rows and keeps the others. Exit status 1 when a claim
-fails in a run, falls short of its margin, or a chapter stops on an error. A timing claim
+``--only`` replaces those chapters' rows and keeps the others. A trial (``--only ...
+--ledger trial.json``) run after a chapter's last edit, on shifts that set no bound, can
+be adopted as it is (``--adopt``): the ledger records each chapter's configurations.
+Exit status 1 when a claim fails in a run, falls short of its margin, or a chapter stops
+on an error. A timing claim
 must also hold on a busy machine: run its chapter with ``--jobs`` above the CPU count.
 """
 
@@ -72,7 +76,12 @@ def execute(notebook: Path) -> dict:
     import nbclient
     import nbformat
 
-    nb = nbformat.read(notebook, as_version=4)
+    if notebook.suffix == ".md":  # the chapter itself, so that an edit counts at once
+        import jupytext
+
+        nb = jupytext.read(notebook, fmt="md:myst")
+    else:
+        nb = nbformat.read(notebook, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
                                      allow_errors=True,
                                      resources={"metadata": {"path": str(ROOT)}})
@@ -92,7 +101,7 @@ def run_one(chapter: str, configuration: str) -> dict:
         env = {**os.environ, "TQDM_DISABLE": "1", "SEQBOOK_CLAIMS": "reader",
                "SEQBOOK_CLAIMS_LOG": log.name, **environment(configuration)}
         done = subprocess.run(
-            [sys.executable, __file__, "--execute", str(ROOT / "notebooks" / f"{chapter}.ipynb")],
+            [sys.executable, __file__, "--execute", str(ROOT / "book" / f"{chapter}.md")],
             env=env, capture_output=True, text=True)
         if done.returncode != 0:
             return {"errors": [f"runner failed: {done.stderr.strip()[-300:]}"], "claims": [],
@@ -211,9 +220,6 @@ def page(ledger: dict) -> str:
     identities = sum(r["identity"] for r in rows)
     tightest = sorted((r for r in rows if r["required"] > 0),
                       key=lambda r: r["margin"] / r["required"])[:5]
-    made = {f"`{i['commit']}`, torch {i['torch']} ({i['kernels']} kernels), {i['machine']}, "
-            f"{i['date']}" for i in chapters.values()}
-    configured = {_configurations(i["configurations"]) for i in chapters.values()}
     runs = {len(i["configurations"]) for i in chapters.values()}
     lines = [
         "(claims-ledger)=", "# How sure is each claim", "",
@@ -225,19 +231,23 @@ def page(ledger: dict) -> str:
         "over many runs: which statements are *identities* (true up to rounding in any",
         "run), which are *statistics* of a random run, and how close each came to its bound.",
         "",
-        "Each chapter ran " + " or ".join(sorted(configured)) + ". A shift moves every seed",
-        "the chapter draws, and no shift used here set a bound. A claim must hold in every",
+        "Each chapter ran as printed, at twelve or more seed shifts, and with the printed",
+        "seeds on torch's portable CPU kernels and one thread; its section below says which",
+        "shifts, and on which commit and machine. A shift moves every seed the chapter",
+        "draws, and no shift used here set a bound. A claim must hold in every",
         "run, and its bound must lie beyond the worst run by a margin: three standard",
         "deviations of its values, or a quarter of their range where they are not roughly",
         "normal (Shapiro-Wilk test, p < 0.05). In a notebook you run yourself, a claim your",
         "run does not confirm shows a note with its row of this table, and the notebook",
-        "goes on; in the book's own build and tests it stops the build.", "",
+        "goes on; in the book's own build and tests (`SEQBOOK_CLAIMS=strict`, read by",
+        "{py:func}`~seqbook.claims.claims_mode`) it raises a",
+        "{py:class}`~seqbook.claims.ClaimError` and stops the build. Each claim is a call",
+        "of {py:func}`~seqbook.notebook.claim` in a hidden cell of its chapter.", "",
         f"**{len(rows)} claims**: {identities} identities and {len(rows) - identities} "
         f"statistics, over {' or '.join(str(n) for n in sorted(runs))} runs each; "
         f"{sum(r['held'] == r['runs'] for r in rows)} held in every run, "
         f"{sum(r['held'] == r['runs'] and r['margin'] >= r['required'] for r in rows)} "
-        "with their margin. Made by `python tools/claims_ledger.py` (`make claims`) at "
-        + "; ".join(sorted(made)) + ".", "",
+        "with their margin. Made by `python tools/claims_ledger.py` (`make claims`).", "",
         "The five claims nearest their bound, for the margin they need:", "",
         "| chapter | claim | worst run's distance to the bound | margin needed |",
         "| --- | --- | --- | --- |",
@@ -249,7 +259,11 @@ def page(ledger: dict) -> str:
               "run's distance to the bound, beside the margin the claim needs. A claim's",
               "link opens the sentence of the page it backs.", ""]
     for chapter in dict.fromkeys(r["chapter"] for r in rows):
+        info = chapters[chapter]
         lines += [f"## {{doc}}`{chapter}`", "",
+                  f"Runs: {_configurations(info['configurations'])}; at `{info['commit']}`, "
+                  f"torch {info['torch']} ({info['kernels']} kernels, {info['threads']} "
+                  f"threads), {info['machine']}, {info['date']}.", "",
                   "| claim | kind | bound | printed | min / median / max | held | margin |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for r in (r for r in rows if r["chapter"] == chapter):
@@ -257,10 +271,17 @@ def page(ledger: dict) -> str:
             lines.append(
                 f"| {_link(r)} | {'identity' if r['identity'] else 'statistic'} | "
                 f"{_text(r['bound'])} | {_number(r['printed'])} | {spread} | "
-                f"{r['held']} of {r['runs']} | {_number(r['margin'])} "
-                f"(needs {_number(r['required'])}) |")
+                f"{r['held']} of {r['runs']} | {_margin(r)} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _margin(row: dict) -> str:
+    if row["bound"].startswith("=="):
+        return "exact"
+    needed = "none: the same value in every run" if row["rule"] == "constant" else (
+        f"needs {_number(row['required'])}, {row['rule']}")
+    return f"{_number(row['margin'])} ({needed})"
 
 
 def _link(row: dict) -> str:
@@ -280,17 +301,21 @@ def main() -> int:
     parser.add_argument("--page", action="store_true", help="only write book/claims.md")
     parser.add_argument("--ledger", type=Path, default=LEDGER,
                         help="the JSON to update (another path: a trial, and no page)")
+    parser.add_argument("--adopt", type=Path, nargs="+",
+                        help="trial ledgers whose chapters replace the ledger's")
     parser.add_argument("--execute", type=Path, help=argparse.SUPPRESS)  # the worker
     args = parser.parse_args()
     if args.execute:
         print(json.dumps(execute(args.execute)))
         return 0
+    if args.adopt:
+        return adopt(args.adopt)
     if args.page:
         PAGE.write_text(page(json.loads(LEDGER.read_text())), encoding="utf-8")
         return 0
     shifts = parse_shifts(args.shifts)
     configurations = [PRINTED, *(f"shift {s}" for s in shifts), KERNELS]
-    chapters = args.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    chapters = args.only or [p.stem for p in chapter_files()]
     results: dict[str, dict[str, dict]] = {c: {} for c in chapters}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, c, k): (c, k) for c in chapters for k in configurations}
@@ -301,27 +326,52 @@ def main() -> int:
             print(f"{chapter:>20} | {configuration:<26} | {run['cpu_s']:5.0f} s | "
                   f"{len(run['claims'])} checks | failed: {failed[:3]} | errors: "
                   f"{run['errors'][:2]}", flush=True)
-    old = json.loads(args.ledger.read_text()) if args.ledger.exists() and args.only else {}
-    rows = [r for r in old.get("claims", []) if r["chapter"] not in chapters]
-    runs = {c: info for c, info in old.get("chapters", {}).items() if c not in chapters}
-    made = machine()
+    made, rows, runs = machine(), [], {}
     for chapter in chapters:
         rows += summarise(chapter, results[chapter])
         runs[chapter] = {
             "configurations": configurations, **made,
             "errors": [f"{k}: {e}" for k, run in results[chapter].items() for e in run["errors"]],
             "cpu_s": round(max(run["cpu_s"] for run in results[chapter].values()), 1)}
-    order = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    old = json.loads(args.ledger.read_text()) if args.ledger.exists() and args.only else {}
+    return write(args.ledger, merged(old, rows, runs))
+
+
+def merged(old: dict, rows: list[dict], runs: dict[str, dict]) -> dict:
+    """A ledger whose chapters in ``runs`` are replaced, in the book's order."""
+    rows = [r for r in old.get("claims", []) if r["chapter"] not in runs] + rows
+    runs = {**{c: i for c, i in old.get("chapters", {}).items() if c not in runs}, **runs}
+    order = [p.stem for p in chapter_files()]
     rows.sort(key=lambda r: order.index(r["chapter"]) if r["chapter"] in order else 99)
-    ledger = {"chapters": dict(sorted(runs.items(), key=lambda kv: order.index(kv[0]))),
-              "claims": rows}
-    args.ledger.write_text(json.dumps(ledger, indent=1) + "\n", encoding="utf-8")
-    if args.ledger == LEDGER:
+    return {"chapters": dict(sorted(runs.items(), key=lambda kv: order.index(kv[0]))),
+            "claims": rows}
+
+
+def write(path: Path, ledger: dict) -> int:
+    """Write a ledger (and the page, for the book's own), report its problems."""
+    path.write_text(json.dumps(ledger, indent=1) + "\n", encoding="utf-8")
+    if path == LEDGER:
         PAGE.write_text(page(ledger), encoding="utf-8")
+    rows, runs = ledger["claims"], ledger["chapters"]
     found = problems(rows, {c: i["errors"] for c, i in runs.items()})
     print("\n".join(found) or "every claim held in every run, with its margin")
-    print(f"wrote {args.ledger}" + (f" and {PAGE}" if args.ledger == LEDGER else ""))
+    print(f"wrote {path}" + (f" and {PAGE}" if path == LEDGER else ""))
     return int(bool(found))
+
+
+def adopt(trials: list[Path]) -> int:
+    """The book's ledger with each trial's chapters in place of its own."""
+    ledger = json.loads(LEDGER.read_text()) if LEDGER.exists() else {}
+    for trial in trials:
+        found = json.loads(trial.read_text())
+        ledger = merged(ledger, found["claims"], found["chapters"])
+    return write(LEDGER, ledger)
+
+
+def chapter_files() -> list[Path]:
+    """The book's executable chapters (MyST Markdown with a kernelspec), by name."""
+    return sorted(p for p in (ROOT / "book").glob("*.md")
+                  if "kernelspec:" in p.read_text(encoding="utf-8")[:1000])
 
 
 def parse_shifts(text: str) -> list[int]:
