@@ -38,8 +38,10 @@ $(ENV): requirements.txt pyproject.toml
 /usr/bin/chromium:  # the headless browser of the html checks
 	$(INSTALL_DEB) chromium
 
-notebooks: $(ENV)  ## the Colab twins notebooks/*.ipynb, from book/*.md
-	$(PY) tests/notebook_twins.py --write
+# The Colab edition notebooks/*.ipynb, from book/*.md and the printed numbers of the built
+# book (make book first; a chapter not built keeps its twin's numbers).
+notebooks: $(ENV)
+	$(PY) tools/colab_edition.py --write
 
 # The checks run side by side, all of them even when one fails, each with its output in
 # _build/logs/<check>.log. The longest chain, strict then html, goes first: unit and
@@ -85,8 +87,9 @@ strict: $(ENV)
 	$(PRINTED) $(PY) tools/execution_cache.py
 	$(PRINTED) $(JB) build . --all -n -W --keep-going
 
-html: $(ENV) | /usr/bin/chromium  ## the built pages, statically and in headless chromium
-	$(PY) -m pytest -n auto -m built_html tests/test_browser.py tests/test_built_html.py
+html: $(ENV) | /usr/bin/chromium  ## the built pages and the Colab edition, statically and in chromium
+	$(PY) -m pytest -n auto -m built_html tests/test_browser.py tests/test_built_html.py \
+	  tests/test_colab_rendered.py
 
 # Chapters as in Colab: a bare environment, where the first cell installs seqbook
 # (COLAB_CHAPTERS: the first, or chapter names; empty: all of them).

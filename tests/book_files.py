@@ -7,7 +7,12 @@ from pathlib import Path
 
 import yaml
 
-from notebook_twins import BOOK, NOTEBOOKS, ROOT, chapters, twin_path  # noqa: F401  (re-exported)
+from colab_edition import BOOK, NOTEBOOKS, ROOT, chapters  # noqa: F401  (re-exported)
+
+
+def twin_path(chapter: Path) -> Path:
+    """The Colab edition of a chapter."""
+    return NOTEBOOKS / f"{chapter.stem}.ipynb"
 
 
 def config() -> dict:

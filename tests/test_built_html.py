@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from bs4 import BeautifulSoup
 
-from book_files import ROOT, chapters, config, repository_url
+from book_files import ROOT, chapters, repository_url
 
 pytestmark = pytest.mark.built_html
 
@@ -35,9 +36,10 @@ def notebook_of_colab_url(url: str) -> Path:
     parts = urlparse(url)
     assert parts.netloc == "colab.research.google.com", url
     repo_path = urlparse(repository_url()).path.strip("/")
-    branch = config()["repository"].get("branch", "main")
-    prefix = f"/github/{repo_path}/blob/{branch}/"
-    assert parts.path.startswith(prefix), f"{url} does not open {repo_path}@{branch}"
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()  # the twin of the page's own commit
+    prefix = f"/github/{repo_path}/blob/{commit}/"
+    assert parts.path.startswith(prefix), f"{url} does not open {repo_path}@{commit}"
     return ROOT / parts.path[len(prefix):]
 
 

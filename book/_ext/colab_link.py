@@ -8,12 +8,16 @@ twins live in ``notebooks/<name>.ipynb``. This extension
 * puts a visible "Open in Colab" link under each chapter's title.
 
 Pages without a twin (the API reference, the execution report) get neither. The
-repository and branch come from ``_config.yml`` (``repository.url``/``branch``), the
-only place they are written down.
+link opens the twin of the commit the book is built from (``git rev-parse HEAD``), so
+that the notebook a reader opens is the page's own; outside a git checkout it opens the
+branch. The repository and branch come from ``_config.yml`` (``repository.url``/
+``branch``), the only place they are written down.
 """
 
 from __future__ import annotations
 
+import functools
+import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -42,9 +46,17 @@ def colab_url(app: Sphinx, docname: str) -> str | None:
         )
         return None
     base = options.get("launch_buttons", {}).get("colab_url", "https://colab.research.google.com")
-    branch = options.get("repository_branch", "main")
+    revision = built_commit(app.srcdir) or options.get("repository_branch", "main")
     relative = twin.relative_to(app.srcdir).as_posix()
-    return f"{base.rstrip('/')}/github/{parts.path.strip('/')}/blob/{branch}/{relative}"
+    return f"{base.rstrip('/')}/github/{parts.path.strip('/')}/blob/{revision}/{relative}"
+
+
+@functools.cache
+def built_commit(srcdir: str) -> str | None:
+    """The commit the book is built from, or None outside a git checkout."""
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=srcdir, capture_output=True,
+                          text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def add_colab_link(app: Sphinx, doctree: nodes.document, docname: str) -> None:
