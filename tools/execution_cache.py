@@ -113,10 +113,17 @@ def dependency_files(chapter: Path, root: Path = ROOT) -> list[Path]:
     return sorted(files)
 
 
+# The claims ledger changes only the note a reader's run shows when a claim fails; the
+# book is built in strict mode, where a failed claim stops the build whatever the ledger
+# says. So a new ledger leaves every chapter's outputs as they are.
+NOT_READ_BY_THE_BUILD = {"claims.json"}
+
+
 def package_data(package: Path) -> set[Path]:
     """A package's files that are not Python and not in a subpackage (its results)."""
     return {path for path in package.rglob("*")
             if path.is_file() and path.suffix not in (".py", ".pyc")
+            and path.name not in NOT_READ_BY_THE_BUILD
             and next(f for f in path.parents if (f / "__init__.py").exists()) == package}
 
 
