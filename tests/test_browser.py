@@ -164,18 +164,6 @@ def base_url():
 
 
 @pytest.fixture(scope="session")
-def browser():
-    """One headless chromium for the whole session; each page gets a fresh context."""
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} not found: `make test` installs it"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="session")
 def reader(browser):
     """One browser context (light scheme, desktop) in which each page opens in a new tab,
     as a reader goes from page to page: the context's cache spares each page the loading

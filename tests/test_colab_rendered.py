@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 
 from book_files import NOTEBOOKS, ROOT, chapters
 from colab_edition import book_url, numbers, printed_glue
-from test_browser import HTML, PageVisit, _QuietHandler, browser  # noqa: F401  (a fixture)
+from test_browser import HTML, PageVisit, _QuietHandler
 
 pytestmark = pytest.mark.built_html
 
@@ -61,7 +61,7 @@ def build_url():
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=IDS)
-def test_a_twin_reads_as_a_page(chapter, browser, build_url):  # noqa: F811
+def test_a_twin_reads_as_a_page(chapter, browser, build_url):
     visit = PageVisit(browser, build_url + render(chapter))
     page = visit.page
     try:

@@ -5,8 +5,10 @@ page from one module name, the one under which the module's *first* documented o
 was documented. When a module's objects are documented under different names (here
 ``seqbook.hopfield.memory.PatternMemory`` and ``seqbook.hopfield.Retrieval``, both
 defined in ``seqbook/hopfield/memory.py``), the others' links name the object by its
-canonical name, which the page has no anchor for. The Python domain knows the anchor
-of every name, canonical ones included; this rewrites each link to it.
+canonical name, which the page has no anchor for; and an object of a module whose
+first documented object is re-exported elsewhere (``seqbook.notebook.claim``, defined in
+``seqbook/claims.py``) is named under the re-exporting module. The Python domain knows
+the anchor of every name, canonical ones included; this rewrites each link to it.
 """
 
 from __future__ import annotations
@@ -25,9 +27,17 @@ def fix_backlinks(app: Sphinx, pagename: str, templatename: str, context: dict[s
         return
     # Domain.get_objects(): (name, display name, type, docname, anchor, priority)
     anchors = {name: node for name, _, _, _, node, _ in app.env.get_domain("py").get_objects()}
+    module = pagename[len("_modules/"):].replace("/", ".")  # the page's own module
 
     def anchor(match: re.Match) -> str:
-        node_id = anchors.get(match.group(2))
+        name = match.group(2)
+        node_id = anchors.get(name)
+        # a name under another module (seqbook.notebook.ClaimError, for an object of
+        # seqbook/claims.py): the object under this page's module, by its qualified name
+        parts = name.split(".")
+        for start in range(1, len(parts)):
+            if node_id is None:
+                node_id = anchors.get(f"{module}.{'.'.join(parts[start:])}")
         return match.group(0) if node_id is None else match.expand(rf"\g<1>{node_id}\g<3>")
 
     context["body"] = BACKLINK.sub(anchor, context["body"])
