@@ -5,15 +5,12 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 
 import jupytext
 import pytest
 
+import claims_ledger  # tools/, on pytest's pythonpath (pyproject.toml)
 from book_files import BOOK, ROOT, chapters, code_cells, config, repository_url, toc_files
-
-sys.path.insert(0, str(ROOT / "tools"))
-import claims_ledger  # noqa: E402  (tools/ is not a package)
 
 CHAPTERS = chapters()
 CHAPTER_IDS = [c.stem for c in CHAPTERS]
