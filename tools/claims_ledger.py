@@ -263,7 +263,9 @@ def page(ledger: dict) -> str:
         lines += [f"## {{doc}}`{chapter}`", "",
                   f"Runs: {_configurations(info['configurations'])}; at `{info['commit']}`, "
                   f"torch {info['torch']} ({info['kernels']} kernels, {info['threads']} "
-                  f"threads), {info['machine']}, {info['date']}.", "",
+                  f"thread{'' if info['threads'] == '1' else 's'}), {info['machine']}"
+                  + (f", {info['jobs']} chapters run at once" if "jobs" in info else "")
+                  + f", {info['date']}.", "",
                   "| claim | kind | bound | printed | min / median / max | held | margin |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for r in (r for r in rows if r["chapter"] == chapter):
@@ -326,7 +328,7 @@ def main() -> int:
             print(f"{chapter:>20} | {configuration:<26} | {run['cpu_s']:5.0f} s | "
                   f"{len(run['claims'])} checks | failed: {failed[:3]} | errors: "
                   f"{run['errors'][:2]}", flush=True)
-    made, rows, runs = machine(), [], {}
+    made, rows, runs = {**machine(), "jobs": args.jobs}, [], {}
     for chapter in chapters:
         rows += summarise(chapter, results[chapter])
         runs[chapter] = {
