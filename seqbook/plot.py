@@ -124,10 +124,9 @@ def heatmap(
     if yticklabels is not None:
         ax.set_yticks(range(rows), labels=list(yticklabels))
     if annotate:
-        threshold = (np.nanmax(matrix) + np.nanmin(matrix)) / 2
         for (r, c), value in np.ndenumerate(matrix):
             ax.text(c, r, format(value, fmt), ha="center", va="center", fontsize="x-small",
-                    color="black" if value > threshold else "white")
+                    color=_ink_on(image.cmap(image.norm(value))))
     ax.set_xlabel(xlabel or "")
     ax.set_ylabel(ylabel or "")
     if title:
@@ -135,3 +134,14 @@ def heatmap(
     if colorbar:
         ax.figure.colorbar(image, ax=ax)
     return ax
+
+
+def _ink_on(rgba) -> str:
+    """Black or white, whichever reads on a cell of colour ``rgba``.
+
+    By the cell's relative luminance (sRGB, ITU-R BT.709 weights), so that it holds for
+    any colour map, dark-to-light or light-to-dark.
+    """
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return "black" if luminance > 0.179 else "white"

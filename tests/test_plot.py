@@ -44,3 +44,15 @@ def test_heatmap_keeps_integer_matrices_for_integer_formats():
         heatmap(torch.rand(2, 2), annotate=True, fmt="d")
     with pytest.raises(TypeError, match="matrix must be a 2-D array of numbers"):
         heatmap([["a", "b"]])
+
+
+@pytest.mark.parametrize("cmap, ink_of_low, ink_of_high", [
+    ("Blues", "black", "white"),      # pale to dark
+    ("viridis", "white", "black"),    # dark to pale
+    ("Greys_r", "white", "black"),
+])
+def test_annotations_are_dark_on_pale_cells_and_light_on_dark_ones(cmap, ink_of_low, ink_of_high):
+    ax = heatmap(torch.tensor([[0.0, 1.0]]), annotate=True, cmap=cmap)
+    low, high = ax.texts
+    assert (low.get_color(), high.get_color()) == (ink_of_low, ink_of_high)
+    plt.close(ax.figure)
