@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REPORT = ROOT / "_build" / "colab-report.json"
 KERNEL = "seqbook-colab-rehearsal"
+# how a reader's note on a claim this run did not confirm begins (seqbook/claims.py)
+NOTE = "This run does not confirm a claim of the page"
 
 
 def toc_chapters() -> list[str]:
@@ -61,7 +63,8 @@ def ensure_kernel() -> None:
     )
 
 
-def rehearse(notebook_path: Path, timeout: int) -> float:
+def rehearse(notebook_path: Path, timeout: int) -> tuple[float, int]:
+    """Seconds the notebook ran, and how many reader's notes on claims it showed."""
     subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "seqbook"],
                    check=True, capture_output=True)
     notebook = nbformat.read(notebook_path, as_version=4)
@@ -73,11 +76,13 @@ def rehearse(notebook_path: Path, timeout: int) -> float:
         start = time.perf_counter()
         client.execute()
         seconds = time.perf_counter() - start
+    notes = sum(NOTE in "".join(output.get("data", {}).get("text/markdown", ""))
+                for cell in notebook.cells for output in cell.get("outputs", []))
     # seqbook was uninstalled above, so only the notebook's install cell can have put
     # it back
     if installed_version("seqbook") is None:
         raise AssertionError(f"{notebook_path.name}: the install cell did not install seqbook")
-    return seconds
+    return seconds, notes
 
 
 def main() -> int:
@@ -101,27 +106,29 @@ def main() -> int:
     # The install cell installs this checkout: a copy of what the package build reads,
     # because pip builds a local directory in place and would leave build/ behind.
     source = Path(tempfile.mkdtemp(prefix="seqbook-source-"))
-    for item in ("pyproject.toml", "README.md"):
+    for item in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / item, source / item)
     shutil.copytree(ROOT / "seqbook", source / "seqbook",
                     ignore=shutil.ignore_patterns("__pycache__"))
     os.environ["SEQBOOK_PIP_SPEC"] = str(source)
     torch_before = installed_version("torch")
-    report = {"torch": torch_before, "seconds": {}}
+    report = {"torch": torch_before, "seconds": {}, "claim notes": {}}
     failures = []
     for name in names:
         print(f"colab rehearsal: {name} ...", flush=True)
         try:
-            seconds = rehearse(NOTEBOOKS / f"{name}.ipynb", args.timeout)
+            seconds, notes = rehearse(NOTEBOOKS / f"{name}.ipynb", args.timeout)
         except Exception as error:  # report every chapter, then fail
             failures.append(f"{name}: {type(error).__name__}: {str(error)[-2000:]}")
             print(f"  FAILED: {failures[-1]}", flush=True)
             continue
         report["seconds"][name] = round(seconds, 1)
+        report["claim notes"][name] = notes
         torch_after = installed_version("torch")
         if torch_after != torch_before:
             failures.append(f"{name}: torch changed from {torch_before} to {torch_after}")
-        print(f"  ran to the end in {seconds:.1f} s; torch still {torch_after}", flush=True)
+        print(f"  ran to the end in {seconds:.1f} s, {notes} claim notes shown; torch still "
+              f"{torch_after}", flush=True)
     shutil.rmtree(source, ignore_errors=True)
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps(report, indent=2), encoding="utf-8")
