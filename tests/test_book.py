@@ -47,6 +47,27 @@ def test_first_code_cell_installs_seqbook_only_where_missing(chapter):
             assert re.search(r'%pip install -q "[^"]+"\s*$', line), line
 
 
+OPENING = re.compile(
+    r"^# [^\n]+\n\n:::\{admonition\} In this chapter\n:class: objectives\n\n"
+    r"After this chapter you can\n\n((?:- [^\n]+\n(?:  [^\n]+\n)*)+)\n"
+    r"\*\*Prerequisites:\*\* (.+?)\n\n(?:\*\*Practical rule:\*\* .+?\n)?:::\n", re.M | re.S)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_chapter_opens_with_its_objectives_and_prerequisites(chapter):
+    """Under its title, 3-5 objectives, the prerequisites (earlier chapters only) and,
+    where it has one, its practical rule; and no number, since none is glued there."""
+    opening = OPENING.search(chapter.read_text(encoding="utf-8"))
+    assert opening, "the title is not followed by the 'In this chapter' box"
+    objectives = re.findall(r"^- ", opening.group(1), re.M)
+    assert 3 <= len(objectives) <= 5, f"{len(objectives)} objectives"
+    order = [f.removeprefix("book/") for f in toc_files()]
+    earlier = order[:order.index(chapter.stem)]
+    cited = re.findall(r"\{doc\}`([\w-]+)`", opening.group(2))
+    assert set(cited) <= set(earlier), f"prerequisites that come later: {set(cited) - set(earlier)}"
+    assert not re.search(r"\{glue", opening.group(0))
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
 def test_code_fits_the_page(chapter):
     # The book's text column shows about 80 characters of code; longer lines are cut

@@ -257,6 +257,7 @@ def test_page_renders_cleanly(path, reader, base_url, report):
         images = page.evaluate("""() => [...document.images].map(
             img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0}))""")
         solutions = check_solutions(page, report) if path in CHAPTER_PAGES else None
+        objectives = check_objectives(page) if path in CHAPTER_PAGES else None
     finally:
         visit.close()
     broken_images = [img["src"] for img in images if not img["ok"]]
@@ -270,6 +271,33 @@ def test_page_renders_cleanly(path, reader, base_url, report):
     assert not untypeset, f"{untypeset} equations not typeset"
     assert not raw_latex, f"raw LaTeX left in the text: {raw_latex[:3]}"
     assert not broken_images, f"images that did not load: {broken_images}"
+    if objectives is not None:
+        assert objectives["visible"], "the chapter does not open with its objectives in view"
+        assert 3 <= objectives["items"] <= 5, f"{objectives['items']} objectives, not 3-5"
+        assert objectives["prerequisites"], "the objectives name no prerequisites"
+        assert objectives["before_first_section"], "the objectives come after a section"
+
+
+def check_objectives(page) -> dict:
+    """The chapter's "In this chapter" box: shown, before its first section, with its
+    objectives and prerequisites."""
+    return page.evaluate("""() => {
+        const box = document.querySelector('main .admonition.objectives');
+        if (!box) return {visible: false, items: 0, prerequisites: false,
+                          before_first_section: false};
+        const title = box.querySelector('.admonition-title');
+        const section = document.querySelector('main section section h2');
+        const rect = box.getBoundingClientRect();
+        return {
+            visible: rect.width > 0 && rect.height > 0
+                     && !!title && title.textContent.trim() === 'In this chapter',
+            items: box.querySelectorAll(':scope > ul > li').length,
+            prerequisites: [...box.querySelectorAll('p')].some(
+                p => p.textContent.trim().startsWith('Prerequisites:')),
+            before_first_section: !section || !!(box.compareDocumentPosition(section)
+                                                 & Node.DOCUMENT_POSITION_FOLLOWING),
+        };
+    }""")
 
 
 def check_solutions(page, report) -> int:
