@@ -351,3 +351,13 @@ def test_shown_code_fits_the_page(chapter):
     long = [f"{snippet.qualname}: {line.strip()}" for _, snippet, _ in _shown_snippets(chapter)
             for line in snippet.code.splitlines() if len(line) > 80]
     assert not long, "shown lines over 80 characters:\n" + "\n".join(long)
+
+
+def test_the_roadmap_is_made_from_the_chapters_prerequisites():
+    import roadmap  # tools/
+
+    text, _ = roadmap.page()
+    assert (BOOK / "roadmap.md").read_text(encoding="utf-8") == text, \
+        "run `python tools/roadmap.py`"
+    assert (BOOK / "images" / "roadmap.svg").exists()
+    assert "{doc}`roadmap`" in (BOOK / "preface.md").read_text(encoding="utf-8")
