@@ -360,4 +360,5 @@ def test_the_roadmap_is_made_from_the_chapters_prerequisites():
     assert (BOOK / "roadmap.md").read_text(encoding="utf-8") == text, \
         "run `python tools/roadmap.py`"
     assert (BOOK / "images" / "roadmap.svg").exists()
-    assert "{doc}`roadmap`" in (BOOK / "preface.md").read_text(encoding="utf-8")
+    preface = (BOOK / "preface.md").read_text(encoding="utf-8")
+    assert "{doc}`roadmap`" in preface and "{doc}`notation`" in preface

@@ -144,3 +144,19 @@ def test_shown_source_cites_equations_of_its_own_page(chapter):
             href = link["href"]
             assert href.startswith("#equation-"), f"{chapter.stem}: {href} is not on this page"
             assert soup.find(id=href[1:]), f"{chapter.stem}: no equation {href}"
+
+
+def test_the_preface_leads_to_the_roadmap_and_the_notation_and_lists_its_sections():
+    preface = page("preface")
+    links = {a["href"].split("#")[0] for a in preface.select("main a[href]")}
+    assert {"roadmap.html", "notation.html"} <= links
+    sections = [h.get_text(" ", strip=True).rstrip("#").strip()
+                for h in preface.select("main section > h2")]
+    contents = preface.select_one(".bd-toc")
+    listed = contents.get_text(" ", strip=True) if contents else ""
+    assert len(sections) >= 5 and all(s in listed for s in sections), (sections, listed)
+    roadmap = page("roadmap")
+    figure = roadmap.select_one("figure img")
+    assert figure is not None and len(figure.get("alt", "")) > 100  # described, not named
+    assert "Fig. 1" in roadmap.select_one("figure figcaption").get_text()
+    assert page("notation").select_one("main table") is not None
