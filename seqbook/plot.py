@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from seqbook._contracts import Flag, InstanceOf, SequenceOf
 from seqbook.train import History
@@ -121,8 +122,12 @@ def heatmap(
     image = ax.imshow(matrix, cmap=cmap, aspect="auto", **imshow_kwargs)
     if xticklabels is not None:
         ax.set_xticks(range(cols), labels=list(xticklabels), rotation=90 if cols > 8 else 0)
+    else:  # columns and rows are positions (time steps, units): whole-number ticks
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if yticklabels is not None:
         ax.set_yticks(range(rows), labels=list(yticklabels))
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if annotate:
         for (r, c), value in np.ndenumerate(matrix):
             ax.text(c, r, format(value, fmt), ha="center", va="center", fontsize="x-small",

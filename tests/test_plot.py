@@ -56,3 +56,12 @@ def test_annotations_are_dark_on_pale_cells_and_light_on_dark_ones(cmap, ink_of_
     low, high = ax.texts
     assert (low.get_color(), high.get_color()) == (ink_of_low, ink_of_high)
     plt.close(ax.figure)
+
+
+def test_positions_without_labels_are_ticked_with_whole_numbers():
+    ax = heatmap(torch.rand(3, 6))
+    ax.figure.canvas.draw()
+    for ticks in (ax.get_xticks(), ax.get_yticks()):
+        inside = [t for t in ticks if -0.5 <= t <= 5.5]
+        assert inside and all(float(t).is_integer() for t in inside), ticks
+    plt.close(ax.figure)
