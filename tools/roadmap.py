@@ -66,11 +66,6 @@ def toc() -> list[tuple[str, list[str]]]:
             for part in parts if part.get("numbered")]
 
 
-def title(chapter: str) -> str:
-    text = (BOOK / f"{chapter}.md").read_text(encoding="utf-8")
-    return re.search(r"^# (.+)$", text, re.M).group(1).strip()
-
-
 def prerequisites(chapter: str) -> list[str]:
     """The chapters that ``chapter``'s box names as prerequisites, in its order."""
     text = (BOOK / f"{chapter}.md").read_text(encoding="utf-8")
@@ -163,6 +158,9 @@ def page() -> tuple[str, dict]:
     """The page's text, and what the figure needs."""
     parts = toc()
     order = [c for _, chapters in parts for c in chapters]
+    unknown = set(order) ^ set(MARKS)
+    if unknown or set(SHORT) != set(order):
+        raise SystemExit(f"MARKS and SHORT must name every chapter: {sorted(unknown)}")
     numbers = {c: i + 1 for i, c in enumerate(order)}
     edges = {c: prerequisites(c) for c in order}
     for chapter, before in edges.items():
@@ -212,14 +210,15 @@ def page() -> tuple[str, dict]:
     for c in order:
         needs = ", ".join(link[p] for p in edges[c]) or "nothing before it"
         lines.append(f"| {numbers[c]}. {link[c]} | {MARK_TEXT[MARKS[c]]} | {needs} |")
+    week_of = {c: week for week, chapters in enumerate(COURSE, 1) for c in chapters}
     lines += [
         "",
         "## A ten-week course",
         "",
         "One way to teach the core path in ten weeks, a chapter or two a week. The",
         "encoder-decoder is built in {doc}`seq2seq`: a class that meets attention in",
-        "week 5 should first see that chapter's first sections, on the encoder-decoder",
-        "with a fixed context.",
+        f"week {week_of['attention']} should first see that chapter's first sections, on",
+        "the encoder-decoder with a fixed context.",
         "",
         "| week | chapters |",
         "| --- | --- |",
@@ -232,12 +231,10 @@ def page() -> tuple[str, dict]:
     lines += [
         "",
         f"The research reproductions ({', '.join(link[c] for c in research)}) suit a",
-        "seminar or a project after week 9, once {doc}`hopfield` has been read.",
+        f"seminar or a project after week {week_of['hopfield']}, once {{doc}}`hopfield`",
+        "has been read.",
         "",
     ]
-    unknown = set(order) ^ set(MARKS)
-    if unknown or set(SHORT) != set(order):
-        raise SystemExit(f"MARKS and SHORT must name every chapter: {sorted(unknown)}")
     return "\n".join(lines), {"parts": parts, "numbers": numbers, "kept": kept}
 
 
