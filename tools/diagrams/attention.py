@@ -1,0 +1,5 @@
+"""attention diagrams."""
+
+from __future__ import annotations
+
+from diagrams import Canvas, diagram  # noqa: F401
