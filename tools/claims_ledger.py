@@ -254,7 +254,8 @@ def page(ledger: dict) -> str:
     ]
     lines += [f"| {{doc}}`{r['chapter']}` | {_link(r)} | {_number(r['margin'])} | "
               f"{_number(r['required'])} ({r['rule']}) |" for r in tightest]
-    lines += ["", "In each chapter's table: the bound; the printed run's value; the minimum,",
+    lines += ["", "Each chapter's table is folded under its section; open it to read, for each",
+              "claim: the bound; the printed run's value; the minimum,",
               "median and maximum over the runs; the runs the claim held in; and the worst",
               "run's distance to the bound, beside the margin the claim needs. A claim's",
               "link opens the sentence of the page it backs.", ""]
@@ -265,16 +266,21 @@ def page(ledger: dict) -> str:
                   f"torch {info['torch']} ({info['kernels']} kernels, {info['threads']} "
                   f"thread{'' if info['threads'] == '1' else 's'}), {info['machine']}"
                   + (f", {info['jobs']} chapters run at once" if "jobs" in info else "")
-                  + f", {info['date']}.", "",
+                  + f", {info['date']}.", ""]
+        chapter_rows = [r for r in rows if r["chapter"] == chapter]
+        # folded: a reader opens the chapter whose claim a note sent them to
+        lines += [f"```{{admonition}} Its {len(chapter_rows)} claims "
+                  f"({sum(r['identity'] for r in chapter_rows)} identities)",
+                  ":class: dropdown", "",
                   "| claim | kind | bound | printed | min / median / max | held | margin |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
-        for r in (r for r in rows if r["chapter"] == chapter):
+        for r in chapter_rows:
             spread = " / ".join(_number(r[k]) for k in ("min", "median", "max"))
             lines.append(
                 f"| {_link(r)} | {'identity' if r['identity'] else 'statistic'} | "
                 f"{_text(r['bound'])} | {_number(r['printed'])} | {spread} | "
                 f"{r['held']} of {r['runs']} | {_margin(r)} |")
-        lines.append("")
+        lines += ["```", ""]
     return "\n".join(lines)
 
 
