@@ -19,6 +19,8 @@ PRINTED := SEQBOOK_SEED_SHIFT=0 SEQBOOK_CLAIMS=strict
 # side; Python keeps the bytecode it compiles for the next process (pip compiles none).
 export TQDM_DISABLE := 1
 export OMP_NUM_THREADS ?= 1
+# The chapters' kernels draw figures at twice their resolution (book/_ipython).
+export IPYTHONDIR := $(CURDIR)/book/_ipython
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: book test notebooks claims bench clean $(CHECKS)
