@@ -362,3 +362,45 @@ def test_the_roadmap_is_made_from_the_chapters_prerequisites():
     assert (BOOK / "images" / "roadmap.svg").exists()
     preface = (BOOK / "preface.md").read_text(encoding="utf-8")
     assert "{doc}`roadmap`" in preface and "{doc}`notation`" in preface
+
+
+FIGURE_NAME = re.compile(r"fig-[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+DRAWS = re.compile(r"plt\.show\(\)|plt\.subplots\(|plt\.figure\(|\bheatmap\(|plot_history\(")
+
+
+def figure_cells(chapter):
+    """The chapter's code cells that draw a figure (each draws one, shown at its end;
+    the built-page test checks that every image of a page is a numbered figure)."""
+    return [cell for cell in jupytext.read(chapter).cells
+            if cell.cell_type == "code" and DRAWS.search(cell.source)]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_every_figure_is_numbered_captioned_described_and_cited(chapter):
+    """A cell that draws a figure names it, captions it (what to see), describes it in
+    alt text (not its file name) and draws only that one figure; the text cites it."""
+    text = chapter.read_text(encoding="utf-8")
+    for cell in figure_cells(chapter):
+        first = cell.source.strip().splitlines()[0][:60]
+        options = cell.metadata.get("mystnb", {})
+        figure, image = options.get("figure", {}), options.get("image", {})
+        name = figure.get("name", "")
+        assert FIGURE_NAME.fullmatch(name), f"no figure name (fig-...) on: {first}"
+        assert len(str(figure.get("caption", "")).strip()) >= 30, f"{name}: no caption"
+        assert "{glue" not in str(figure.get("caption")), f"{name}: a caption holds for any run"
+        alt = str(image.get("alt", ""))
+        assert len(alt) >= 60 and not re.search(r"\.(png|svg)\b", alt), \
+            f"{name}: the alt text does not describe the figure"
+        assert f"{{numref}}`{name}`" in text or f"<{name}>`" in text, \
+            f"{name} is never cited with {{numref}}"
+
+
+def test_figure_names_are_unique_in_the_book():
+    names = [cell.metadata["mystnb"]["figure"]["name"] for chapter in CHAPTERS
+             for cell in figure_cells(chapter) if "name" in cell.metadata.get("mystnb", {}).get("figure", {})]
+    names += re.findall(r"^:name: (fig-[\w-]+)$", "\n".join(
+        chapter.read_text(encoding="utf-8") for chapter in CHAPTERS), re.M)
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    assert not repeated, f"figure names used twice: {repeated}"

@@ -160,3 +160,39 @@ def test_the_preface_leads_to_the_roadmap_and_the_notation_and_lists_its_section
     assert figure is not None and len(figure.get("alt", "")) > 100  # described, not named
     assert "Fig. 1" in roadmap.select_one("figure figcaption").get_text()
     assert page("notation").select_one("main table") is not None
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_every_image_is_a_numbered_figure_with_a_caption_and_a_description(chapter):
+    soup = page(chapter.stem)
+    images = [img for img in soup.select("article img") if "_images/" in img.get("src", "")]
+    assert images, "a chapter should have figures"
+    for img in images:
+        figure = img.find_parent("figure")
+        assert figure is not None and figure.get("id", "").startswith("fig-"), \
+            f"{img['src']} is not a named figure"
+        number = figure.select_one("figcaption .caption-number")
+        assert number and re.fullmatch(r"Fig\. \d+\.\d+ ?", number.get_text()), \
+            f"{figure['id']} has no chapter-numbered caption"
+        assert len(figure.select_one("figcaption .caption-text").get_text(strip=True)) >= 30
+        alt = img.get("alt", "")
+        assert len(alt) >= 60 and not re.search(r"\.(png|svg)\b", alt), \
+            f"{figure['id']}: the alt text does not describe the figure"
+        # cited from the page's text: a link to the figure outside the figure itself
+        assert soup.select(f'a[href="#{figure["id"]}"]:not(.headerlink)'), \
+            f"{figure['id']} is never cited"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_the_colab_edition_numbers_equations_and_figures_as_the_page_does(chapter):
+    """The twin writes "(4.3)" and "Figure 4.2" from the Markdown alone; the page is
+    numbered by Sphinx: the two must agree, folds and figures of code cells included."""
+    import colab_edition  # tools/
+
+    soup = page(chapter.stem)
+    for span in soup.select("span.eqno"):
+        label = span.find("a")["href"].split("#equation-")[-1]
+        assert colab_edition.numbers()[label][1] == span.get_text().strip("()# \n"), label
+    for figure in soup.select("figure[id^=fig-]"):
+        number = figure.select_one(".caption-number").get_text().replace("Fig.", "").strip()
+        assert colab_edition.figures()[figure["id"]][1] == number, figure["id"]

@@ -139,6 +139,7 @@ def numbers() -> dict[str, tuple[str, str]]:
     found = {}
     for doc, tokens in pages().items():
         chapter = chapter_numbers().get(doc)
+        tokens = list(_nested(tokens))  # equations in folds are numbered in page order too
         equations = [t.info for t in tokens if t.type == "math_block_label"]
         exercises = [_options(t.content)[0].get("label", "") for t in tokens
                      if t.type in ("fence", "colon_fence") and _directive(t)[0] == "exercise"]
@@ -146,6 +147,42 @@ def numbers() -> dict[str, tuple[str, str]]:
             for index, label in enumerate(labels):
                 found[label] = (doc, f"{chapter}.{index + 1}" if chapter else f"{index + 1}")
     return found
+
+
+@functools.cache
+def figures() -> dict[str, tuple[str, str, str]]:
+    """Named figures -> (document, number as printed, e.g. "7.3", caption).
+
+    A figure is a ``{figure}`` directive or a code cell whose output myst-nb wraps in
+    one (``mystnb: figure:`` in its metadata); Sphinx numbers both, in page order."""
+    found = {}
+    for path in sorted(BOOK.glob("*.md")):
+        doc, chapter = path.stem, chapter_numbers().get(path.stem)
+        named: list[tuple[str, str]] = []
+        for cell in jupytext.read(path, fmt="md:myst").cells:
+            if cell.cell_type == "code":
+                figure = cell.metadata.get("mystnb", {}).get("figure", {})
+                if figure.get("name"):
+                    named.append((figure["name"], str(figure.get("caption", "")).strip()))
+                continue
+            for token in _nested(parser().parse(cell.source)):
+                if token.type in ("fence", "colon_fence") and _directive(token)[0] == "figure":
+                    options, body = _options(token.content)
+                    if options.get("name"):
+                        named.append((options["name"], body.strip()))
+        for index, (name, caption) in enumerate(named):
+            number = f"{chapter}.{index + 1}" if chapter else f"{index + 1}"
+            found[name] = (doc, number, caption)
+    return found
+
+
+def _nested(tokens):
+    """The tokens, each directive followed by the tokens of its body, in page order."""
+    for token in tokens:
+        yield token
+        if token.type in ("fence", "colon_fence") and _directive(token)[0] not in (
+                None, "code-cell"):
+            yield from _nested(parser().parse(_options(token.content)[1]))
 
 
 def _plain(inline) -> str:
@@ -241,11 +278,20 @@ class Chapter:
             return f"{opened}\n\n{SOLUTION_CLOSE}" if name == "solution" else opened
         if name == "solution-end":
             return SOLUTION_CLOSE
+        if name == "figure":  # the image as the book serves it, and its numbered caption
+            doc, number, _ = figures()[options["name"]]
+            image = f"{book_url()}_images/{Path(argument).name}"
+            alt = options.get("alt", "").replace("<", "&lt;")  # "<eos>" is text, not HTML
+            return f"![{alt}]({image})\n\n{self.caption(number, body)}"
         title = argument or {"margin": "Aside"}.get(name, name.capitalize())
         if "dropdown" in options.get("class", ""):
             return f"<details><summary>{title}</summary>\n\n{inner}\n\n</details>"
         quoted = "\n".join(f"> {line}".rstrip() for line in inner.split("\n"))
         return f"> **{title}**\n>\n{quoted}"
+
+    def caption(self, number: str, text: str) -> str:
+        """A figure's caption as the page prints it: "Figure 7.3." and the text."""
+        return f"**Figure {number}.** {self.markdown(text)}"
 
     # --- inline roles ----------------------------------------------------------------
 
@@ -290,6 +336,10 @@ class Chapter:
             if name == "cite:t":
                 return "; ".join(f"[{who} ({year})]({link})" for who, year in cited)
             return "(" + "; ".join(f"[{who}, {year}]({link})" for who, year in cited) + ")"
+        if name == "numref":  # a figure: "Figure 7.3", or the role's text with %s
+            doc, number, _ = figures()[target]
+            text = shown.replace("%s", number) if shown else f"Figure {number}"
+            return f"[{text}]({self.url(doc, target)})"
         if name == "ref" and target in numbers():  # an exercise
             doc, number = numbers()[target]
             return f"[{shown or 'Exercise ' + number}]({self.url(doc, target)})"
@@ -392,6 +442,10 @@ def twin(chapter: Path, glue: dict[str, str], commit: str) -> nbformat.NotebookN
         if title is not None:
             code.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})
         cells.append(code)
+        figure = cell.metadata.get("mystnb", {}).get("figure", {})
+        if figure.get("name"):  # the caption the page prints under the cell's figure
+            _, number, caption = figures()[figure["name"]]
+            cells.append(nbformat.v4.new_markdown_cell(convert.caption(number, caption)))
     heading = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"
                     and c.source.startswith("# ")), 0)
     cells.insert(heading + 1, nbformat.v4.new_markdown_cell(READER_NOTE.format(
