@@ -462,3 +462,29 @@ def test_screenshots_of_code_under_its_equations(slot, device, browser, base_url
         visit.close()
     with Image.open(path) as shot:
         assert shot.width >= region["width"] and shot.height > 50, shot.size
+
+
+def test_diagrams_render_on_their_white_card_in_the_dark_theme(browser, base_url):
+    """Every chapter with a mechanism diagram: in the dark theme each diagram loads,
+    is drawn at a readable width, and its top-left pixel is the SVG's white card (the
+    theme dims images in the dark: white shows as light grey, dark ink stays dark)."""
+    shown = [(path, soup_of(path).select('figure img[src$=".svg"]')) for path in CHAPTER_PAGES]
+    shown = [(path, images) for path, images in shown if images]
+    assert len(shown) >= 10, "the mechanism diagrams are missing from the chapters"
+    for path in shown[:4]:  # four chapters: a sample, each page costs a browser visit
+        visit = PageVisit(browser, urljoin(base_url, path[0].relative_to(HTML).as_posix()),
+                          color_scheme="dark")
+        try:
+            assert visit.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+            for image in visit.page.locator('figure img[src$=".svg"]').all():
+                image.scroll_into_view_if_needed()
+                size = image.evaluate("(img) => [img.complete, img.naturalWidth, "
+                                      "img.getBoundingClientRect().width]")
+                assert size[0] and size[1] > 0 and size[2] >= 300, (path[0].stem, size)
+                box = image.bounding_box()
+                corner = Image.open(io.BytesIO(visit.page.screenshot(clip={
+                    "x": box["x"] + 2, "y": box["y"] + 2, "width": 4, "height": 4}))).convert("RGB")
+                assert min(corner.getpixel((1, 1))) > 200, (path[0].stem, corner.getpixel((1, 1)))
+            assert not visit.problems, "\n".join(visit.problems)
+        finally:
+            visit.close()

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqbook.plot import heatmap, plot_history
+from seqbook.plot import _ink_on, heatmap, plot_history
 from seqbook.train import History
 
 
@@ -65,3 +65,42 @@ def test_positions_without_labels_are_ticked_with_whole_numbers():
         inside = [t for t in ticks if -0.5 <= t <= 5.5]
         assert inside and all(float(t).is_integer() for t in inside), ticks
     plt.close(ax.figure)
+
+
+def _relative_luminance(rgb) -> float:
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _colour_maps_of_annotated_heatmaps() -> set[str]:
+    """The colour maps of every annotated heatmap the chapters draw (heatmap's default
+    where a call names none)."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    default = inspect.signature(heatmap).parameters["cmap"].default
+    found = set()
+    for chapter in (Path(__file__).parents[1] / "book").glob("*.md"):
+        for call in re.findall(r"heatmap\((?:[^()]|\([^()]*\))*\)", chapter.read_text()):
+            if "annotate=True" in call:
+                named = re.search(r'cmap="(\w+)"', call)
+                found.add(named.group(1) if named else default)
+    return found
+
+
+def test_annotations_meet_wcag_aa_contrast_on_every_cell_of_the_books_heatmaps():
+    """Contrast (L1 + 0.05) / (L2 + 0.05) of ink and cell at least 4.5:1 (WCAG 2 AA),
+    over the whole range of each colour map an annotated heatmap of the book uses."""
+    import matplotlib
+
+    maps = _colour_maps_of_annotated_heatmaps() | {"Blues", "viridis", "magma", "Greys"}
+    assert len(maps) >= 4
+    for name in sorted(maps):
+        cmap = matplotlib.colormaps[name]
+        for value in np.linspace(0, 1, 257):
+            cell = cmap(value)
+            ink = matplotlib.colors.to_rgb(_ink_on(cell))
+            light, dark = sorted((_relative_luminance(cell), _relative_luminance(ink)),
+                                 reverse=True)
+            assert (light + 0.05) / (dark + 0.05) >= 4.5, (name, value)
