@@ -399,7 +399,8 @@ def test_every_figure_is_numbered_captioned_described_and_cited(chapter):
 
 def test_figure_names_are_unique_in_the_book():
     names = [cell.metadata["mystnb"]["figure"]["name"] for chapter in CHAPTERS
-             for cell in figure_cells(chapter) if "name" in cell.metadata.get("mystnb", {}).get("figure", {})]
+             for cell in figure_cells(chapter)
+             if "name" in cell.metadata.get("mystnb", {}).get("figure", {})]
     names += re.findall(r"^:name: (fig-[\w-]+)$", "\n".join(
         chapter.read_text(encoding="utf-8") for chapter in CHAPTERS), re.M)
     repeated = sorted({name for name in names if names.count(name) > 1})

@@ -46,6 +46,8 @@ def render(chapter) -> str:
     body = re.sub(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->",
                   lambda _: MATHJAX, body, flags=re.S)
     body = re.sub(r'<script src="https://[^"]*require\.js[^"]*"></script>', "", body)
+    # the twin shows the book's diagrams from the published book: here, from this build
+    body = body.replace(f'src="{book_url()}_images/', 'src="../html/_images/')
     RENDERED.mkdir(parents=True, exist_ok=True)
     (RENDERED / f"{chapter.stem}.html").write_text(body, encoding="utf-8")
     return f"colab-html/{chapter.stem}.html"

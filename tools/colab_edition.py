@@ -34,6 +34,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+from docutils.nodes import make_id
 import yaml
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
@@ -345,7 +346,8 @@ class Chapter:
             return f"[{shown or 'Exercise ' + number}]({self.url(doc, target)})"
         if name in ("doc", "ref"):
             doc, anchor, title = titles()[target]
-            return f"[{shown or title}]({self.url(doc, anchor)})"
+            # a label's anchor is its HTML id, as docutils makes it ("a_b" -> "a-b")
+            return f"[{shown or title}]({self.url(doc, make_id(anchor) if anchor else '')})"
         if name == "term":  # a term is found whatever its case; its anchor keeps it
             term = glossary_terms()[" ".join(target.lower().split())]
             anchor = "term-" + "-".join(term.split())
