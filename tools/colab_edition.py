@@ -34,8 +34,8 @@ from pathlib import Path
 
 import jupytext
 import nbformat
-from docutils.nodes import make_id
 import yaml
+from docutils.nodes import make_id
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
