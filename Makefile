@@ -72,7 +72,6 @@ check-%: $(ENV)
 check-html: check-strict /usr/bin/chromium
 NICE_unit := nice -n 10
 NICE_colab-check := nice -n 10
-NICE_nbval := nice -n 3  # the strict build leads the longest chain (strict, then html)
 
 lint: $(ENV)  ## ruff, configured in pyproject.toml
 	$(PY) -m ruff check .
