@@ -48,6 +48,16 @@ def _cells(c: Canvas, left: float, top: float, values: np.ndarray, role: str, *,
     return left, bottom, left + cols * CELL, top
 
 
+def _memory(c: Canvas, left: float, top: float, values: np.ndarray, above: str,
+            below: str) -> tuple[float, float, float, float]:
+    """A matrix memory with its normaliser as a last row apart, named above and below.
+    Returns (left, bottom, right, top)."""
+    left, bottom, right, top = _cells(c, left, top, values, "state", split=True)
+    c.text((left + right) / 2, top + 0.08, above, va="bottom")
+    c.text((left + right) / 2, bottom - 0.08, below, va="top")
+    return left, bottom, right, top
+
+
 def _plus(c: Canvas, x: float, y: float, r: float = 0.13) -> None:
     """A sum node."""
     c.ax.add_patch(Circle((x, y), r, fc="white", ec=INK, lw=1.0, zorder=3))
@@ -85,18 +95,16 @@ def linear_attention_memory(c: Canvas) -> None:
     scale = new.max()
     top = 2.62  # the memories' top edge
     # S_{t-1} and z_{t-1}
-    left, bottom, right, _ = _cells(c, 0.35, top, old / scale, "state", split=True)
-    c.text((left + right) / 2, top + 0.08, r"$\mathbf{S}_{t-1}$", va="bottom")
-    c.text((left + right) / 2, bottom - 0.08, r"$\mathbf{z}_{t-1}^\top$", va="top")
+    left, bottom, right, _ = _memory(c, 0.35, top, old / scale, r"$\mathbf{S}_{t-1}$",
+                                     r"$\mathbf{z}_{t-1}^\top$")
     mid = (top + bottom) / 2
     plus_x = 1.5
     _plus(c, plus_x, mid)
     c.arrow((right + 0.05, mid), (plus_x - 0.13, mid))
     # S_t and z_t
-    left2, _, right2, _ = _cells(c, 1.95, top, new / scale, "state", split=True)
+    left2, _, right2, _ = _memory(c, 1.95, top, new / scale, r"$\mathbf{S}_t$",
+                                  r"$\mathbf{z}_t^\top$")
     c.arrow((plus_x + 0.13, mid), (left2 - 0.05, mid))
-    c.text((left2 + right2) / 2, top + 0.08, r"$\mathbf{S}_t$", va="bottom")
-    c.text((left2 + right2) / 2, bottom - 0.08, r"$\mathbf{z}_t^\top$", va="top")
     # the write: the value (and a 1 for the normaliser) times the key's features
     w_top = 1.42
     w_left = plus_x - d_k * CELL / 2
@@ -248,19 +256,17 @@ def mlstm_memory(c: Canvas) -> None:
     scale = max(old.max(), new.max())
     top = 3.2
     # C_{t-1}, n_{t-1}^T; the forget gate; the sum; C_t, n_t^T
-    left, bottom, right, _ = _cells(c, 0.35, top, old / scale, "state", split=True)
-    c.text((left + right) / 2, top + 0.08, r"$\mathbf{C}_{t-1}$", va="bottom")
-    c.text((left + right) / 2, bottom - 0.08, r"$\mathbf{n}_{t-1}^\top$", va="top")
+    left, bottom, right, _ = _memory(c, 0.35, top, old / scale, r"$\mathbf{C}_{t-1}$",
+                                     r"$\mathbf{n}_{t-1}^\top$")
     mid = (top + bottom) / 2
     f_x, plus_x, r = 1.2, 1.7, 0.16
     _node(c, f_x, mid, r"$f_t$", role="gate", r=r)
     c.arrow((right + 0.05, mid), (f_x - r, mid))
     _plus(c, plus_x, mid)
     c.arrow((f_x + r, mid), (plus_x - 0.13, mid))
-    left2, _, right2, _ = _cells(c, 2.05, top, new / scale, "state", split=True)
+    left2, _, right2, _ = _memory(c, 2.05, top, new / scale, r"$\mathbf{C}_t$",
+                                  r"$\mathbf{n}_t^\top$")
     c.arrow((plus_x + 0.13, mid), (left2 - 0.05, mid))
-    c.text((left2 + right2) / 2, top + 0.08, r"$\mathbf{C}_t$", va="bottom")
-    c.text((left2 + right2) / 2, bottom - 0.08, r"$\mathbf{n}_t^\top$", va="top")
     # the write v_t k_t^T (and k_t^T into n), through the input gate
     w_top = 1.55
     w_left = plus_x - d * CELL / 2
