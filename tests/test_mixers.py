@@ -125,3 +125,17 @@ def test_a_state_of_another_batch_size_is_named(mixer):
         model.step(torch.tensor([1, 2]), model.init_state(1))
     with pytest.raises(TypeError, match="state must be the dict that init_state returns"):
         model.step(torch.tensor([1]), [model.init_state(1)])
+
+
+def test_the_mlstm_mixers_head_norm_is_the_xlstm_packages_multi_head_layer_norm():
+    ln = pytest.importorskip("xlstm.components.ln")
+    mixer = MIXERS["mlstm"](16, 4)
+    with torch.no_grad():
+        mixer.head_norm_weight.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(0))
+    reference = ln.MultiHeadLayerNorm(ndim=16, weight=True, bias=False)
+    with torch.no_grad():  # the package stores the gain as 1 + weight
+        reference.weight.copy_(mixer.head_norm_weight - 1)
+    h = torch.randn(2, 4, 7, 4, generator=torch.Generator().manual_seed(1))  # (B, NH, S, DH)
+    ours = mixer._head_norm(h.transpose(1, 2).reshape(2, 7, 16))  # heads side by side
+    theirs = reference(h).transpose(1, 2).reshape(2, 7, 16)
+    torch.testing.assert_close(ours, theirs)

@@ -145,13 +145,24 @@ class DeltaMixer(_Attention):
 
 
 class MLSTMMixer(_Attention):
-    """The mLSTM cell between projections, with its output gate (no group norm)."""
+    """The mLSTM cell between projections: each head's read-out normalised on its own
+    (the cell's multi-head layer norm, as in Beck et al.'s ``xlstm`` package), then the
+    output gate."""
 
     def __init__(self, d: int, num_heads: int) -> None:
         super().__init__(d, num_heads)
         self.gates = nn.Linear(d, 2 * num_heads)  # input and forget pre-activations
         self.output_gate = nn.Linear(d, d)
+        # the per-head norm's gain (no bias, as the package's MultiHeadLayerNorm)
+        self.head_norm_weight = nn.Parameter(torch.ones(d))
         nn.init.constant_(self.gates.bias[num_heads:], 3.0)  # forget little at first
+
+    def _head_norm(self, h: torch.Tensor) -> torch.Tensor:
+        """(..., d) -> (..., d): a layer norm over each head's features, one gain over all
+        (``MultiHeadLayerNorm`` of the ``xlstm`` package, whose gain starts at 1)."""
+        shape = h.shape
+        return F.group_norm(h.reshape(-1, shape[-1]), self.H,
+                            self.head_norm_weight, eps=1e-5).reshape(shape)
 
     def _inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         q, k, v = self._project(x)
@@ -160,7 +171,7 @@ class MLSTMMixer(_Attention):
         return q, k / math.sqrt(q.shape[-1]), v, i_pre, f_pre
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = _merge(_mlstm_parallel(*self._inputs(x)), self.H)
+        h = self._head_norm(_merge(_mlstm_parallel(*self._inputs(x)), self.H))
         return self.out(torch.sigmoid(self.output_gate(x)) * h)
 
     def init_state(self, B: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -171,7 +182,7 @@ class MLSTMMixer(_Attention):
     def step(self, x: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         q, k, v, i_pre, f_pre = (part[:, 0] for part in self._inputs(x[:, None]))
         C, n, m, h = _mlstm_step(*state, q, k, v, i_pre, f_pre)
-        h = _merge(h[:, None], self.H)[:, 0]
+        h = self._head_norm(_merge(h[:, None], self.H)[:, 0])
         return self.out(torch.sigmoid(self.output_gate(x)) * h), (C, n, m)
 
 
