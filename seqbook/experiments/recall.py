@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from seqbook._contracts import IntAtLeast, PositiveInt, PositiveReal
 from seqbook.experiments._common import IGNORE, Generator, one_thread
 from seqbook.language_model.mixers import MIXERS, MixerLM, state_floats
+from seqbook.provenance import record
 from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = [
@@ -228,6 +229,9 @@ def main(argv: Sequence[str] | None = None) -> list[RecallRecord]:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    if not args.smoke:
+        record(args.out, "seqbook.experiments.recall", argv, threads=1,  # recall_run: 1 thread
+               rows=f"mixers {' '.join(args.mixers)}, {args.steps} steps")
     return records
 
 

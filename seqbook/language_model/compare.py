@@ -45,6 +45,7 @@ from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexit
 from seqbook.language_model.mixers import MixerLM
 from seqbook.language_model.model import TransformerLM
 from seqbook.language_model.recurrent import RecurrentLM
+from seqbook.provenance import record
 from seqbook.train import fit
 from seqbook.utils import seed_everything, seeded_generator
 
@@ -256,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    if not args.smoke:
+        rerun = "the learning-rate control" if args.lr_control else " ".join(args.models)
+        record(args.out, "seqbook.language_model.compare", argv, rows=f"models {rerun}")
     return results
 
 
