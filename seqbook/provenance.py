@@ -127,9 +127,10 @@ def read_provenance(result: str | Path) -> list[dict]:
 
 
 def made_here(result: str | Path, threads: int | None = None) -> bool:
-    """Whether this machine would repeat ``result``'s last run to rounding: the same torch
-    version, CPU kernel path, thread count (``threads``, default torch's) and processor
-    architecture. Where it would not, a live rerun of a row differs by more than rounding."""
-    last = read_provenance(result)[-1]
+    """Whether this machine would repeat every run recorded for ``result`` to rounding:
+    the same torch version, CPU kernel path, thread count (``threads``, default torch's)
+    and processor architecture as each. Where it would not (or a run's machine was not
+    recorded), a live rerun of a row may differ by more than rounding."""
     here = environment(threads)
-    return all(last.get(key) == here[key] for key in _SAME_PATH)
+    return all(run.get(key) == here[key]
+               for run in read_provenance(result) for key in _SAME_PATH)

@@ -88,6 +88,7 @@ from seqbook.attractor.tasks import (
     mnist_split,
     mse_curve,
 )
+from seqbook.provenance import record
 from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = ["BARE_VARIANTS", "hebbian_split", "main", "measure_bare", "merge_bare", "parse_args"]
@@ -571,16 +572,20 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.merge:
-        return [merge_bare(args.merge, args.out)]
-    if args.store:
-        return [store_couplings(*args.store, args.out, args.steps)]
-    if args.extend:
-        return [extend_bare(*args.extend, args.out)]
-    if args.retrain:
-        return [retrain_couplings(args.retrain, args.out)]
-    if args.bare:
-        return [train_bare(args)]
-    return train_baselines(args)
+        paths = [merge_bare(args.merge, args.out)]
+    elif args.store:
+        paths = [store_couplings(*args.store, args.out, args.steps)]
+    elif args.extend:
+        paths = [extend_bare(*args.extend, args.out)]
+    elif args.retrain:
+        paths = [retrain_couplings(args.retrain, args.out)]
+    elif args.bare:
+        paths = [train_bare(args)]
+    else:
+        paths = train_baselines(args)
+    for path in paths:
+        record(path, "seqbook.attractor.train", argv)
+    return paths
 
 
 if __name__ == "__main__":  # pragma: no cover

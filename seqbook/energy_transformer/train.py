@@ -34,6 +34,7 @@ from seqbook.energy_transformer.masked import (
     save_masked,
     train_masked,
 )
+from seqbook.provenance import record
 from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = ["main", "parse_args"]
@@ -105,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         )
         print(f"seed {seed}: final loss {history.final_loss:.5f}, {seconds:.0f} s "
               f"({cpu_seconds:.0f} s CPU) -> {path}", flush=True)
+        record(path, "seqbook.energy_transformer.train", argv, rows=f"seed {seed}")
         paths.append(path)
     return paths
 

@@ -38,6 +38,7 @@ from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.experiments.results import RESULTS_DIR, load_table, save_table
 from seqbook.experiments.until_solved import SolveResult, train_until_solved
 from seqbook.experiments.value_stream import ValueStreamRecord, value_stream_grid
+from seqbook.provenance import record
 from seqbook.utils import seed_everything
 
 __all__ = [
@@ -291,6 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             records = value_stream_grid(specs, seeds, log=sys.stderr, **options)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_table(records, path)
+        record(path, "seqbook.experiments", argv, threads=args.threads)
         print(f"wrote {len(records)} rows to {path}", file=sys.stderr)
     return 0
 

@@ -229,9 +229,8 @@ def main(argv: Sequence[str] | None = None) -> list[RecallRecord]:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    if not args.smoke:
-        record(args.out, "seqbook.experiments.recall", argv, threads=1,  # recall_run: 1 thread
-               rows=f"mixers {' '.join(args.mixers)}, {args.steps} steps")
+    record(args.out, "seqbook.experiments.recall", argv, threads=1,  # recall_run: 1 thread
+           rows=f"mixers {' '.join(args.mixers)}, {args.steps} steps")
     return records
 
 

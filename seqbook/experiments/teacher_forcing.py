@@ -27,6 +27,7 @@ from seqbook.data import NumberPair
 from seqbook.experiments.results import RESULTS_DIR, load_table, save_table
 from seqbook.experiments.translation import teacher_forcing_gap
 from seqbook.experiments.translation_study import chapter_tasks
+from seqbook.provenance import record
 from seqbook.seq2seq import (
     TranslationTask,
     TranslatorConfig,
@@ -116,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> list[TeacherForcingRecord]:
         print(f"seed {seed}: {time.time() - start:.0f} s", file=sys.stderr, flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save_table(records, args.out)
+    record(args.out, "seqbook.experiments.teacher_forcing", argv)
     return records
 
 

@@ -35,6 +35,7 @@ from seqbook.experiments.translation import (
     tens_unit_alignment,
     token_statistics,
 )
+from seqbook.provenance import record
 from seqbook.seq2seq import (
     TranslationTask,
     TranslatorConfig,
@@ -234,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         out = Path(str(resources.files("seqbook.experiments").joinpath(RESULTS)))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(_without_nan(study), indent=1) + "\n", encoding="utf-8")
+    record(out, "seqbook.experiments.translation_study", argv, threads=args.threads)
     return study
 
 

@@ -46,6 +46,7 @@ from seqbook._contracts import (
 )
 from seqbook.hopfield.capacity import Sizes, bit_errors, random_patterns
 from seqbook.hopfield.classical import _async_relax
+from seqbook.provenance import record
 from seqbook.utils import seeded_generator, shifted_seed
 
 __all__ = [
@@ -408,6 +409,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         seconds = time.process_time() - start
         entries[d] = _entry(loads, errors, seconds)
         write_sweep({d: entries[d]}, args.out)  # after every dimension: a long run keeps its work
+        record(args.out, "seqbook.hopfield.capacity_sweep", argv, rows=f"dimension {d}")
         print(
             f"d = {d}: {networks} networks x {len(loads)} loads x {Q} queries, "
             f"{seconds:.0f} CPU s",

@@ -38,6 +38,7 @@ from seqbook.hopfield.recognition import (
     prototype_score,
     train_dam_classifier,
 )
+from seqbook.provenance import record
 from seqbook.utils import seeded_generator
 
 __all__ = ["CONTROL", "DEGREES", "RESULTS", "SHOWN", "load_results", "main", "parse_args",
@@ -120,7 +121,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
                   f"{runs[-1]['cpu_seconds']:.0f} CPU s", flush=True)
             if seed == args.seeds[0] and (n, T) != CONTROL:
                 shown[n] = memories[:SHOWN].to(torch.float16)
-    return write_results(config, runs, shown, args.out / RESULTS.name)
+    path = write_results(config, runs, shown, args.out / RESULTS.name)
+    record(path, "seqbook.hopfield.feature_prototype", argv)
+    return path
 
 
 def write_results(

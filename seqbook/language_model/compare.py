@@ -257,9 +257,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    if not args.smoke:
-        rerun = "the learning-rate control" if args.lr_control else " ".join(args.models)
-        record(args.out, "seqbook.language_model.compare", argv, rows=f"models {rerun}")
+    rerun = "the learning-rate control" if args.lr_control else " ".join(args.models)
+    record(args.out, "seqbook.language_model.compare", argv, rows=f"models {rerun}")
     return results
 
 
