@@ -1,6 +1,6 @@
 r"""Multi-query associative recall: what each token mixer can look up, measured.
 
-Arora et al. (2023, "Zoology") measure the gap between attention and its recurrent
+Arora et al. (2024, "Zoology") measure the gap between attention and its recurrent
 replacements on one synthetic task: a sequence of key-value pairs, then the keys
 again, each asking for its value. A model with a fixed-size state must hold every
 pair in that state; attention looks them up in its cache. This module draws that task
