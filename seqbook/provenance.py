@@ -127,10 +127,13 @@ def read_provenance(result: str | Path) -> list[dict]:
 
 
 def made_here(result: str | Path, threads: int | None = None) -> bool:
-    """Whether this machine would repeat every run recorded for ``result`` to rounding:
-    the same torch version, CPU kernel path, thread count (``threads``, default torch's)
-    and processor architecture as each. Where it would not (or a run's machine was not
+    """Whether this machine would repeat every run that wrote ``result``'s current rows
+    to rounding (the last run that wrote ``rows="all"`` and the runs after it): the same
+    torch version, CPU kernel path, thread count (``threads``, default torch's) and
+    processor architecture as each. Where it would not (or a run's machine was not
     recorded), a live rerun of a row may differ by more than rounding."""
+    runs = read_provenance(result)
+    rewrites = [i for i, run in enumerate(runs) if run.get("rows") == "all"]
+    current = runs[rewrites[-1]:] if rewrites else runs  # runs before a full rewrite are gone
     here = environment(threads)
-    return all(run.get(key) == here[key]
-               for run in read_provenance(result) for key in _SAME_PATH)
+    return all(run.get(key) == here[key] for run in current for key in _SAME_PATH)

@@ -58,8 +58,12 @@ def test_a_run_is_recorded_beside_its_result_and_kept_by_the_next(tmp_path):
 def test_a_run_whose_machine_was_not_recorded_is_not_made_here(tmp_path):
     table = tmp_path / "table.csv"
     table.write_text("x\n1\n")
-    provenance_path(table).write_text(json.dumps([{"torch": "not recorded"}]))
+    provenance_path(table).write_text(json.dumps([{"torch": "not recorded", "rows": "all"}]))
     assert not made_here(table)
+    record(table, "seqbook.experiments.recall", [], threads=1, rows="seed 1")
+    assert not made_here(table, threads=1)  # the other rows' machine is still unknown
+    record(table, "seqbook.experiments.recall", [], threads=1)  # rewrites every row
+    assert made_here(table, threads=1)
 
 
 def test_bad_input_is_named(tmp_path):
