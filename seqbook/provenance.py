@@ -5,7 +5,7 @@ many seeds, checkpoints, sweeps). Each such file has a sidecar beside it,
 ``<file>.provenance.json``: a list of the runs that wrote it, each with the command,
 the commit of seqbook it ran at (and whether the code had uncommitted changes), the
 versions of Python and torch, the CPU kernel path torch chose, the number of threads,
-the machine and the date. A script records its run with :func:`record` after writing
+the machine and the date. A script records its run with ``record`` after writing
 its result; a run that rewrites part of a table (some models, some seeds) adds an entry
 and keeps the earlier ones.
 
@@ -53,7 +53,7 @@ def _git(*args: str) -> str | None:
 
 
 def environment(threads: int | None = None) -> dict[str, object]:
-    """This process's code and machine, as :func:`record` stores them.
+    """This process's code and machine, as ``record`` stores them.
 
     Args:
         threads: the torch thread count of the run (default: ``torch.get_num_threads()``).

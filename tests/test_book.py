@@ -405,3 +405,13 @@ def test_figure_names_are_unique_in_the_book():
         chapter.read_text(encoding="utf-8") for chapter in CHAPTERS), re.M)
     repeated = sorted({name for name in names if names.count(name) > 1})
     assert not repeated, f"figure names used twice: {repeated}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_every_heatmap_has_a_colour_bar(chapter):
+    """A heatmap's colours are read against a colour bar: its own, or one the figure
+    shares between panels of one scale (``fig.colorbar``)."""
+    for cell in code_cells(chapter):
+        if "colorbar=False" in cell:
+            assert re.search(r"\.colorbar\(", cell), (
+                f"{chapter.stem}: a heatmap without a colour bar:\n{cell[:200]}")

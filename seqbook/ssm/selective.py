@@ -193,7 +193,8 @@ def _semiseparable(
 def _init_step_sizes(dt_proj: nn.Linear, rank: int, dt_min: float = 1e-3,
                      dt_max: float = 0.1) -> None:
     """Mamba's initialisation: each channel's step Delta starts log-uniform in [dt_min,
-    dt_max], so that the state keeps inputs for about 10 to 1,000 steps (the default bias
+    dt_max], so that the slowest mode (A = -1) keeps inputs for about 10 to 1,000 steps
+    (the mode n decays n times faster; the default bias
     of a linear layer would start Delta near softplus(0) = 0.69 and forget at once)."""
     with torch.no_grad():
         nn.init.uniform_(dt_proj.weight, -rank**-0.5, rank**-0.5)
