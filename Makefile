@@ -30,9 +30,14 @@ book: $(ENV)
 	$(PRINTED) $(PY) tools/execution_cache.py
 	$(PRINTED) $(JB) build . -n
 
-# The pinned environment, installed again when requirements.txt or pyproject.toml change.
-$(ENV): requirements.txt pyproject.toml
+# Python's venv module (Debian ships it apart, as python3-venv).
+VENV_OK := _build/.python-venv
+$(VENV_OK):
 	$(PYTHON) -c 'import ensurepip' 2>/dev/null || { $(INSTALL_DEB) python3-venv; }
+	mkdir -p $(@D) && touch $@
+
+# The pinned environment, installed again when requirements.txt or pyproject.toml change.
+$(ENV): requirements.txt pyproject.toml | $(VENV_OK)
 	test -x $(PY) || $(PYTHON) -m venv .venv
 	$(PY) -m pip install --quiet --no-compile -r requirements.txt
 	touch $@
@@ -48,7 +53,7 @@ notebooks: $(ENV)
 # The checks run side by side, all of them even when one fails, each with its output in
 # _build/logs/<check>.log. The longest chain, strict then html, goes first: unit and
 # colab-check run niced, on the CPU it leaves.
-test: $(ENV)
+test:
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
 	@$(MAKE) -k -j8 --no-print-directory $(CHECKS:%=check-%); status=$$?; \
 	failed=$$(ls $(LOGS) | sed -n 's/\.failed$$//p' | xargs); \
@@ -60,7 +65,10 @@ test: $(ENV)
 # output (CI may keep only its tail): pytest's summary, a chapter's error, make's own.
 FAILURE_LINES := ^(FAILED|ERROR)|Error:|Error\b.*:|^E  |does not hold|Traceback|\*\*\*
 
-check-%: $(ENV)
+# colab-check builds its own bare environment, so it starts while .venv is installed
+$(filter-out check-colab-check,$(CHECKS:%=check-%)): $(ENV)
+check-colab-check: $(VENV_OK)
+check-%:
 	@if [ $* = html ] && [ -e $(LOGS)/strict.failed ] && [ ! -e _build/html/index.html ]; then \
 	  touch $(LOGS)/html.failed; echo "== html: not run: strict failed and built no pages"; \
 	  exit 0; fi; \
@@ -101,7 +109,7 @@ html: $(ENV) | /usr/bin/chromium  ## the built pages and the Colab edition, stat
 # (COLAB_CHAPTERS: the first, or chapter names; empty: all of them).
 COLAB := _build/colab-venv
 COLAB_CHAPTERS ?= --first
-colab-check: $(ENV)
+colab-check: | $(VENV_OK)
 	rm -rf $(COLAB) && $(PYTHON) -m venv $(COLAB)
 	$(COLAB)/bin/python -m pip install --quiet --no-compile torch==2.13.0 numpy matplotlib \
 	  tqdm ipykernel nbclient
