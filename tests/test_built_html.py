@@ -163,6 +163,19 @@ def test_the_preface_leads_to_the_roadmap_and_the_notation_and_lists_its_section
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_the_roadmaps_minutes_are_those_of_the_built_chapter(chapter):
+    """The roadmap's reading times (book/reading_minutes.json) stay those of the book:
+    within half a minute, the effect of a paragraph (then `tools/roadmap.py
+    --measure`); and each chapter's main thread stays within its 30 minutes."""
+    import roadmap  # tools/
+
+    built = roadmap.main_thread_minutes(HTML / "book" / f"{chapter.stem}.html")
+    committed = roadmap.minutes()[chapter.stem]
+    assert abs(built - committed) <= 0.5, (built, committed)
+    assert built <= 30.0
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
 def test_every_image_is_a_numbered_figure_with_a_caption_and_a_description(chapter):
     soup = page(chapter.stem)
     images = [img for img in soup.select("article img") if "_images/" in img.get("src", "")]

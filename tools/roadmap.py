@@ -12,6 +12,14 @@ so that the roadmap cannot drift from the chapters: ``tests/test_book.py`` fails
 the committed page is not what this script makes of the chapters now.
 
     python tools/roadmap.py          # after editing a chapter's prerequisites or MARKS
+    python tools/roadmap.py --measure  # after `make book`: the minutes again
+
+Each chapter's minutes are those of its main thread in the built book, kept in
+``book/reading_minutes.json`` (``--measure``; a check of the built pages fails when
+they drift): prose at 200 words a minute, half a minute per figure and per display
+equation, two seconds per visible line of code; folded content (dropdowns, hidden
+cells, solutions) and the "Going further", "Evidence", "Departures" and "Notes on the
+sources" sections are left out.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 PAGE = BOOK / "roadmap.md"
 FIGURE = BOOK / "images" / "roadmap.svg"
+MINUTES = BOOK / "reading_minutes.json"
+HTML = ROOT / "_build" / "html" / "book"
 
 # What a reader needs: the core path teaches the book's ideas in order; optional
 # chapters deepen one of them; research chapters reproduce a recent paper's results.
@@ -55,6 +65,37 @@ COURSE = [
 
 BOX = re.compile(r":::\{admonition\} In this chapter\n(.*?)\n:::\n", re.S)
 PREREQUISITES = re.compile(r"\*\*Prerequisites:\*\*(.*?)(?:\n\n|\Z)", re.S)
+
+
+def main_thread_minutes(page: Path) -> float:
+    """The reading time of a built chapter's main thread (the rule above)."""
+    from bs4 import BeautifulSoup
+
+    article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one(
+        "article.bd-article")
+    folded = "details, .dropdown, .toggle-hidden, .solution, script, style, .headerlink"
+    for element in article.select(folded):
+        element.decompose()
+    for section in article.find_all("section"):
+        heading = section.find(re.compile(r"h[1-6]"))
+        if heading and re.match(r"(\d+(\.\d+)*\.?\s*)?(going further|evidence|"
+                                r"departures|notes on)", heading.get_text(" ", strip=True),
+                                re.I):
+            section.decompose()
+    figures, equations = len(article.find_all("img")), len(article.select("div.math"))
+    code = sum(pre.get_text().count("\n") for pre in article.select(
+        "div.highlight-ipython3 pre, div.highlight-python pre"))
+    for element in article.select("pre, div.math"):  # inline math reads as words
+        element.decompose()
+    words = len(re.findall(r"[A-Za-z][A-Za-z'-]*", article.get_text(" ")))
+    return words / 200 + 0.5 * (figures + equations) + 2 * code / 60
+
+
+def minutes() -> dict[str, float]:
+    """The committed minutes of each chapter (``--measure`` writes them)."""
+    import json
+
+    return json.loads(MINUTES.read_text(encoding="utf-8")) if MINUTES.exists() else {}
 
 
 def toc() -> list[tuple[str, list[str]]]:
@@ -174,6 +215,11 @@ def page() -> tuple[str, dict]:
                              f"{off_path}")
     kept = reduced(edges)
     link = {c: f"{{doc}}`{c}`" for c in order}
+    read = minutes()
+    if set(read) != set(order):
+        raise SystemExit("book/reading_minutes.json must time every chapter: make book, "
+                         "then python tools/roadmap.py --measure")
+    core_minutes = sum(read[c] for c in order if MARKS[c] == "core")
     drawn = "; ".join(f"{numbers[c]} after {', '.join(str(numbers[p]) for p in ps)}"
                       for c, ps in kept.items() if ps)
     lines = [
@@ -193,6 +239,13 @@ def page() -> tuple[str, dict]:
         "What each chapter finds, rather than what it needs, is on the {doc}`results`",
         "page: its key result in one line, with the number it measured.",
         "",
+        "The minutes are those of a chapter's main thread, the text a reader meets",
+        "without opening anything: prose at 200 words a minute, half a minute per",
+        "figure and per display equation, two seconds per line of code shown. The",
+        "evidence folded beside the sentences, the exercises' solutions and the",
+        "\"Going further\" sections come on top, for the reader who wants them. The core",
+        f"path reads in about {core_minutes / 60:.0f} hours, running the code aside.",
+        "",
         "```{figure} images/roadmap.svg",
         ":name: fig-roadmap",
         ":width: 100%",
@@ -207,12 +260,13 @@ def page() -> tuple[str, dict]:
         "research reproductions.",
         "```",
         "",
-        "| chapter | | needs |",
-        "| --- | --- | --- |",
+        "| chapter | | minutes | needs |",
+        "| --- | --- | ---: | --- |",
     ]
     for c in order:
         needs = ", ".join(link[p] for p in edges[c]) or "nothing before it"
-        lines.append(f"| {numbers[c]}. {link[c]} | {MARK_TEXT[MARKS[c]]} | {needs} |")
+        lines.append(f"| {numbers[c]}. {link[c]} | {MARK_TEXT[MARKS[c]]} | {read[c]:.0f} "
+                     f"| {needs} |")
     week_of = {c: week for week, chapters in enumerate(COURSE, 1) for c in chapters}
     lines += [
         "",
@@ -223,13 +277,16 @@ def page() -> tuple[str, dict]:
         f"week {week_of['attention']} should first see that chapter's first sections, on",
         "the encoder-decoder with a fixed context.",
         "",
-        "| week | chapters |",
-        "| --- | --- |",
+        "| week | chapters | minutes of reading |",
+        "| --- | --- | ---: |",
     ]
     for week, chapters in enumerate(COURSE, 1):
         named = ", ".join(f"{link[c]}" + ("" if MARKS[c] == "core" else " (optional)")
                           for c in chapters)
-        lines.append(f"| {week} | {named} |")
+        # a chapter taught over two weeks is read over both
+        weeks = {c: sum(c in w for w in COURSE) for c in chapters}
+        lines.append(f"| {week} | {named} | "
+                     f"{sum(read[c] / weeks[c] for c in chapters):.0f} |")
     research = [c for c in order if MARKS[c] == "research"]
     lines += [
         "",
@@ -241,7 +298,21 @@ def page() -> tuple[str, dict]:
     return "\n".join(lines), {"parts": parts, "numbers": numbers, "kept": kept}
 
 
+def measure() -> None:
+    """book/reading_minutes.json from the built chapters (make book first)."""
+    import json
+
+    order = [c for _, chapters in toc() for c in chapters]
+    missing = [c for c in order if not (HTML / f"{c}.html").exists()]
+    if missing:
+        raise SystemExit(f"not built: {missing}; run make book first")
+    read = {c: round(main_thread_minutes(HTML / f"{c}.html"), 1) for c in order}
+    MINUTES.write_text(json.dumps(read, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> int:
+    if "--measure" in sys.argv:
+        measure()
     text, figure = page()
     PAGE.write_text(text, encoding="utf-8")
     draw(figure["parts"], figure["numbers"], figure["kept"], FIGURE)
