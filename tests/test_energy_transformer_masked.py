@@ -16,7 +16,12 @@ from seqbook.energy_transformer import (
     save_masked,
     train_masked,
 )
-from seqbook.energy_transformer.train import main
+from seqbook.energy_transformer.train import (
+    comparison_masks,
+    load_bare_comparison,
+    main,
+)
+from seqbook.provenance import read_provenance
 
 TINY = MaskedConfig(dim=8, num_heads=1, head_dim=4, num_memories=16, steps=3)
 
@@ -159,3 +164,37 @@ def test_a_given_generator_replays_a_run_whatever_the_seed_shift(monkeypatch):
     monkeypatch.setenv("SEQBOOK_SEED_SHIFT", "2")
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         train_masked(_model(), train, generator=0)
+
+
+@pytest.mark.slow
+def test_bare_comparison_script_smoke(tmp_path):
+    (path,) = main(["--bare", "--smoke", "--seeds", "0", "1", "--out", str(tmp_path)])
+    rows = load_bare_comparison(path)
+    assert [row.seed for row in rows] == [0, 1]
+    row = rows[0]
+    assert row.curve.shape == row.pasted.shape == row.energy.shape == (4,)
+    assert row.movement.shape == (3,) and len(row.step_loss) == 2
+    assert row.largest_rise < 0 and row.rises == 0  # the energy falls
+    assert read_provenance(path)[-1]["command"].endswith(f"--out {tmp_path}")
+
+
+def test_committed_bare_comparison_has_five_seeds_of_the_chapter_run():
+    rows = load_bare_comparison()
+    assert [row.seed for row in rows] == [0, 1, 2, 3, 4]
+    for row in rows:  # 20 iterations; one epoch of 1,000 digits in batches of 32
+        assert row.curve.shape == row.pasted.shape == row.energy.shape == (21,)
+        assert row.movement.shape == (20,) and len(row.step_loss) == 32
+        assert int(row.curve.argmin()) == 1  # the bare model's best is at t = 1
+    with pytest.raises(FileNotFoundError, match="--bare"):
+        load_bare_comparison(CHECKPOINTS / "missing.json")
+
+
+def test_comparison_masks_are_the_same_whatever_the_seed_shift(monkeypatch):
+    spins = torch.nn.functional.normalize(torch.randn(3, 196, 8), dim=-1)
+    monkeypatch.setenv("SEQBOOK_SEED_SHIFT", "0")
+    _, visible0 = comparison_masks(spins)
+    monkeypatch.setenv("SEQBOOK_SEED_SHIFT", "3")
+    masked, visible3 = comparison_masks(spins)
+    assert torch.equal(visible0, visible3)
+    assert visible3.sum(-1).tolist() == [137] * 3  # round(0.7 * 196) visible
+    assert masked[~visible3].abs().sum() == 0

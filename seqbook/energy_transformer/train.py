@@ -14,32 +14,204 @@ configuration, and what the training measured, about 30 KB each). Measured run t
 166, 168 and 169 CPU-seconds per seed (8.4 CPU-minutes in all), on a 2-core machine
 shared with other jobs (21 minutes of wall-clock time). ``--smoke`` trains a tiny
 model for a few steps (a test that the script runs), ``--help`` lists the options.
+
+The chapter also compares the ETs with the bare self-attention of
+:mod:`seqbook.attractor`, trained as in that chapter (one epoch of pseudo-likelihood on
+the first 1,000 training digits, in mini-batches of 32) from several seeds. A bare
+model's couplings are ``N x N x d x d`` (10 MB), too large to commit one per seed, so
+``--bare`` trains one model per seed, runs it beside the ETs on the chapter's masked
+test digits (:func:`comparison_masks`) and stores what the chapter reads, a few KB per
+seed, in ``bare_comparison.json`` (:func:`load_bare_comparison`); the chapter retrains
+seed 0 live and compares it with its row::
+
+    python -m seqbook.energy_transformer.train --bare --seeds 0 1 2 3 4 --threads 1
+
+Measured run time: 122 s of wall-clock time (39 CPU-seconds) for the five seeds, on
+a 2-core machine shared with other jobs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
 
-from seqbook.attractor.tasks import mnist_split
+from seqbook._contracts import PositiveInt, RandomGenerator, Shaped
+from seqbook.attractor.bare import BareSelfAttention
+from seqbook.attractor.embedding import PatchEmbedding
+from seqbook.attractor.pseudolikelihood import train_pseudo_likelihood
+from seqbook.attractor.tasks import mask_tokens, mnist_split, mse_curve
 from seqbook.energy_transformer.masked import (
     CHECKPOINTS,
     MaskedConfig,
     MaskedEnergyTransformer,
+    paste_visible,
     save_masked,
     train_masked,
 )
 from seqbook.provenance import record
 from seqbook.utils import seed_everything, seeded_generator
 
-__all__ = ["main", "parse_args"]
+__all__ = [
+    "BARE_COMPARISON",
+    "BareRow",
+    "bare_comparison_run",
+    "comparison_masks",
+    "load_bare_comparison",
+    "main",
+    "parse_args",
+]
 
 DEFAULTS = MaskedConfig()
+
+#: The committed table of bare models beside the ETs (written by ``--bare``).
+BARE_COMPARISON = CHECKPOINTS / "bare_comparison.json"
+# the comparison: the first 64 test digits, masks from a fixed seed, 20 iterations;
+# the bare models: one epoch on the first 1,000 training digits, as in attractor
+COMPARISON_DIGITS, COMPARISON_STEPS, MASK_SEED, BARE_TRAIN_SIZE = 64, 20, 1, 1000
+
+
+def comparison_masks(
+    spins: Shaped("B N d", floating=True),
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The masks of the chapter's comparison: :func:`~seqbook.attractor.mask_tokens`
+    (30% of the tokens) with a generator of fixed seed 1, the same for every reader
+    (not shifted by ``SEQBOOK_SEED_SHIFT``), so that the committed bare runs and a
+    reader's ETs are scored on the same masks.
+
+    Shapes:
+        spins: ``(B, N, d)``; returns the masked spins ``(B, N, d)`` and the mask
+        ``(B, N)``, True = visible.
+    """
+    return mask_tokens(spins, 0.3, torch.Generator().manual_seed(MASK_SEED))
+
+
+@dataclass(frozen=True)
+class BareRow:
+    r"""What one bare model did on the masked test digits (one row of the table).
+
+    ``curve`` and ``pasted`` are the error per pixel of the whole image after
+    ``t = 0, ..., T`` iterations (:func:`~seqbook.attractor.mse_curve`), without and
+    with the clean visible patches pasted back; ``energy`` is the total energy
+    (:meth:`~seqbook.attractor.BareSelfAttention.energy`, at the model's
+    :math:`\lambda = 1`) averaged over the digits; ``largest_rise`` and ``rises`` are
+    the largest change of one digit's energy in one step and the number of steps that
+    raised it; ``movement`` is the mean distance a spin moves in each step;
+    ``step_loss`` the training loss at every SGD step.
+    """
+
+    seed: int
+    step_loss: torch.Tensor  # (steps,)
+    curve: torch.Tensor  # (T + 1,)
+    pasted: torch.Tensor  # (T + 1,)
+    energy: torch.Tensor  # (T + 1,)
+    largest_rise: float
+    rises: int
+    movement: torch.Tensor  # (T,)
+
+
+def bare_comparison_run(
+    generator: RandomGenerator,
+    train_spins: Shaped("P N d", floating=True),
+    x_masked: Shaped("B N d", floating=True),
+    visible: Shaped("B N"),
+    clean: Shaped("B H W", floating=True),
+    steps: PositiveInt = COMPARISON_STEPS,
+    seed: int = -1,
+) -> BareRow:
+    r"""Train one bare model as in attractor and run it on the masked digits.
+
+    The couplings are drawn from ``generator``, which then shuffles the mini-batches of
+    one epoch of :func:`~seqbook.attractor.train_pseudo_likelihood` (batches of 32,
+    learning rate 5, :math:`\lambda = 5`, gradients clipped to 1); the model then runs
+    ``steps`` iterations from the masked spins (masked tokens not attended to in the
+    first step), decoded by the 2 x 2 :class:`~seqbook.attractor.PatchEmbedding`.
+
+    Args:
+        generator: the generator of the initial couplings and the shuffles.
+        train_spins: the embedded training digits.
+        x_masked, visible: the masked spins and their mask (:func:`comparison_masks`).
+        clean: the clean digits.
+        steps: iterations of the dynamics.
+        seed: the seed to record in the row.
+    """
+    embedding = PatchEmbedding(patch_size=2)
+    bare = BareSelfAttention(embedding.num_tokens, embedding.dim, generator=generator)
+    history = train_pseudo_likelihood(bare, train_spins, epochs=1, batch_size=32, lr=5.0,
+                                      lam=5.0, clip=1.0, generator=generator,
+                                      progress=False)
+    run = bare.run(x_masked, steps, key_mask=visible)  # (T + 1, B, N, d)
+    images = torch.stack([embedding.decode(x) for x in run])  # (T + 1, B, H, W)
+    with torch.no_grad():
+        energies = torch.stack([bare.energy(x) for x in run])  # (T + 1, B)
+    rise = energies.diff(dim=0)
+    return BareRow(
+        seed=seed,
+        step_loss=torch.tensor(history.step_loss),
+        curve=mse_curve(images, clean),
+        pasted=mse_curve(paste_visible(images, clean, visible, 2), clean),
+        energy=energies.mean(-1),
+        largest_rise=rise.max().item(),
+        rises=int((rise > 0).sum()),
+        movement=run.diff(dim=0).norm(dim=-1).mean((1, 2)),  # unit spins
+    )
+
+
+def _row_to_json(row: BareRow) -> dict:
+    return {k: v.tolist() if isinstance(v, torch.Tensor) else v
+            for k, v in asdict(row).items()}
+
+
+def load_bare_comparison(path: str | Path = BARE_COMPARISON) -> list[BareRow]:
+    """The committed bare models beside the ETs (``--bare``), one :class:`BareRow` per seed.
+
+    Example:
+        >>> rows = load_bare_comparison()
+        >>> [row.seed for row in rows], tuple(rows[0].curve.shape)
+        ([0, 1, 2, 3, 4], (21,))
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no bare comparison table at {path}: run python -m "
+                                "seqbook.energy_transformer.train --bare")
+    table = json.loads(path.read_text(encoding="utf-8"))
+    names = {f.name for f in fields(BareRow)}
+    return [BareRow(**{k: torch.tensor(v) if isinstance(v, list) else v
+                       for k, v in row.items() if k in names})
+            for row in table["rows"]]
+
+
+def bare_table(argv: Sequence[str] | None, args: argparse.Namespace) -> Path:
+    """``--bare``: one bare model per seed on the comparison's digits, into the table."""
+    train_images, test_images = mnist_split(4000, 1000)
+    embedding = PatchEmbedding(patch_size=2)
+    digits = 8 if args.smoke else COMPARISON_DIGITS
+    clean = test_images[:digits]
+    x_masked, visible = comparison_masks(embedding(clean))
+    train_spins = embedding(train_images[:64 if args.smoke else BARE_TRAIN_SIZE])
+    rows = []
+    for seed in args.seeds:
+        start = time.perf_counter()
+        row = bare_comparison_run(torch.Generator().manual_seed(seed), train_spins, x_masked,
+                                  visible, clean, steps=3 if args.smoke else
+                                  COMPARISON_STEPS, seed=seed)
+        rows.append(_row_to_json(row))
+        print(f"seed {seed}: best error {row.curve.min():.5f} at t = "
+              f"{int(row.curve.argmin())}, {time.perf_counter() - start:.0f} s", flush=True)
+    path = args.out / BARE_COMPARISON.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = {"digits": digits, "mask_seed": MASK_SEED,
+             "masked": int((~visible).sum()), "train_size": len(train_spins),
+             "rows": rows}
+    path.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    record(path, "seqbook.energy_transformer.train", argv, rows="all")
+    return path
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -64,6 +236,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--out", type=Path, default=CHECKPOINTS, help="checkpoint folder")
     parser.add_argument(
+        "--bare", action="store_true",
+        help="the bare self-attention beside the ETs, one per seed, into "
+             "bare_comparison.json (see the module's docstring)",
+    )
+    parser.add_argument(
         "--smoke", action="store_true",
         help="a fast test: a tiny model, 64 digits, 1 epoch (use with --out)",
     )
@@ -75,10 +252,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Path]:
-    """Train one model per seed and return the paths of their checkpoints."""
+    """Train one model per seed and return the paths of their checkpoints (with
+    ``--bare``: the path of the bare models' table)."""
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.bare:
+        return [bare_table(argv, args)]
     train_images, _ = mnist_split(args.train_size, 1)
     paths = []
     for seed in args.seeds:
