@@ -118,3 +118,17 @@ def test_bad_input():
         forgetting_time(torch.tensor([1.0]))
     with pytest.raises(ValueError, match="decreasing modulus"):
         forgetting_time(torch.tensor([1.0, 2.0]))
+
+
+def test_leading_modes_with_fewer_vectors_finds_the_same_modes():
+    model = BareSelfAttention(6, 3, generator=torch.Generator().manual_seed(0))
+    mu, modes = leading_modes(model, k=4)
+    mu1, modes1 = leading_modes(model, k=4, vectors=2)
+    assert torch.allclose(mu1, mu)
+    assert modes1.shape == (2, 6, 3)
+    for v, w in zip(modes[:2], modes1):  # the same direction, up to the phase
+        overlap = torch.vdot(v.flatten(), w.flatten()).abs()
+        assert torch.isclose(overlap, torch.tensor(1.0, dtype=torch.float64))
+    assert leading_modes(model, k=3, vectors=0)[1].shape == (0, 6, 3)
+    with pytest.raises(ValueError, match="vectors must be <= k = 2"):
+        leading_modes(model, k=2, vectors=3)

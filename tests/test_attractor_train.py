@@ -2,12 +2,20 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from seqbook.attractor import load_bare
-from seqbook.attractor.train import BARE_VARIANTS, hebbian_split, parse_args
+from seqbook.attractor.train import (
+    BARE_VARIANTS,
+    hebbian_split,
+    load_bare4,
+    main,
+    parse_args,
+)
+from seqbook.provenance import read_provenance
 
 
 def test_bare_defaults_are_the_papers():
@@ -132,3 +140,23 @@ def test_extend_fills_in_a_seed_trained_further(tmp_path):
     assert curves[1, 2].eq(6).all()  # and filled in
     assert torch.equal(info["step_loss"][1], torch.arange(6.0))
     assert info["cpu_seconds"] == [1.0, 2.0] and info["epochs_per_seed"] == [3, 1]
+
+
+def test_the_bare4_script_writes_its_table(tmp_path):
+    (path,) = main(["--bare4", "--smoke", "--seeds", "3", "--out", str(tmp_path)])
+    (row,) = load_bare4(path)
+    assert row["seed"] == 3 and len(row["step_loss"]) == 2  # 64 digits, batches of 32
+    assert len(row["variance"]) == len(row["cosine"]) == 1  # one evaluation set
+    assert 0 < row["variance"][0] < 1 and 0.9 < row["cosine"][0] <= 1
+    assert read_provenance(path)[-1]["command"].startswith(
+        "python -m seqbook.attractor.train --bare4")
+
+
+def test_the_committed_bare4_table_has_five_seeds_on_three_sets():
+    rows = load_bare4()
+    assert [row["seed"] for row in rows] == [4, 5, 6, 7, 8]
+    for row in rows:  # one epoch of 1,000 digits in batches of 32
+        assert len(row["step_loss"]) == 32
+        assert len(row["variance"]) == len(row["cosine"]) == 3
+    with pytest.raises(FileNotFoundError, match="--bare4"):
+        load_bare4(Path("missing.json"))

@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from seqbook._contracts import PositiveInt, Shaped
+from seqbook._contracts import NonNegativeInt, PositiveInt, Shaped
 from seqbook.attractor.bare import BareModel, BareSelfAttention
 
 __all__ = [
@@ -105,30 +105,68 @@ def effective_partners(
 
 
 @torch.no_grad()
-def leading_modes(model: BareModel, k: PositiveInt = 2) -> tuple[torch.Tensor, torch.Tensor]:
+def leading_modes(
+    model: BareModel, k: PositiveInt = 2, vectors: NonNegativeInt | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The ``k`` eigenvalues of largest modulus of :math:`A` (eq. (eq-attr-power)) and their
     eigenvectors.
 
     Computed in float64 (the matrix is not symmetric: eigenvalues may come in complex
     conjugate pairs).
 
+    Args:
+        model: the bare model whose :math:`A` is decomposed.
+        k: how many eigenvalues.
+        vectors: how many eigenvectors, those of the leading eigenvalues (default: all
+            ``k``). Fewer skip the eigenvectors of the full decomposition: the
+            eigenvalues come from :func:`torch.linalg.eigvals`, and each eigenvector
+            asked for from inverse iteration, :math:`\mathbf v \leftarrow (A - \mu
+            I)^{-1}\mathbf v` with its eigenvalue :math:`\mu` as the shift (the same
+            eigenvectors, up to rounding and their arbitrary phase).
+
     Shapes:
-        returns: eigenvalues ``(K,)`` and eigenvectors ``(K, N, d)``, both complex, by
-        decreasing modulus.
+        returns: eigenvalues ``(K,)`` and eigenvectors ``(vectors, N, d)``, both complex,
+        by decreasing modulus.
 
     Example:
         >>> model = BareSelfAttention(4, 2, generator=torch.Generator().manual_seed(0))
         >>> mu, v = leading_modes(model, k=2)
         >>> tuple(v.shape), bool(mu[0].abs() >= mu[1].abs())
         ((2, 4, 2), True)
+        >>> mu1, v1 = leading_modes(model, k=2, vectors=1)
+        >>> torch.allclose(mu1, mu), tuple(v1.shape)
+        (True, (1, 4, 2))
     """
     N, d = model.num_tokens, model.dim
     if k > N * d:
         raise ValueError(f"k must be <= N d = {N * d}, got {k}")
+    if vectors is not None and vectors > k:
+        raise ValueError(f"vectors must be <= k = {k}, got {vectors}")
     A = power_operator(model).double()
-    mu, V = torch.linalg.eig(A)
-    order = mu.abs().argsort(descending=True)[:k]
-    return mu[order], V[:, order].T.reshape(k, N, d)  # (K, N, d)
+    if vectors is None or vectors == k:
+        mu, V = torch.linalg.eig(A)
+        order = mu.abs().argsort(descending=True)[:k]
+        return mu[order], V[:, order].T.reshape(k, N, d)  # (K, N, d)
+    mu = torch.linalg.eigvals(A)
+    mu = mu[mu.abs().argsort(descending=True)[:k]]
+    V = [_eigenvector(A, m) for m in mu[:vectors]]
+    return mu, torch.stack(V).reshape(vectors, N, d) if V else A.new_zeros(
+        0, N, d, dtype=mu.dtype)
+
+
+def _eigenvector(A: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """The unit eigenvector of ``A`` for its eigenvalue ``mu``, by inverse iteration."""
+    real = bool(mu.imag == 0)
+    M = A if real else A.to(mu.dtype)
+    shift = (mu.real if real else mu) * (1 + 1e-10)  # not exactly singular
+    eye = torch.eye(len(A), dtype=M.dtype)
+    lu = torch.linalg.lu_factor(M - shift * eye)
+    generator = torch.Generator().manual_seed(0)
+    v = torch.randn(len(A), 1, dtype=torch.float64, generator=generator).to(M.dtype)
+    for _ in range(3):  # each step shrinks the other modes by about 1e-10
+        v = torch.linalg.lu_solve(*lu, v)
+        v = v / torch.linalg.vector_norm(v)
+    return v[:, 0].to(mu.dtype)
 
 
 def mode_spins(v: Shaped("N d"), reference: Shaped("N d", floating=True)) -> torch.Tensor:
