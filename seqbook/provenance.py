@@ -29,7 +29,10 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["environment", "made_here", "provenance_path", "read_provenance", "record"]
+__all__ = [
+    "current_runs", "environment", "made_here", "provenance_path", "read_provenance",
+    "record",
+]
 
 _PACKAGE = Path(__file__).resolve().parent
 # what has to match for a rerun to repeat a committed row to rounding
@@ -132,8 +135,14 @@ def made_here(result: str | Path, threads: int | None = None) -> bool:
     torch version, CPU kernel path, thread count (``threads``, default torch's) and
     processor architecture as each. Where it would not (or a run's machine was not
     recorded), a live rerun of a row may differ by more than rounding."""
+    here = environment(threads)
+    return all(run.get(key) == here[key] for run in current_runs(result)
+               for key in _SAME_PATH)
+
+
+def current_runs(result: str | Path) -> list[dict]:
+    """The runs that wrote ``result``'s current rows: the last run that wrote them all
+    (``rows="all"``) and the runs after it; the runs before it are history."""
     runs = read_provenance(result)
     rewrites = [i for i, run in enumerate(runs) if run.get("rows") == "all"]
-    current = runs[rewrites[-1]:] if rewrites else runs  # runs before a full rewrite are gone
-    here = environment(threads)
-    return all(run.get(key) == here[key] for run in current for key in _SAME_PATH)
+    return runs[rewrites[-1]:] if rewrites else runs

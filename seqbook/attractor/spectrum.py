@@ -119,7 +119,7 @@ def leading_modes(
         k: how many eigenvalues.
         vectors: how many eigenvectors, those of the leading eigenvalues (default: all
             ``k``). Fewer skip the eigenvectors of the full decomposition: the
-            eigenvalues come from :func:`torch.linalg.eigvals`, and each eigenvector
+            eigenvalues come from ``torch.linalg.eigvals``, and each eigenvector
             asked for from inverse iteration, :math:`\mathbf v \leftarrow (A - \mu
             I)^{-1}\mathbf v` with its eigenvalue :math:`\mu` as the shift (the same
             eigenvectors, up to rounding and their arbitrary phase).

@@ -61,11 +61,11 @@ few steps (a test that the script runs), ``--help`` lists the options.
 **The short 4 x 4 bare runs** of the section on uniform patches: the bare
 self-attention on 4 x 4 patches, trained for 32 steps (one epoch of the first 1,000
 training digits) from each seed, then tested on the three evaluation sets with 4 x 4
-masks (:func:`bare4_run`); the chapter retrains seed 4 live beside the table::
+masks (``bare4_run``); the chapter retrains seed 4 live beside the table::
 
     python -m seqbook.attractor.train --bare4 --seeds 4 5 6 7 8 --threads 1
 
-writes ``bare4.json`` (a few KB; :func:`load_bare4`). Measured run time: 70 s of
+writes ``bare4.json`` (a few KB; ``load_bare4``). Measured run time: 70 s of
 wall-clock time (15 CPU-seconds) on a 2-core machine shared with other jobs.
 """
 
@@ -135,7 +135,7 @@ def hebbian_split(J: torch.Tensor, hebbian: torch.Tensor) -> tuple[torch.Tensor,
     return along, J - along
 
 
-#: The committed table of short 4 x 4 bare runs (``--bare4``), read by :func:`load_bare4`.
+#: The committed table of short 4 x 4 bare runs (``--bare4``), read by ``load_bare4``.
 BARE4 = CHECKPOINTS / "bare4.json"
 BARE4_TRAIN_SIZE = 1000  # the chapter's live training digits
 
@@ -184,7 +184,7 @@ def bare4_run(
 
 
 def load_bare4(path: str | Path = BARE4) -> list[dict]:
-    """The committed short 4 x 4 bare runs (``--bare4``): one :func:`bare4_run` per seed.
+    """The committed short 4 x 4 bare runs (``--bare4``): one ``bare4_run`` per seed.
 
     Example:
         >>> [row["seed"] for row in load_bare4()]

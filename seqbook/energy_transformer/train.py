@@ -20,8 +20,8 @@ The chapter also compares the ETs with the bare self-attention of
 the first 1,000 training digits, in mini-batches of 32) from several seeds. A bare
 model's couplings are ``N x N x d x d`` (10 MB), too large to commit one per seed, so
 ``--bare`` trains one model per seed, runs it beside the ETs on the chapter's masked
-test digits (:func:`comparison_masks`) and stores what the chapter reads, a few KB per
-seed, in ``bare_comparison.json`` (:func:`load_bare_comparison`); the chapter retrains
+test digits (``comparison_masks``) and stores what the chapter reads, a few KB per
+seed, in ``bare_comparison.json`` (``load_bare_comparison``); the chapter retrains
 seed 0 live and compares it with its row::
 
     python -m seqbook.energy_transformer.train --bare --seeds 0 1 2 3 4 --threads 1
@@ -136,7 +136,7 @@ def bare_comparison_run(
     Args:
         generator: the generator of the initial couplings and the shuffles.
         train_spins: the embedded training digits.
-        x_masked, visible: the masked spins and their mask (:func:`comparison_masks`).
+        x_masked, visible: the masked spins and their mask (``comparison_masks``).
         clean: the clean digits.
         steps: iterations of the dynamics.
         seed: the seed to record in the row.
