@@ -29,10 +29,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = [
-    "current_runs", "environment", "made_here", "provenance_path", "read_provenance",
-    "record",
-]
+__all__ = ["environment", "made_here", "provenance_path", "read_provenance", "record"]
 
 _PACKAGE = Path(__file__).resolve().parent
 # what has to match for a rerun to repeat a committed row to rounding
@@ -136,11 +133,11 @@ def made_here(result: str | Path, threads: int | None = None) -> bool:
     processor architecture as each. Where it would not (or a run's machine was not
     recorded), a live rerun of a row may differ by more than rounding."""
     here = environment(threads)
-    return all(run.get(key) == here[key] for run in current_runs(result)
+    return all(run.get(key) == here[key] for run in _current_runs(result)
                for key in _SAME_PATH)
 
 
-def current_runs(result: str | Path) -> list[dict]:
+def _current_runs(result: str | Path) -> list[dict]:
     """The runs that wrote ``result``'s current rows: the last run that wrote them all
     (``rows="all"``) and the runs after it; the runs before it are history."""
     runs = read_provenance(result)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from seqbook.provenance import (
-    current_runs,
+    _current_runs,
     environment,
     made_here,
     provenance_path,
@@ -46,7 +46,7 @@ def test_every_committed_result_has_its_provenance(result):
     # the runs that made the current rows ran from committed code (an earlier run
     # from a working tree stays in the history, superseded by a full rewrite)
     assert all(run["uncommitted_changes"] is not True
-               for run in current_runs(result)), result.name
+               for run in _current_runs(result)), result.name
 
 
 def test_a_run_is_recorded_beside_its_result_and_kept_by_the_next(tmp_path):
