@@ -63,7 +63,7 @@ test:
 	done; echo "== make test: FAILED at $$(date +%T): $${failed:-see above}"; exit 1; fi
 # The lines of a failed check's log that name what failed, repeated at the very end of the
 # output (CI may keep only its tail): pytest's summary, a chapter's error, make's own.
-FAILURE_LINES := ^(FAILED|ERROR)|Error:|Error\b.*:|^E  |does not hold|Traceback|\*\*\*
+FAILURE_LINES := ^(FAILED|ERROR)|Error:|Error\b.*:|: error:|^E  |does not hold|Traceback|\*\*\*
 
 # colab-check builds its own bare environment, so it starts while .venv is installed
 $(filter-out check-colab-check,$(CHECKS:%=check-%)): $(ENV)
@@ -85,8 +85,9 @@ NICE_colab-check := nice -n 10
 # instead of running alone on a half-idle machine at the end (measured: 78 s at 50%)
 NICE_nbval := nice -n 5
 
-lint: $(ENV)  ## ruff, configured in pyproject.toml
+lint: $(ENV)  ## ruff and mypy, configured in pyproject.toml
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 unit: $(ENV)  ## the package's tests and the book-level checks (notebooks/ in sync, ...)
 	$(PY) -m pytest -n auto tests/

@@ -19,7 +19,6 @@ from __future__ import annotations
 import torch
 
 from seqbook.recurrent import LSTM
-from seqbook.recurrent.stack import _INPUTS
 
 __all__ = ["fused_lstm"]
 
@@ -124,14 +123,14 @@ def fused_lstm(
             f"proj_size={lstm.proj_size}"
         )
     # the layer's own checks of x (in its layout) and state, and its zero state
-    sizes: dict = {}  # B and T, as x brings them
-    _INPUTS["B T" if lstm.batch_first else "T B"].check_in("x", x, {"self": lstm}, sizes)
+    lstm._check_x(x, "B, T" if lstm.batch_first else "T, B")
     x = x if lstm.batch_first else x.transpose(0, 1)  # (B, T, D)
     B, T, D = x.shape
-    ((y0, c0),) = lstm._initial_states(state, sizes)  # (B, H) each
+    ((y0, c0),) = lstm._initial_states(state, B)  # (B, H) each
+    W, R, b = (lstm._stack_gates(lstm._layer_parameters(0, 0), kind) for kind in "WRb")
     x_steps = x.transpose(0, 1).reshape(T * B, D)  # time-major rows
-    pre_x = torch.addmm(lstm._stacked("b"), x_steps, lstm._stacked("W").T)  # (T B, G H)
+    pre_x = torch.addmm(b, x_steps, W.T)  # (T B, G H)
     pre_x = pre_x.view(T, B, -1)  # (T, B, G H)
-    ys, c_T = _LSTMRecurrence.apply(pre_x, y0, c0, lstm._stacked("R"), lstm.forget_gate)
+    ys, c_T = _LSTMRecurrence.apply(pre_x, y0, c0, R, lstm.forget_gate)
     out = ys.transpose(0, 1) if lstm.batch_first else ys  # (B, T, H) or (T, B, H)
     return out, (ys[-1][None], c_T[None])  # (1, B, H) each

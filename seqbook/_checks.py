@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence, Sized
 from typing import Any
 
 import torch
@@ -27,6 +27,7 @@ def check_int(
     """Return ``value`` if it is an int (not a bool) in ``[min_value, max_value]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {_describe(value)}")
+    value = int(value)
     if min_value is not None and value < min_value:
         raise ValueError(f"{name} must be >= {min_value}, got {value}")
     if max_value is not None and value > max_value:
@@ -131,13 +132,22 @@ def check_sequence(
     not_one = (str, bytes) if tensor else (str, bytes, torch.Tensor)
     if isinstance(value, not_one) or not isinstance(value, kind):
         raise TypeError(f"{name} must be {what}, got {_describe(value)}")
-    if non_empty and hasattr(value, "__len__") and len(value) == 0:
+    if non_empty and isinstance(value, Sized) and len(value) == 0:
         raise ValueError(f"{name} must hold at least one item ({what}), got an empty one")
     if of is not None and isinstance(value, Sequence):  # an iterator is not consumed here
         for item in value:
             if not isinstance(item, of):
                 raise TypeError(f"{name} must be {what}, got an item {_describe(item)}")
     return value
+
+
+def check_steps(name: str, x: torch.Tensor, dims: str, dim: int = 1) -> None:
+    """Raise unless ``x`` has at least one position along ``dim`` (a loop, a maximum, an
+    FFT or a convolution over none has no result); ``dims`` names its dimensions."""
+    if x.shape[dim] == 0:
+        letters = dims.split()
+        raise ValueError(f"{name} must have shape ({', '.join(letters)}) with "
+                         f"{letters[dim]} >= 1, got {tuple(x.shape)}")
 
 
 def check_float_dtype(name: str, value: Any) -> torch.dtype:
@@ -257,9 +267,11 @@ def check_token_ids(
 ) -> torch.Tensor:
     """Return ``value`` if it is an integer tensor of ids in ``[0, vocab_size)``.
 
-    ``of`` says where ``vocab_size`` comes from in the message."""
+    ``of`` says where ``vocab_size`` comes from in the message. Reading the ids costs a
+    device synchronisation: under ``torch.compile`` the range is not checked, so that
+    the check breaks no graph; nor in an inner call (see :func:`_reads_values`)."""
     value = check_tensor(name, value, ndim=ndim, floating=False)
-    if value.numel():
+    if value.numel() and _reads_values(value):
         low, high = int(value.min()), int(value.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(
@@ -290,17 +302,24 @@ def check_patterns(
             f"{name} must hold at least one pattern of at least one component, "
             f"got shape {tuple(value.shape)}"
         )
+    original = value
     if not value.is_floating_point():
         value = value.to(torch.get_default_dtype())
-    if binary:
-        check_spins(name, value)
-    elif not torch.isfinite(value).all():
+    if binary and _reads_values(original):
+        _require_spins(name, value)
+    elif not binary and not _finite(original):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return value
 
 
 def check_spins(name: str, value: torch.Tensor) -> None:
-    """Raise unless every entry of ``value`` is -1 or +1."""
+    """Raise unless every entry of ``value`` is -1 or +1 (where contents are read: see
+    :func:`_reads_values`)."""
+    if _reads_values(value):
+        _require_spins(name, value)
+
+
+def _require_spins(name: str, value: torch.Tensor) -> None:
     bad = (value != 1) & (value != -1)
     if bad.any():
         example = value[bad].flatten()[0].item()
@@ -331,13 +350,26 @@ def check_state(
     if value.is_complex() or value.dtype == torch.bool:
         raise TypeError(f"{name} must have a real dtype, got {value.dtype}")
     if binary:
+        read = _reads_values(value)  # judged on the tensor given, before the cast
         value = value.to(dtype)
-        check_spins(name, value)
+        if read:
+            _require_spins(name, value)
         return value
     check_same_dtype(name, value, dtype, of="the stored patterns")
-    if not torch.isfinite(value).all():
+    if not _finite(value):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return value
+
+
+def _reads_values(value: object = None) -> bool:
+    """Whether a check of a tensor's contents runs: not under torch.compile (reading
+    contents synchronises with the device and would break the compiled graph)."""
+    return not torch.compiler.is_compiling()
+
+
+def _finite(value: torch.Tensor) -> bool:
+    """``value`` has no NaN or inf, or its contents are not read here (see above)."""
+    return not _reads_values(value) or bool(torch.isfinite(value).all())
 
 
 def check_beta(name: str, value: Any) -> float:

@@ -134,11 +134,12 @@ def claim(
                      float(limits.flat[index]))
         if worst is None or candidate[0] < worst[0]:
             worst = candidate
-    slack, worst_value, bound_name, bound_value = worst
-    held = slack > 0 if bound_name in _STRICT else slack >= 0
+    assert worst is not None  # bounds is not empty, and every element has a slack
+    margin, worst_value, bound_name, bound_value = worst
+    held = margin > 0 if bound_name in _STRICT else margin >= 0
     record = {
         "statement": statement, "value": worst_value, "bound": _bound_text(bounds),
-        "binding": f"{_SYMBOL[bound_name]} {bound_value:.6g}", "slack": slack,
+        "binding": f"{_SYMBOL[bound_name]} {bound_value:.6g}", "slack": margin,
         "held": bool(held), "identity": bool(identity), "quote": quote,
     }
     _log(record)

@@ -12,15 +12,11 @@ for bits.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
+from jaxtyping import Float, Integer
+from torch import Tensor
 
-from seqbook._contracts import (
-    FloatDtype,
-    Int,
-    IntAtLeast,
-    OneOf,
-    RealIn,
-    Shaped,
-)
+from seqbook._checks import check_choice, check_float_dtype, check_int, check_real
 
 __all__ = [
     "cross_entropy",
@@ -31,15 +27,13 @@ __all__ = [
 ]
 
 
-# a distribution over the last dimension (its values are the caller's contract:
-# non-negative, summing to 1 over the last dimension; the tests check the results);
-# the named leading block *batch makes a second distribution q the same shape as p
-Distribution = Shaped("*batch C", floating=True)
+# Distributions are over the last dimension; their values are the caller's contract
+# (non-negative, summing to 1): the tests check the results, not every call.
 
 
 def cross_entropy(
-    p: Distribution, q: Shaped("*batch C", floating=True, dtype_of="p")
-) -> torch.Tensor:
+    p: Float[Tensor, "*batch C"], q: Float[Tensor, "*batch C"]
+) -> Float[Tensor, "*batch"]:
     r"""The cross-entropy :math:`H(p, q)` of two distributions over the last dimension.
 
     .. math::
@@ -63,15 +57,10 @@ def cross_entropy(
         >>> round(cross_entropy(p, q).item(), 4)            # log 2 nats
         0.6931
     """
-    return _cross_entropy(p, q)
-
-
-def _cross_entropy(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """:math:`H(p, q)` of (checked) distributions ``p``, ``q`` over the last dimension."""
     return -torch.xlogy(p, q).sum(-1)  # (eq-loss-cross-entropy)
 
 
-def entropy(p: Distribution) -> torch.Tensor:
+def entropy(p: Float[Tensor, "*batch C"]) -> Float[Tensor, "*batch"]:
     r"""The entropy :math:`H(p) = -\sum_x p(x) \log p(x) = H(p, p)`.
 
     Shapes:
@@ -86,8 +75,8 @@ def entropy(p: Distribution) -> torch.Tensor:
 
 
 def kl_divergence(
-    p: Distribution, q: Shaped("*batch C", floating=True, dtype_of="p")
-) -> torch.Tensor:
+    p: Float[Tensor, "*batch C"], q: Float[Tensor, "*batch C"]
+) -> Float[Tensor, "*batch"]:
     r"""The Kullback-Leibler divergence :math:`D_{KL}(p \,\|\, q) \ge 0`.
 
     .. math::
@@ -105,20 +94,15 @@ def kl_divergence(
         >>> round(kl_divergence(p, q).item(), 4), round(kl_divergence(q, p).item(), 4)
         (0.5108, 0.3681)
     """
-    return _kl_divergence(p, q)
-
-
-def _kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    r""":math:`D_{KL}(p \,\|\, q)` of (checked) distributions over the last dimension."""
     return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(-1)  # (eq-loss-kl)
 
 
 def smoothed_targets(
-    target: Shaped("...", floating=False, ids="num_classes"),
-    num_classes: IntAtLeast(2),
-    epsilon: RealIn(0.0, 1.0),
-    dtype: FloatDtype | None = None,
-) -> torch.Tensor:
+    target: Integer[Tensor, "*batch"],
+    num_classes: int,
+    epsilon: float,
+    dtype: torch.dtype | None = None,
+) -> Float[Tensor, "*batch {num_classes}"]:
     r"""The label-smoothed target distribution with the uniform prior.
 
     .. math::
@@ -144,29 +128,50 @@ def smoothed_targets(
         >>> smoothed_targets(torch.tensor([2]), num_classes=4, epsilon=0.2)
         tensor([[0.0500, 0.0500, 0.8500, 0.0500]])
     """
-    dtype = torch.get_default_dtype() if dtype is None else dtype
-    return _smoothed_targets(target, num_classes, epsilon, dtype)
-
-
-def _smoothed_targets(
-    y: torch.Tensor, C: int, epsilon: float, dtype: torch.dtype
-) -> torch.Tensor:
-    """:math:`p'` for (checked) class indices ``y`` in ``[0, C)``, in ``dtype``."""
-    # delta_{k,y}, (..., C)
-    delta = torch.nn.functional.one_hot(y.long(), C).to(dtype)
+    C = check_int("num_classes", num_classes, min_value=2)
+    check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
+    _check_classes(target, C)
+    if dtype is None:
+        dtype = torch.get_default_dtype()
+    check_float_dtype("dtype", dtype)
+    delta = F.one_hot(target.long(), C).to(dtype)  # delta_{k,y}, (..., C)
     return (1 - epsilon) * delta + epsilon / C  # (eq-loss-label-smoothing)
+
+
+def _check_classes(target: Tensor, C: int, ignore_index: int | None = None) -> None:
+    """What a type cannot say: the targets are class indices in ``[0, C)`` (or
+    ``ignore_index``). Reads the targets: not under torch.compile."""
+    kept = target if ignore_index is None else target[target != ignore_index]
+    if torch.compiler.is_compiling() or not kept.numel():
+        return
+    low, high = int(kept.min()), int(kept.max())
+    if low < 0 or high >= C:
+        ignored = "" if ignore_index is None else f" or ignore_index={ignore_index}"
+        raise ValueError(f"target must hold class indices in [0, {C}) (the classes of logits)"
+                         f"{ignored}, got values from {low} to {high}")
 
 
 REDUCTIONS = ("mean", "sum", "none")
 
 
+def _check_targets(logits: Tensor, target: Tensor, ignore_index: int, reduction: str) -> None:
+    """What types cannot say about :func:`label_smoothing_loss`'s arguments."""
+    if logits.shape[-1] < 2:
+        raise ValueError(f"logits must score at least 2 classes, got shape {tuple(logits.shape)}")
+    kept = target != ignore_index
+    if reduction == "mean" and not torch.compiler.is_compiling() and not bool(kept.any()):
+        raise ValueError("target must have at least one entry that is not ignore_index (the "
+                         "mean of no losses is undefined; reduction='sum' gives 0)")
+    _check_classes(target, logits.shape[-1], ignore_index)
+
+
 def label_smoothing_loss(
-    logits: Shaped("*batch C", floating=True, min_size={"C": 2}),
-    target: Shaped("*batch", floating=False),
-    epsilon: RealIn(0.0, 1.0),
-    ignore_index: Int = -100,
-    reduction: OneOf(*REDUCTIONS) = "mean",
-) -> torch.Tensor:
+    logits: Float[Tensor, "*batch C"],
+    target: Integer[Tensor, "*batch"],
+    epsilon: float,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Float[Tensor, ""] | Float[Tensor, "*batch"]:
     r"""Cross-entropy between smoothed targets and ``softmax(logits)``.
 
     .. math::
@@ -203,33 +208,17 @@ def label_smoothing_loss(
         >>> round(label_smoothing_loss(logits, target, 0.3).item(), 4)
         0.6395
     """
+    check_real("epsilon", epsilon, min_value=0.0, max_value=1.0)
+    check_choice("reduction", reduction, REDUCTIONS)
+    _check_targets(logits, target, ignore_index, reduction)
     keep = target != ignore_index  # (...)
-    if reduction == "mean" and not bool(keep.any()):
-        raise ValueError("target must have at least one entry that is not ignore_index (the "
-                         "mean of no losses is undefined; reduction='sum' gives 0)")
-    kept, C = target[keep], logits.shape[-1]
-    if kept.numel() and (int(kept.min()) < 0 or int(kept.max()) >= C):
-        raise ValueError(f"target must hold class indices in [0, {C}) (the classes of logits) "
-                         f"or ignore_index={ignore_index}, got values from {int(kept.min())} "
-                         f"to {int(kept.max())}")
-    return _label_smoothing_loss(logits, target, epsilon, keep, reduction)
-
-
-def _label_smoothing_loss(
-    z: torch.Tensor,
-    y: torch.Tensor,
-    epsilon: float,
-    keep: torch.Tensor,
-    reduction: str,
-) -> torch.Tensor:
-    """The loss of (checked) logits ``z`` and targets ``y`` over the positions ``keep``."""
-    log_q = torch.log_softmax(z[keep], dim=-1)  # log q_n, (N, C)
-    # p'_n, (N, C)
-    p = _smoothed_targets(y[keep], z.shape[-1], epsilon, log_q.dtype)
+    log_q = torch.log_softmax(logits[keep], dim=-1)  # log q_n, (N, C)
+    C = logits.shape[-1]
+    p = smoothed_targets(target[keep], C, epsilon, log_q.dtype)  # p'_n, (N, C)
     losses = -(p * log_q).sum(-1)  # H(p'_n, q_n), (N,)  (eq-loss-smoothed)
     if reduction == "mean":
         return losses.mean()  # the mean over N
     if reduction == "sum":
         return losses.sum()
-    zeros = torch.zeros(y.shape, dtype=losses.dtype, device=losses.device)
+    zeros = torch.zeros(target.shape, dtype=losses.dtype, device=losses.device)
     return zeros.masked_scatter(keep, losses)  # (...), 0 where ignored

@@ -6,7 +6,9 @@ Colab myst-nb is usually absent; there ``glue`` only shows the value (with
 ``display=True``), so the chapter runs the same.
 
 ``show_source`` puts the package's own code on the page, under the equations it
-implements: what the reader sees is what runs and what the tests check.
+implements: what the reader sees is what runs and what the tests check. It reads past
+the wrapper that checks a public function's annotations (:mod:`seqbook._typecheck`,
+jaxtyping and beartype) to the function's own source.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from seqbook._contracts import InstanceOf
 from seqbook.claims import claim
 
 __all__ = ["SourceSnippet", "claim", "glue", "show_source"]
@@ -146,8 +147,8 @@ class SourceSnippet:
 
 def show_source(
     obj: Any,
-    start: InstanceOf(str, what="a str or None") | None = None,
-    stop: InstanceOf(str, what="a str or None") | None = None,
+    start: str | None = None,
+    stop: str | None = None,
     *,
     docstring: bool = False,
 ) -> SourceSnippet:
@@ -261,7 +262,7 @@ def _docstring_lines(lines: list[str]) -> set[int]:
     value = body[0].value
     if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
         return set()
-    return set(range(body[0].lineno - 1, body[0].end_lineno))
+    return set(range(body[0].lineno - 1, body[0].end_lineno or body[0].lineno))
 
 
 def _find(lines: list[str], keep: list[int], text: str, begin: int, name: str, obj: Any) -> int:

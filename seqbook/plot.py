@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from jaxtyping import Shaped
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
+from torch import Tensor
 
-from seqbook._contracts import Flag, InstanceOf, SequenceOf
+from seqbook._checks import check_sequence
 from seqbook.train import History
 
 __all__ = ["plot_history", "heatmap"]
 
-#: The axes to draw on; None: a new figure.
-Ax = InstanceOf(Axes, what="a matplotlib Axes or None")
+#: What :func:`heatmap` draws: a 2-D tensor (of any dtype; moved to the CPU), or
+#: anything NumPy reads as a 2-D array of numbers (checked in the body).
+Matrix: TypeAlias = Shaped[Tensor, "rows cols"] | np.ndarray | Sequence[Any]
 
 
 def plot_history(
-    history: InstanceOf(History, what="a seqbook.train.History"),
-    metrics: SequenceOf("a list of metric names", of=str) = (),
-    ax: Ax | None = None,
-    log: Flag = False,
+    history: History,
+    metrics: Sequence[str] = (),
+    ax: Axes | None = None,
+    log: bool = False,
 ) -> Axes:
     """Plot the per-step and per-epoch training loss, and chosen metrics per epoch.
 
@@ -36,6 +40,7 @@ def plot_history(
     Returns:
         The axes of the loss curve.
     """
+    check_sequence("metrics", metrics, what="a list of metric names", of=str)
     missing = [m for m in metrics if m not in history.metrics]
     if missing:
         raise ValueError(f"metrics {missing} not in history.metrics ({sorted(history.metrics)})")
@@ -63,18 +68,18 @@ def plot_history(
 
 
 def heatmap(
-    matrix: torch.Tensor | np.ndarray,
-    ax: Ax | None = None,
+    matrix: Matrix,
+    ax: Axes | None = None,
     xticklabels: Sequence[str] | None = None,
     yticklabels: Sequence[str] | None = None,
     xlabel: str | None = None,
     ylabel: str | None = None,
     title: str | None = None,
     cmap: str = "viridis",
-    colorbar: Flag = True,
-    annotate: Flag = False,
-    fmt: InstanceOf(str, what="a format string such as '.2f'") = ".2f",
-    **imshow_kwargs: object,
+    colorbar: bool = True,
+    annotate: bool = False,
+    fmt: str = ".2f",
+    **imshow_kwargs: Any,
 ) -> Axes:
     """Draw a 2-D array as a heatmap with optional tick labels and cell annotations.
 
@@ -88,24 +93,23 @@ def heatmap(
     Returns:
         The axes.
     """
-    if isinstance(matrix, torch.Tensor):
-        matrix = matrix.detach().cpu().numpy()
+    values = matrix.detach().cpu().numpy() if isinstance(matrix, torch.Tensor) else matrix
     try:
-        matrix = np.asarray(matrix)
+        array = np.asarray(values)
     except (TypeError, ValueError):  # ragged nested lists
-        matrix = np.asarray(None)
-    numeric = np.issubdtype(matrix.dtype, np.number) or matrix.dtype == bool
-    if not numeric or np.issubdtype(matrix.dtype, np.complexfloating):
-        raise TypeError(f"matrix must be a 2-D array of numbers, got dtype {matrix.dtype}")
-    if matrix.ndim != 2:
-        raise ValueError(f"matrix must be 2-D, got shape {matrix.shape}")
+        array = np.asarray(None)
+    numeric = np.issubdtype(array.dtype, np.number) or array.dtype == bool
+    if not numeric or np.issubdtype(array.dtype, np.complexfloating):
+        raise TypeError(f"matrix must be a 2-D array of numbers, got dtype {array.dtype}")
+    if array.ndim != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {array.shape}")
     try:  # with an entry of the matrix's own dtype: "d" formats ints, not floats
-        format(matrix.flat[0] if matrix.size else 1.0, fmt)
+        format(array.flat[0] if array.size else 1.0, fmt)
     except ValueError:
         raise ValueError(
             f"fmt must be a format spec for numbers such as '.2f', got {fmt!r}"
         ) from None
-    rows, cols = matrix.shape
+    rows, cols = array.shape
     for name, labels, size in (
         ("xticklabels", xticklabels, cols), ("yticklabels", yticklabels, rows)
     ):
@@ -114,12 +118,12 @@ def heatmap(
         if labels is not None and len(labels) != size:
             what = "columns" if name == "xticklabels" else "rows"
             raise ValueError(
-                f"{name} must have {size} entries (the {what} of matrix {matrix.shape}), "
+                f"{name} must have {size} entries (the {what} of matrix {array.shape}), "
                 f"got {len(labels)}"
             )
     if ax is None:
         _, ax = plt.subplots(figsize=(max(3.0, 0.45 * cols + 1.5), max(2.5, 0.4 * rows + 1)))
-    image = ax.imshow(matrix, cmap=cmap, aspect="auto", **imshow_kwargs)
+    image = ax.imshow(array, cmap=cmap, aspect="auto", **imshow_kwargs)
     if xticklabels is not None:
         ax.set_xticks(range(cols), labels=list(xticklabels), rotation=90 if cols > 8 else 0)
     else:  # columns and rows are positions (time steps, units): whole-number ticks
@@ -129,7 +133,7 @@ def heatmap(
     else:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if annotate:
-        for (r, c), value in np.ndenumerate(matrix):
+        for (r, c), value in np.ndenumerate(array):
             ax.text(c, r, format(value, fmt), ha="center", va="center", fontsize="x-small",
                     color=_ink_on(image.cmap(image.norm(value))))
     ax.set_xlabel(xlabel or "")

@@ -3,6 +3,9 @@
 It does what every chapter's training needs and nothing more: iterate over batches,
 compute a loss, back-propagate, optionally clip the gradient norm, step the optimizer,
 record what happened. Everything model-specific lives in ``loss_fn``.
+
+:func:`fit`'s annotations are checked by :mod:`seqbook._typecheck` (with beartype; no
+tensor shapes here for jaxtyping); what a type cannot say is checked in its body.
 """
 
 from __future__ import annotations
@@ -10,21 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any, TypeAlias
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from seqbook._contracts import (
-    CallableAs,
-    Check,
-    Device,
-    Flag,
-    InstanceOf,
-    PositiveInt,
-    PositiveReal,
-)
+from seqbook._checks import check_callable, check_device, check_positive_int, check_real
 from seqbook.utils import Timer, to_device
 
 __all__ = ["History", "fit"]
@@ -45,7 +40,11 @@ class History:
         return self.epoch_loss[-1]
 
 
-def _check_batches(name: str, batches: Any) -> Any:
+#: A re-iterable collection of batches, or a function returning a fresh iterable.
+Batches: TypeAlias = Iterable[Any] | Callable[[], Iterable[Any]]
+
+
+def _check_batches(name: str, batches: Batches) -> None:
     """A re-iterable collection of batches, or a function returning a fresh iterable."""
     if not callable(batches) and (isinstance(batches, (str, bytes))
                                   or not isinstance(batches, Iterable)):
@@ -53,10 +52,6 @@ def _check_batches(name: str, batches: Any) -> Any:
     if not callable(batches) and iter(batches) is batches:  # a generator: empty from epoch 2
         raise TypeError(f"{name} must be re-iterable (a list, a DataLoader) or a function "
                         "returning an iterable; got a one-shot iterator")
-    return batches
-
-
-Batches = Annotated[Any, Check(_check_batches)]
 
 
 def _check_loss(loss: object, epoch: int, step: int) -> None:
@@ -70,17 +65,17 @@ def _check_loss(loss: object, epoch: int, step: int) -> None:
 
 
 def fit(
-    model: InstanceOf(nn.Module, what="a torch.nn.Module"),
-    loss_fn: CallableAs("loss_fn(model, batch)", nargs=2),
+    model: nn.Module,
+    loss_fn: Callable[..., Tensor],
     batches: Batches,
-    optimizer: InstanceOf(torch.optim.Optimizer, what="a torch.optim.Optimizer"),
-    epochs: PositiveInt,
-    clip: PositiveReal | None = None,
+    optimizer: torch.optim.Optimizer,
+    epochs: int,
+    clip: float | None = None,
     *,
-    eval_fn: CallableAs("eval_fn(model) -> dict", nargs=1) | None = None,
-    device: Device = None,
-    progress: Flag = True,
-    desc: InstanceOf(str, what="a str") = "training",
+    eval_fn: Callable[[nn.Module], dict[str, Any]] | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    desc: str = "training",
 ) -> History:
     """Train ``model`` for ``epochs`` passes over ``batches`` and return the history.
 
@@ -119,17 +114,15 @@ def fit(
         >>> history.final_loss < history.epoch_loss[0]
         True
     """
-    return _fit(model, loss_fn, batches, optimizer, epochs, clip, eval_fn, device, progress,
-                desc)
-
-
-def _fit(
-    model: nn.Module, loss_fn: Callable, batches: Iterable[Any] | Callable[[], Iterable[Any]],
-    optimizer: torch.optim.Optimizer, epochs: int, clip: float | None,
-    eval_fn: Callable | None, device: torch.device | None, progress: bool, desc: str,
-) -> History:
-    """:func:`fit` for checked arguments (``device`` None: the model's device)."""
-    if device is None:
+    check_callable("loss_fn", loss_fn, signature="loss_fn(model, batch)", nargs=2)
+    _check_batches("batches", batches)
+    check_positive_int("epochs", epochs)
+    if clip is not None:
+        check_real("clip", clip, min_value=0.0, strict_min=True)
+    if eval_fn is not None:
+        check_callable("eval_fn", eval_fn, signature="eval_fn(model) -> dict", nargs=1)
+    device = check_device("device", device)
+    if device is None:  # the model's device
         first = next(model.parameters(), None)
         device = first.device if first is not None else torch.device("cpu")
     history = History()

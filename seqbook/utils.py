@@ -1,4 +1,9 @@
-"""Reproducibility, devices and timing: the small tools every chapter uses."""
+"""Reproducibility, devices and timing: the small tools every chapter uses.
+
+The public functions' annotations are checked by :mod:`seqbook._typecheck` (with
+beartype; no tensor shapes here for jaxtyping); what a type cannot say (a seed >= 0,
+a device's name) is checked in the body.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,12 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import torch
 
-from seqbook._contracts import Device, InstanceOf, NonNegativeInt
+from seqbook._checks import check_device, check_int
 
 __all__ = [
     "SEED_SHIFT_VARIABLE",
@@ -58,7 +63,7 @@ def seed_shift() -> int:
     return shift
 
 
-def shifted_seed(seed: NonNegativeInt) -> int:
+def shifted_seed(seed: int) -> int:
     """``seed`` moved by this run's seed shift (:func:`seed_shift`).
 
     Every seed a chapter uses goes through this function (directly, or through
@@ -69,6 +74,7 @@ def shifted_seed(seed: NonNegativeInt) -> int:
         >>> shifted_seed(3) == 3 + 1000 * seed_shift()
         True
     """
+    check_int("seed", seed, min_value=0)
     return seed + SEED_STRIDE * seed_shift()
 
 
@@ -117,7 +123,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def to_device(batch: Any, device: Device) -> Any:
+def to_device(batch: Any, device: torch.device | str | None) -> Any:
     """Move every tensor in a (nested) tuple, list or dict to ``device``.
 
     Anything that is not a tensor or a container of tensors is returned unchanged,
@@ -128,18 +134,16 @@ def to_device(batch: Any, device: Device) -> Any:
         >>> x.device.type, names
         ('cpu', ['ab', 'c'])
     """
-    return _to_device(batch, device)
-
-
-def _to_device(batch: Any, device: torch.device) -> Any:
+    device = check_device("device", device)
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
+    container: Any = type(batch)  # rebuilt with the moved items
     if isinstance(batch, Mapping):
-        return type(batch)({k: _to_device(v, device) for k, v in batch.items()})
+        return container({k: to_device(v, device) for k, v in batch.items()})
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a NamedTuple
-        return type(batch)(*(_to_device(v, device) for v in batch))
+        return container(*(to_device(v, device) for v in batch))
     if isinstance(batch, Sequence) and not isinstance(batch, (str, bytes)):
-        return type(batch)(_to_device(v, device) for v in batch)
+        return container(to_device(v, device) for v in batch)
     return batch
 
 
@@ -170,14 +174,15 @@ class Timer:
 
 
 #: The name of a committed checkpoint, or a path to one.
-CheckpointName = InstanceOf(str, Path, what="a str or Path")
+CheckpointName: TypeAlias = str | Path
 
 
-def find_checkpoint(name_or_path: str | Path, folder: Path, trainer: str) -> Path:
+def find_checkpoint(name_or_path: CheckpointName, folder: Path, trainer: str) -> Path:
     """The checkpoint file ``name_or_path`` names: a path (with a suffix), or the name of
     a committed checkpoint in ``folder``; ``trainer`` is the command that writes one.
-    For the package's loaders (``load_bare``, ``load_baseline``, ``load_masked``), whose
-    signatures check ``name_or_path``."""
+    For the package's loaders (``load_bare``, ``load_baseline``, ``load_masked``)."""
+    if not isinstance(name_or_path, (str, Path)):
+        raise TypeError(f"name_or_path must be a str or Path, got {name_or_path!r}")
     path = Path(name_or_path)
     if not path.suffix:
         path = folder / f"{name_or_path}.pt"

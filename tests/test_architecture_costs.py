@@ -46,13 +46,14 @@ def test_causal_convolution_reads_exactly_its_taps():
 
 def test_causal_convolution_bad_input():
     conv = CausalConvolution(4)
-    with pytest.raises(ValueError, match=r"x must have shape \(B, n, d\) with d = 4"):
+    with pytest.raises(TypeError, match=r"^x must be Float\[Tensor, 'B n \{self.d\}'\], got "
+                       r"f32\[1,5,3\].*existing value of \{self.d\}=4"):
         conv(torch.randn(1, 5, 3))
-    with pytest.raises(ValueError, match="x must have 3 dimensions"):
+    with pytest.raises(TypeError, match=r"^x must be .*, got f32\[5,4\].*2 dimensions"):
         conv(torch.randn(5, 4))
     with pytest.raises(ValueError, match="kernel_size must be >= 1"):
         CausalConvolution(4, kernel_size=0)
-    with pytest.raises(TypeError, match="module must be a torch.nn.Conv1d"):
+    with pytest.raises(TypeError, match="^module must be .*Conv1d, got Linear"):
         CausalConvolution.from_torch(nn.Linear(3, 3))
     with pytest.raises(ValueError, match="map d channels to d channels"):
         CausalConvolution.from_torch(nn.Conv1d(3, 4, 2))
@@ -73,7 +74,7 @@ def test_self_attention_layer_is_multi_head_attention_of_x_with_itself():
     changed[:, 3] += 1
     assert torch.equal(causal(x)[:, :3], causal(changed)[:, :3])
     assert not torch.equal(layer(x)[:, :3], layer(changed)[:, :3])
-    with pytest.raises(TypeError, match="causal must be a bool"):
+    with pytest.raises(TypeError, match="^causal must be bool, got 1"):
         SelfAttentionLayer(8, 2, causal=1)
 
 
@@ -142,16 +143,21 @@ def test_power_law_exponent_and_bad_input():
 
 
 def test_measuring_functions_reject_what_they_cannot_run():
-    with pytest.raises(TypeError, match="fn must be callable"):
+    with pytest.raises(TypeError, match=r"^fn must be .*Callable\[\[\], Any\], got 3"):
         count_flops(3)
-    with pytest.raises(TypeError, match="fn must be callable"):
+    with pytest.raises(TypeError, match="^fn must be .*Callable"):
         count_operations("x")
-    with pytest.raises(TypeError, match="fns must be a sequence of callables"):
+    with pytest.raises(TypeError, match="^fns must be .*Sequence"):
         cpu_seconds([1, 2])
-    with pytest.raises(TypeError, match="fns must be a sequence of callables"):
+    with pytest.raises(TypeError, match=r"^fns must be .*Callable.*: list index 1 item int 2"):
+        cpu_seconds([lambda: None, 2])            # every item, not one drawn at random
+    with pytest.raises(TypeError, match="^fns must be .*Sequence"):
         cpu_seconds(3)
-    with pytest.raises(TypeError, match="output_at_depth must be callable"):
+    with pytest.raises(TypeError, match="^output_at_depth must be .*Callable"):
         path_length(3, torch.randn(1, 3, 2), 2)
+    with pytest.raises(TypeError, match=r"^output_at_depth must be callable as "
+                       r"output_at_depth\(x, depth\) \(with 2 positional arguments\)"):
+        path_length(lambda x: x, torch.randn(1, 3, 2), 2)
     with pytest.raises(ValueError, match="repeats must be >= 1"):
         cpu_seconds([lambda: None], repeats=0)
     with pytest.raises(ValueError, match="max_depth must be >= 1"):
@@ -163,7 +169,7 @@ def test_measuring_functions_reject_what_they_cannot_run():
 def test_convolution_stack_bad_input():
     with pytest.raises(ValueError, match="kernel_size must be >= 2"):
         convolution_stack(4, 3, kernel_size=1)
-    with pytest.raises(TypeError, match="dilated must be a bool"):
+    with pytest.raises(TypeError, match="^dilated must be bool, got 'yes'"):
         convolution_stack(4, 3, dilated="yes")
     with pytest.raises(ValueError, match="num_layers must be >= 1"):
         attention_stack(4, 0, num_heads=2)
@@ -172,15 +178,14 @@ def test_convolution_stack_bad_input():
 def test_self_attention_layer_bad_input():
     from seqbook.costs import SelfAttentionLayer
 
-    with pytest.raises(
-        ValueError, match=r"d must be a multiple of num_heads = 3 \(the argument num_heads\), got 8"
-    ):
+    with pytest.raises(ValueError, match=r"^d must be a multiple of num_heads = 3, got 8"):
         SelfAttentionLayer(d=8, num_heads=3)
-    with pytest.raises(ValueError, match=r"x must have shape \(B, n, d\) with d = 8"):
+    with pytest.raises(TypeError, match=r"^x must be Float\[Tensor, 'B n \{self.d\}'\], got "
+                       r"f32\[2,3,6\]"):
         SelfAttentionLayer(d=8, num_heads=2)(torch.randn(2, 3, 6))
-    with pytest.raises(ValueError, match="d must be >= 1"):
+    with pytest.raises(ValueError, match="^d must be >= 1"):
         SelfAttentionLayer(d=0)
-    with pytest.raises(TypeError, match="causal must be a bool"):
+    with pytest.raises(TypeError, match="^causal must be bool"):
         SelfAttentionLayer(d=8, causal=1)
 
 
@@ -188,3 +193,18 @@ def test_self_attention_layer_bad_input():
 def test_causal_convolution_from_torch_copies_the_training_mode(training):
     reference = nn.Conv1d(4, 4, 2, padding=1).train(training)
     assert CausalConvolution.from_torch(reference).training is training
+
+
+@pytest.mark.parametrize("make", [
+    lambda: CausalConvolution(4, kernel_size=3, dilation=2),
+    lambda: SelfAttentionLayer(4, num_heads=2, causal=True),
+    lambda: attention_stack(4, 2, num_heads=2),
+    lambda: convolution_stack(4, 3, kernel_size=2, dilated=True),
+])
+def test_a_forward_hook_on_every_submodule_fires(make):
+    model = make()
+    fired = set()
+    for name, module in model.named_modules():
+        module.register_forward_hook(lambda *_, name=name: fired.add(name))
+    model(torch.randn(2, 7, 4))
+    assert fired == {name for name, _ in model.named_modules()}

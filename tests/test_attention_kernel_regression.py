@@ -83,17 +83,17 @@ def test_bad_shapes():
     x = torch.linspace(0, 1, 5)
     with pytest.raises(ValueError, match="same size D"):
         nadaraya_watson(torch.randn(3, 2), torch.randn(5, 3), x)
-    with pytest.raises(ValueError, match=r"values must have shape .* with M = 5 \(as in keys"):
+    with pytest.raises(TypeError, match=r"^values must be .*the size of dimension M is 4"):
         nadaraya_watson(x, x, torch.randn(4))
     with pytest.raises(ValueError, match="queries"):
         nadaraya_watson(torch.randn(2, 2, 2), x, x)
-    with pytest.raises(ValueError, match=r"keys must have shape \(M, \.\.\.\) with M >= 1"):
+    with pytest.raises(ValueError, match=r"with M >= 1"):
         nadaraya_watson(x, torch.empty(0), torch.empty(0))
-    with pytest.raises(TypeError, match="keys"):
+    with pytest.raises(TypeError, match="^keys must be "):
         nadaraya_watson(x, torch.arange(5), x)
-    with pytest.raises(ValueError, match=r"values must have 1 or 2 dimensions, \(M,\) or \(M, V\)"):
+    with pytest.raises(ValueError, match=r"\(M,\) or \(M, V\)"):
         nadaraya_watson(x, x, torch.randn(5, 2, 2))
-    with pytest.raises(ValueError, match="queries and keys must have the same size D"):
+    with pytest.raises(ValueError, match=r"keys .* must be \(N,\) or \(N, D\), \(M,\) or \(M, D\)"):
         nadaraya_watson(x, torch.randn(5, 1, 1), x)
 
 

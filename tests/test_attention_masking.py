@@ -61,10 +61,11 @@ def test_other_dim():
 @pytest.mark.parametrize(
     "mask, error, match",
     [
-        (torch.ones(2, 4, dtype=torch.bool), ValueError, "broadcast"),
-        (torch.ones(3, 2, 5, dtype=torch.bool), ValueError, "broadcast"),
-        (torch.ones(2, 5), TypeError, "boolean"),
-        ([[True] * 5] * 2, TypeError, "mask"),
+        (torch.ones(2, 4, dtype=torch.bool), TypeError,
+         r"^mask must be Bool\[Tensor, '\*#shape'\] \| None, got bool\[2,4\]"),
+        (torch.ones(3, 2, 5, dtype=torch.bool), TypeError, r"^mask must be .*got bool\[3,2,5\]"),
+        (torch.ones(2, 5), TypeError, r"^mask must be .*got f32\[2,5\]"),
+        ([[True] * 5] * 2, TypeError, r"^mask must be "),
     ],
 )
 def test_bad_masks_are_rejected(mask, error, match):

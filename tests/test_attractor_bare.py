@@ -143,10 +143,12 @@ def test_chunking_does_not_change_the_result(monkeypatch):
     model = BareSelfAttention(10, 3, generator=_gen())
     model.J.data.mul_(10)
     x = _spins(4, 10, 3)
-    whole = model.step(x)
-    monkeypatch.setattr(bare, "_CHUNK_ELEMENTS", 1)  # one query token at a time
-    assert torch.allclose(model.step(x), whole, atol=1e-6)
-    assert torch.allclose(model.local_energies(x), model.local_energies(x), atol=1e-6)
+    whole = model.step(x), model.local_energies(x), model.attention(x), model.scores(x)
+    monkeypatch.setattr(bare, "_CHUNK_ELEMENTS", 1)  # one configuration at a time
+    assert torch.allclose(model.step(x), whole[0], atol=1e-6)
+    assert torch.allclose(model.local_energies(x), whole[1], atol=1e-6)
+    assert torch.allclose(model.attention(x), whole[2], atol=1e-6)
+    assert torch.equal(model.scores(x).isinf(), whole[3].isinf())
 
 
 def test_bad_input():
@@ -159,16 +161,16 @@ def test_bad_input():
     with pytest.raises(ValueError, match="gamma must be >= 0"):
         BareSelfAttention(4, 2, gamma=-1.0)
     model = BareSelfAttention(4, 2)
-    with pytest.raises(ValueError,
-                       match=r"x must have shape \(B, num_tokens, dim\) with num_tokens = 4"):
+    with pytest.raises(TypeError, match=r"^x must be .*the dimension size 5 does not equal the "
+                                        r"existing value of \{self.num_tokens\}=4"):
         model.step(torch.rand(3, 5, 2))
-    with pytest.raises(ValueError, match="3 dimensions"):
+    with pytest.raises(TypeError, match=r"^x must be .*got f32\[4,2\]"):
         model.step(torch.rand(4, 2))
     with pytest.raises(ValueError, match="finite"):
         model.step(torch.full((1, 4, 2), float("nan")))
-    with pytest.raises(TypeError, match="key_mask must have dtype torch.bool"):
+    with pytest.raises(TypeError, match=r"^key_mask must be Bool\[Tensor, .*got f32\[1,4\]"):
         model.step(torch.rand(1, 4, 2), torch.ones(1, 4))
-    with pytest.raises(ValueError, match=r"key_mask must have shape \(B, num_tokens\) with B = 1"):
+    with pytest.raises(TypeError, match=r"^key_mask must be .*got bool\[2,4\]"):
         model.step(torch.rand(1, 4, 2), torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="at least two tokens"):
         model.step(torch.rand(1, 4, 2), torch.tensor([[True, False, False, False]]))
@@ -179,8 +181,7 @@ def test_bad_input():
         model.attention(torch.rand(1, 4, 2), torch.ones(1, 4, dtype=torch.bool, device="meta"))
     with pytest.raises(ValueError, match="steps must be >= 0"):
         model.run(torch.rand(1, 4, 2), -1)
-    with pytest.raises(ValueError,
-                       match=r"others must have shape \(B, num_tokens, dim\) with B = 1"):
+    with pytest.raises(TypeError, match=r"^others must be .*got f32\[2,4,2\]"):
         model.local_energies(torch.rand(1, 4, 2), others=torch.rand(2, 4, 2))
 
 
@@ -207,6 +208,7 @@ def test_float64_computes_in_float64_and_mixed_dtypes_are_refused():
     assert model.local_energies(x).dtype == torch.float64
     with pytest.raises(
         TypeError,
-        match="x has dtype torch.float32 but the module's parameters have dtype torch.float64",
+        match=r"^x must have the dtype of the module's parameters \(torch.float64\), got "
+              r"torch.float32",
     ):
         model.step(x.float())

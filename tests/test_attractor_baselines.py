@@ -115,8 +115,8 @@ def test_bad_input(tmp_path):
     with pytest.raises(ValueError, match="image_size must be a multiple of patch_size = 5"):
         RecurrentTransformer(BaselineConfig(patch_size=5, **TINY))
     model = RecurrentTransformer(BaselineConfig(**TINY))
-    with pytest.raises(ValueError, match=r"s must have shape \(B, num_tokens, patch_dim\) "
-                                         r"with num_tokens = 49"):
+    with pytest.raises(TypeError, match=r"^s must be .*the dimension size 196 does not equal "
+                                        r"the existing value of \{self.num_tokens\}=49"):
         model(torch.rand(2, 196, 8))
     with pytest.raises(ValueError, match="steps must be >= 1"):
         model(torch.rand(2, 49, 32), steps=0)
@@ -126,3 +126,20 @@ def test_bad_input(tmp_path):
         load_baseline(tmp_path / "missing.pt")
     with pytest.raises(ValueError, match="max_steps must be >= min_steps = 3"):
         train_baseline(model, torch.rand(4, 28, 28), "mask", min_steps=3, max_steps=2)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RecurrentTransformer(BaselineConfig(**TINY)),
+    lambda: VisionTransformer(BaselineConfig("vit", num_layers=2, **TINY)),
+    lambda: PatchEmbedding(4),
+], ids=["block", "vit", "embedding"])
+def test_a_forward_hook_on_every_submodule_fires(make):
+    # every submodule is called as a module (module(x)), never through a private method
+    model = make().eval()
+    fired = set()
+    for name, module in model.named_modules():
+        module.register_forward_hook(lambda m, args, out, name=name: fired.add(name))
+    images = torch.rand(2, 28, 28, generator=_gen())
+    model(images if isinstance(model, PatchEmbedding) else PatchEmbedding(4).spins(images))
+    assert fired == {name for name, module in model.named_modules()
+                     if not isinstance(module, torch.nn.ModuleList)}  # a list is not called

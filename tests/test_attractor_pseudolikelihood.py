@@ -95,11 +95,10 @@ def test_bad_input():
         pseudo_likelihood_loss(torch.nn.Linear(2, 2), xi)
     with pytest.raises(ValueError, match="lam must be > 0"):
         pseudo_likelihood_gradient(model, xi, lam=0.0)
-    with pytest.raises(ValueError, match=r"xi must have shape \(B, model.num_tokens, model.dim\)"
-                                          r" with model.num_tokens = 4"):
+    with pytest.raises(TypeError, match=r"^xi must be .*the dimension size 5 does not equal the "
+                                        r"existing value of \{model.num_tokens\}=4"):
         train_pseudo_likelihood(model, torch.rand(3, 5, 2), progress=False)
-    with pytest.raises(ValueError, match=r"xi must have shape \(B, model.num_tokens, model.dim\)"
-                                          r" with B >= 1"):
+    with pytest.raises(ValueError, match=r"xi must hold at least one configuration"):
         train_pseudo_likelihood(model, torch.rand(0, 4, 2), progress=False)
     with pytest.raises(ValueError, match="clip must be > 0"):
         train_pseudo_likelihood(model, xi, clip=0.0, progress=False)

@@ -107,14 +107,14 @@ def test_bad_input():
         leading_modes(model, k=0)
     with pytest.raises(ValueError, match="rows sum to 1"):
         effective_partners(torch.ones(3, 3))
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(TypeError, match=r"^alpha must be Float\[Tensor, '\*batch N'\]"):
         effective_partners(torch.ones(3, 3, dtype=torch.int64))
     with pytest.raises(ValueError, match="real eigenvector"):
         mode_spins(torch.tensor([[1.0 + 1.0j, 0.0]]), torch.ones(1, 2))
-    with pytest.raises(ValueError,
-                       match=r"reference must have shape \(N, d\) with N = 2 \(as in v\)"):
+    with pytest.raises(TypeError, match=r"^reference must be .*the size of dimension N is 3 "
+                                        r"which does not equal the existing value of 2"):
         mode_spins(torch.ones(2, 2), torch.ones(3, 2))
-    with pytest.raises(ValueError, match=r"eigenvalues must have shape \(K\) with K >= 2"):
+    with pytest.raises(ValueError, match=r"len\(eigenvalues\) must be >= 2, got 1"):
         forgetting_time(torch.tensor([1.0]))
     with pytest.raises(ValueError, match="decreasing modulus"):
         forgetting_time(torch.tensor([1.0, 2.0]))

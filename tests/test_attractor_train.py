@@ -66,15 +66,15 @@ def _single_run(path, seed, snapshot_steps, steps):
     K = len(snapshot_steps)
     model = BareSelfAttention(3, 2, generator=torch.Generator().manual_seed(seed))
     curves = torch.tensor(snapshot_steps, dtype=torch.float32).view(1, K, 1, 1).expand(1, K, 2, 3)
-    return save_bare(
-        model, path, epochs=len(snapshot_steps), batch_size=32, lr=5.0, train_size=64,
+    return save_bare(model, path, dict(
+        epochs=len(snapshot_steps), batch_size=32, lr=5.0, train_size=64,
         steps_per_epoch=2, seeds=[seed], cpu_seconds=[1.0 + seed], compression_gap=0.1 * seed,
         variants=["attention"], tasks=["mask", "denoise"], snapshot_steps=snapshot_steps,
         epochs_per_seed=[len(snapshot_steps)], snapshot_labels=[str(s) for s in snapshot_steps],
         curves=curves.clone(),
         mode_image=torch.full((1, K, 2, 2), float(seed)).half(),
         step_loss=torch.arange(steps, dtype=torch.float32)[None],
-    )
+    ))
 
 
 def test_merge_pads_a_shorter_run_with_nan(tmp_path):

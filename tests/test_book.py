@@ -273,14 +273,8 @@ MAX_SHOWN_BODY = 15
 MAX_CUT_SNIPPETS = 10
 
 
-def _shown_snippets(chapter) -> list[tuple[str, object, bool]]:
-    """``(call, snippet, cut)`` for every show_source call of the chapter.
-
-    The call is evaluated in a namespace holding the chapter's own seqbook imports, so
-    that it names the object exactly as the page does.
-    """
-    import ast
-
+def _chapter_namespace(chapter) -> dict:
+    """The chapter's own seqbook imports (and show_source), to name objects as it does."""
     from seqbook.notebook import show_source
 
     namespace: dict = {"show_source": show_source}
@@ -296,6 +290,16 @@ def _shown_snippets(chapter) -> list[tuple[str, object, bool]]:
                 a.name.startswith("seqbook") for a in node.names
             ):
                 exec(compile(ast.Module([node], []), str(chapter), "exec"), namespace)
+    return namespace
+
+
+def _shown_snippets(chapter) -> list[tuple[str, object, bool]]:
+    """``(call, snippet, cut)`` for every show_source call of the chapter.
+
+    The call is evaluated in a namespace holding the chapter's own seqbook imports, so
+    that it names the object exactly as the page does.
+    """
+    namespace = _chapter_namespace(chapter)
     shown = []
     for _, source in _show_source_calls(chapter):
         call = source.strip().splitlines()[-1]
@@ -320,6 +324,53 @@ def _body_lines(code: str) -> int:
         first = node.body[0].lineno - 1
         return sum(bool(line.strip()) for line in lines[first:])
     return sum(bool(line.strip()) for line in lines)
+
+
+def _private(dotted: str) -> bool:
+    """A name with a part that starts with one underscore (dunders are public)."""
+    return any(part.startswith("_") and not part.startswith("__")
+               for part in dotted.split("."))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_the_page_shows_the_public_code_the_reader_calls(chapter):
+    # what a chapter shows under its equations is a function or method the reader can
+    # call, not a private kernel behind it
+    import inspect
+
+    namespace, private = _chapter_namespace(chapter), []
+    for call, _, _ in _shown_snippets(chapter):
+        target = ast.unparse(ast.parse(call, mode="eval").body.args[0])
+        shown = inspect.unwrap(eval(target, namespace))
+        shown = getattr(shown, "fget", shown)  # a property's getter
+        name = f"{getattr(shown, '__module__', '')}.{getattr(shown, '__qualname__', '')}"
+        if _private(name):
+            private.append((call, name))
+    assert not private, f"private code shown: {private}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
+def test_no_visible_cell_imports_a_private_name(chapter):
+    # a reader copies the visible cells: they use the package's public names only
+    # (the hidden checks, tagged remove-cell, may reach inside)
+    found = []
+    for cell in jupytext.read(chapter).cells:
+        if cell.cell_type != "code" or "remove-cell" in cell.metadata.get("tags", []):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython magics
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seqbook"):
+                found += [f"{node.module}.{a.name}" for a in node.names
+                          if _private(f"{node.module}.{a.name}")]
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__"):
+                base = node.value
+                if isinstance(base, ast.Name) and base.id == "seqbook":
+                    found.append(f"seqbook.{node.attr}")
+    assert not found, f"private names in visible cells: {sorted(set(found))}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)

@@ -79,6 +79,8 @@ def cases() -> list[Case]:
     add("masked_softmax", attention.masked_softmax, scores=_rand(2, 3, 4),
         mask=keep[:, None, :], dim=-1)
     add("causal_mask", attention.causal_mask, T_q=3, T_k=4, device="cpu")
+    add("project_heads", attention.project_heads, x=_rand(2, 5, 8), W=_rand(3, 8, 4),
+        b=_rand(3, 4))
     add("scaled_dot_product_attention", attention.scaled_dot_product_attention,
         Q=_rand(2, 3, 5), K=_rand(2, 4, 5, seed=1), V=_rand(2, 4, 6, seed=2),
         attn_mask=keep[:, None, :], dropout_p=0.0, scale=0.5)

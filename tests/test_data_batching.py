@@ -48,14 +48,16 @@ def test_lengths_to_mask():
 
 
 def test_lengths_to_mask_bad_input():
-    with pytest.raises(ValueError, match="dimensions"):
+    with pytest.raises(TypeError, match=r"^lengths must be .*2 dimensions"):
         lengths_to_mask(torch.tensor([[1, 2]]))
-    with pytest.raises(TypeError, match="integer"):
+    with pytest.raises(TypeError, match=r"^lengths must be .*dtype float32"):
         lengths_to_mask(torch.tensor([1.0]))
     with pytest.raises(ValueError, match=r"lengths must hold values in \[0, inf\]"):
         lengths_to_mask(torch.tensor([2, -1]))
-    with pytest.raises(ValueError, match=r"lengths must hold values in \[0, max_len = 2 "):
+    with pytest.raises(ValueError, match=r"lengths must hold values in \[0, max_len = 2\]"):
         lengths_to_mask(torch.tensor([4]), max_len=2)
+    with pytest.raises(ValueError, match="max_len must be >= 0"):
+        lengths_to_mask(torch.tensor([4]), max_len=-1)
 
 
 def test_pad_batch_accepts_any_iterable_of_ids_and_names_bad_ones():

@@ -77,5 +77,5 @@ def test_decode_takes_a_tensor_of_ids_as_a_list():
     vocab = Vocab([["a", "b", "c"]])
     ids = vocab.encode(["a", "c"])
     assert vocab.decode(torch.tensor(ids)) == vocab.decode(ids) == ["a", "c"]
-    with pytest.raises(TypeError, match="ids must be an iterable of int ids, got 'ab'"):
+    with pytest.raises(TypeError, match=r"^ids must be .*Iterable\[SupportsIndex\], got 'ab'"):
         vocab.decode("ab")

@@ -48,7 +48,7 @@ def test_closed_form_update_is_minus_the_autograd_gradient(seed):
     attention = _attention(seed=seed, std=1.0)
     g = _tokens(seed=seed + 10).requires_grad_(True)
     (grad,) = torch.autograd.grad(attention.energy(g).sum(), g)
-    gap = (attention.update(g) + grad).abs().max().item()
+    gap = (attention(g) + grad).abs().max().item()
     assert gap < 1e-10, gap
     assert grad.abs().max() > 1e-2  # a non-trivial gradient
 
@@ -78,7 +78,7 @@ def test_first_term_is_standard_attention_with_values_from_the_keys():
     expected = torch.einsum("bhny,hyd->bnd", first, attention.W_Q) + torch.einsum(
         "bhny,hyd->bnd", from_queries, attention.W_K
     )
-    torch.testing.assert_close(attention.update(g), expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(attention(g), expected, atol=1e-12, rtol=0)
     # the second term is NOT an attention of the keys over the queries: the weights
     # are normalised over keys for each query, not over queries for each key
     assert (from_queries - second).abs().max() > 1e-3
@@ -89,9 +89,9 @@ def test_float32_agrees_with_float64():
     g = _tokens()
     single = EnergyAttention(6, 3, 4)
     single.load_state_dict({k: v.float() for k, v in attention.state_dict().items()})
-    torch.testing.assert_close(single.update(g.float()), attention.update(g).float(),
+    torch.testing.assert_close(single(g.float()), attention(g).float(),
                                atol=1e-5, rtol=1e-5)
-    assert attention.update(g).dtype == torch.float64
+    assert attention(g).dtype == torch.float64
 
 
 def test_keys_start_equal_to_queries_so_similar_tokens_attend_to_each_other():
@@ -101,3 +101,16 @@ def test_keys_start_equal_to_queries_so_similar_tokens_attend_to_each_other():
     W = attention.W_Q.detach()
     coupling = torch.einsum("hyd,hye->hde", W, W)  # W_Q^T W_K, per head
     assert torch.linalg.eigvalsh(coupling).min() > -1e-6
+
+
+def test_scores_are_the_keys_the_queries_and_their_scaled_products_off_the_diagonal():
+    attention = _attention()
+    g = _tokens()
+    K, Q, S = attention.scores(g)
+    assert K.shape == Q.shape == (2, 3, 5, 4) and S.shape == (2, 3, 5, 5)
+    torch.testing.assert_close(K[0, 1], g[0] @ attention.W_K[1].T)
+    torch.testing.assert_close(Q[0, 1], g[0] @ attention.W_Q[1].T)
+    off = ~torch.eye(5, dtype=torch.bool)
+    products = attention.beta * Q @ K.transpose(-1, -2)
+    torch.testing.assert_close(S[..., off], products[..., off])
+    assert torch.isneginf(S.diagonal(dim1=-2, dim2=-1)).all()

@@ -100,7 +100,7 @@ def test_one_token_at_a_time_never_raises_the_energy_even_for_a_large_step():
         energies = [block.energy(x)]
         for _ in range(5):
             for A in range(x.shape[1]):
-                step = block.step(x, alpha=10.0)
+                step = block(x, alpha=10.0)
                 x = x.clone()
                 x[:, A] = step[:, A]
                 energies.append(block.energy(x))
@@ -113,7 +113,7 @@ def test_run_steps_and_trajectory():
     trajectory = block.run(x, steps=3, alpha=0.1)
     assert trajectory.shape == (4, 3, 5, 6)
     torch.testing.assert_close(trajectory[0], x)
-    torch.testing.assert_close(trajectory[1], block.step(x, 0.1))
+    torch.testing.assert_close(trajectory[1], block(x, 0.1))
     torch.testing.assert_close(trajectory[1], x - 0.1 * block.gradient(block.norm(x)))
 
 

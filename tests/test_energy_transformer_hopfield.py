@@ -26,7 +26,7 @@ def test_closed_form_update_is_minus_the_autograd_gradient(kind, seed):
     memory = _memory(kind, beta=0.7, seed=seed)
     g = _tokens(seed + 5).requires_grad_(True)
     (grad,) = torch.autograd.grad(memory.energy(g).sum(), g)
-    assert (memory.update(g) + grad).abs().max() < 1e-10
+    assert (memory(g) + grad).abs().max() < 1e-10
     assert grad.abs().max() > 1e-2
 
 
@@ -37,7 +37,7 @@ def test_relu_energy_written_out():
     expected = -0.5 * (h.clamp_min(0) ** 2).sum((1, 2))
     torch.testing.assert_close(memory.energy(g), expected, atol=1e-12, rtol=0)
     # only memories with a positive overlap contribute to the update
-    torch.testing.assert_close(memory.update(g), h.clamp_min(0) @ memory.xi, atol=1e-12, rtol=0)
+    torch.testing.assert_close(memory(g), h.clamp_min(0) @ memory.xi, atol=1e-12, rtol=0)
 
 
 def test_softmax_energy_is_the_modern_hopfield_energy_without_its_quadratic_term():
@@ -59,4 +59,4 @@ def test_the_relu_update_is_a_tied_two_layer_perceptron():
     with torch.no_grad():
         mlp[0].weight.copy_(memory.xi)
         mlp[2].weight.copy_(memory.xi.T)
-    torch.testing.assert_close(memory.update(g), mlp(g), atol=1e-12, rtol=0)
+    torch.testing.assert_close(memory(g), mlp(g), atol=1e-12, rtol=0)

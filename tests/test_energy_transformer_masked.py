@@ -162,7 +162,7 @@ def test_a_given_generator_replays_a_run_whatever_the_seed_shift(monkeypatch):
 
     assert run("0") == run("2")
     monkeypatch.setenv("SEQBOOK_SEED_SHIFT", "2")
-    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+    with pytest.raises(TypeError, match="^generator must be"):
         train_masked(_model(), train, generator=0)
 
 

@@ -61,6 +61,25 @@ def test_the_classifiers_score_bags_and_pooling_ignores_their_order():
         BagClassifier("max pooling")
 
 
+@pytest.mark.parametrize("pooling", POOLINGS)
+def test_a_forward_hook_on_every_submodule_fires_on_a_call_of_the_classifier(pooling):
+    model = BagClassifier(pooling)
+    fired = set()
+    for name, module in model.named_modules():
+        module.register_forward_hook(lambda m, args, out, name=name: fired.add(name))
+    model(torch.randn(3, T, D))
+    assert fired == {name for name, _ in model.named_modules()}
+
+
+def test_bad_bags_are_refused():
+    with pytest.raises(TypeError, match="^bags must be"):
+        BagClassifier("mean pooling")(torch.randn(3, T, D + 1))
+    with pytest.raises(ValueError, match="motif must have shape"):
+        make_bags(4, 1, torch.ones(D + 1), seeded_generator(0))
+    with pytest.raises(ValueError, match="k must be <= 64"):
+        make_bags(4, T + 1, torch.ones(D), seeded_generator(0))
+
+
 def test_the_pooling_weights_of_positive_bags_sum_to_one():
     bags, y, needles = make_bags(20, 1, torch.ones(D) / D**0.5, seeded_generator(4))
     p, where = pooling_weights(BagClassifier("Hopfield pooling").eval(), bags, y, needles)

@@ -3,12 +3,14 @@
 import math
 
 import pytest
+import torch
 
 from seqbook.experiments.results import load_table
 from seqbook.experiments.surname_markers import (
     MARKERS,
     SEEDS,
     SurnameMarkerRecord,
+    SurnameRNN,
     cut,
     late_valid_gain,
     load_surname_marker_table,
@@ -25,6 +27,23 @@ from seqbook.provenance import read_provenance
 @pytest.fixture(scope="module")
 def data():
     return surname_data()
+
+
+def test_a_forward_hook_on_every_submodule_fires_on_a_call_of_the_network():
+    net = SurnameRNN(10, 4, 3)
+    fired = set()
+    for name, module in net.named_modules():
+        module.register_forward_hook(lambda m, args, out, name=name: fired.add(name))
+    net(torch.zeros(2, 5, 10), torch.tensor([5, 2]))
+    assert fired == {name for name, _ in net.named_modules()}
+
+
+def test_the_network_refuses_inputs_of_another_vocabulary():
+    net = SurnameRNN(10, 4, 3)
+    with pytest.raises(TypeError, match="^x must be"):
+        net(torch.zeros(2, 5, 9))
+    with pytest.raises(ValueError, match="vocab_size must be >= 1"):
+        SurnameRNN(0, 4, 3)
 
 
 def test_the_committed_table_has_every_seed_and_the_marked_names(data):

@@ -60,11 +60,11 @@ def test_first_symbol_rejects_bad_settings(kwargs, error, words):
 
 def test_tasks_reject_bad_calls():
     for task in (FirstSymbolTask(5), CoincidenceTask(5), ValueStreamTask(30)):
-        with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        with pytest.raises(TypeError, match="^generator must be"):
             task(3, 0)
         with pytest.raises(ValueError, match="batch must be >= 1"):
             task(0, gen())
-        with pytest.raises(TypeError, match="batch must be an int"):
+        with pytest.raises(TypeError, match="^batch must be"):
             task(2.0, gen())
 
 
@@ -128,7 +128,7 @@ def test_value_stream_without_continuation_holds_one_episode():
 def test_value_stream_rejects_bad_settings(kwargs, words):
     with pytest.raises(ValueError, match=words):
         ValueStreamTask(**kwargs)
-    with pytest.raises(TypeError, match="continual must be a bool"):
+    with pytest.raises(TypeError, match="^continual must be"):
         ValueStreamTask(continual=1)
 
 
@@ -137,7 +137,7 @@ def test_value_stream_rejects_bad_settings(kwargs, words):
 ])
 def test_value_stream_refuses_sizes_that_are_not_ints(kwargs, name):
     # length bounds max_gap: a length that is no int must not skip that bound
-    with pytest.raises(TypeError, match=f"{name} must be an int"):
+    with pytest.raises(TypeError, match=f"^{name} must be"):
         ValueStreamTask(**kwargs)
 
 

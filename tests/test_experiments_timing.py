@@ -1,4 +1,4 @@
-"""CPU timing and operation counts of the harness."""
+"""The harness's forward and backward passes, timed and counted by seqbook.costs."""
 
 import pytest
 import torch
@@ -15,18 +15,12 @@ def one_thread():
     yield
     torch.set_num_threads(threads)
 
-from seqbook.experiments import (
-    count_flops,
-    fastest_cpu_times,
-    forward_backward,
-    forward_backward_ms,
-)
+from seqbook.costs import count_flops, cpu_seconds
+from seqbook.experiments import forward_backward, forward_backward_ms
 
 
 @pytest.mark.slow  # the flop counter's first use takes seconds (it loads its rules)
-def test_count_flops_counts_matrix_products_exactly():
-    with pytest.raises(TypeError, match="fn must be callable as a function without arguments"):
-        count_flops(3)
+def test_count_flops_counts_the_recurrent_layers_matrix_products_exactly():
     a, b = torch.randn(3, 4), torch.randn(4, 5)
     assert count_flops(lambda: a @ b) == 2 * 3 * 4 * 5
     rnn, fused = RNN(2, 3), nn.LSTM(2, 3, batch_first=True)
@@ -36,8 +30,8 @@ def test_count_flops_counts_matrix_products_exactly():
     assert count_flops(lambda: fused(x)) == 0  # a fused kernel is not counted
 
 
-def test_fastest_cpu_times_orders_work_and_takes_the_minimum():
-    small, large = fastest_cpu_times([lambda: sum(range(100)), lambda: sum(range(200_000))], 3)
+def test_cpu_seconds_orders_work_and_takes_the_minimum():
+    small, large = cpu_seconds([lambda: sum(range(100)), lambda: sum(range(200_000))], 3)
     assert 0 <= small < large
 
 
@@ -49,13 +43,7 @@ def test_forward_backward_accumulates_gradients():
 
 
 def test_timing_bad_input():
-    with pytest.raises(TypeError, match="runs must be a non-empty sequence"):
-        fastest_cpu_times([])
-    with pytest.raises(TypeError, match="runs must be a non-empty sequence"):
-        fastest_cpu_times([1])
-    with pytest.raises(ValueError, match="repeats must be >= 1"):
-        fastest_cpu_times([lambda: None], repeats=0)
-    with pytest.raises(TypeError, match="module must be a torch.nn.Module"):
+    with pytest.raises(TypeError, match="^module must be"):
         forward_backward(lambda x: x, torch.randn(1))
-    with pytest.raises(TypeError, match="x must have a floating-point dtype"):
+    with pytest.raises(TypeError, match="^x must be"):
         forward_backward(nn.GRU(2, 3), torch.zeros(1, 2, dtype=torch.long))

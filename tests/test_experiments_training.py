@@ -52,6 +52,26 @@ def test_classifiers_read_out_the_last_or_every_output():
     assert torch.allclose(step(x)[:, -1], last(x)) and step(x).shape == (4, 7, 2)
 
 
+def _hooked(model):
+    """The names of ``model``'s modules, and the set a forward hook on each fills."""
+    fired = set()
+    for name, module in model.named_modules():
+        module.register_forward_hook(lambda m, args, out, name=name: fired.add(name))
+    return {name for name, _ in model.named_modules()}, fired
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LastOutputClassifier(nn.GRU(3, 4, batch_first=True), 4, 2),
+    lambda: StepClassifier(nn.LSTM(3, 4, batch_first=True), 4, 2),
+    lambda: StepRegressor(nn.RNN(3, 4, batch_first=True), 4),
+])
+def test_a_forward_hook_on_every_submodule_fires_on_a_call_of_the_model(make):
+    model = make()
+    names, fired = _hooked(model)
+    model(torch.randn(2, 5, 3))
+    assert fired == names
+
+
 def test_classify_loss_and_accuracy_equal_torch_with_ignored_positions():
     seed_everything(1)
     model = StepClassifier(nn.LSTM(3, 4, batch_first=True), 4, 3)
@@ -67,7 +87,7 @@ def test_classify_loss_and_accuracy_equal_torch_with_ignored_positions():
 
 
 def test_classifier_bad_input():
-    with pytest.raises(TypeError, match="recurrent must be a torch.nn.Module"):
+    with pytest.raises(TypeError, match="^recurrent must be"):
         LastOutputClassifier("lstm", 4, 2)
     with pytest.raises(ValueError, match="batch-first"):
         LastOutputClassifier(nn.LSTM(3, 4), 4, 2)
@@ -76,9 +96,9 @@ def test_classifier_bad_input():
     model = LastOutputClassifier(nn.LSTM(3, 4, batch_first=True), 4, 2)
     with pytest.raises(ValueError, match=r"y must hold one label per score vector.*\(5,\)"):
         classify_loss(model, (torch.randn(5, 6, 3), torch.zeros(5, 6, dtype=torch.long)))
-    with pytest.raises(TypeError, match="y must have an integer dtype"):
+    with pytest.raises(TypeError, match="^y must be"):
         accuracy(model, torch.randn(5, 6, 3), torch.zeros(5))
-    with pytest.raises(ValueError, match="x must have 3 dimensions"):
+    with pytest.raises(TypeError, match="^x must be"):
         model(torch.randn(6, 3))
     step = StepClassifier(nn.LSTM(3, 4, batch_first=True), 4, 2)
     with pytest.raises(ValueError, match="at least one position"):
@@ -110,8 +130,8 @@ def test_train_until_solved_reports_an_unsolved_run():
         (dict(lr=0.0), ValueError, "lr must be > 0"),
         (dict(target=1.5), ValueError, "target must be <= 1"),
         (dict(batch_size=0), ValueError, "batch_size must be >= 1"),
-        (dict(task="first"), TypeError, "task must be callable"),
-        (dict(model=nn.Linear), TypeError, "model must be a torch.nn.Module"),
+        (dict(task="first"), TypeError, "^task must be"),
+        (dict(model=nn.Linear), TypeError, "^model must be"),
     ],
 )
 def test_train_until_solved_bad_input(kwargs, error, words):
@@ -170,8 +190,8 @@ def test_recurrent_layers_are_the_books_modules_with_shifted_biases():
         (dict(kind="lstm", forget_gate=False, forget_gate_bias=1.0), ValueError,
          "forget_gate=True"),
         (dict(kind="lstm", input_gate_bias=float("inf")), ValueError, "finite"),
-        (dict(kind="lstm", forget_gate=1), TypeError, "forget_gate must be a bool"),
-        (dict(kind="lstm", input_gate_bias="-2"), TypeError, "input_gate_bias must be a real"),
+        (dict(kind="lstm", forget_gate=1), TypeError, "^forget_gate must be"),
+        (dict(kind="lstm", input_gate_bias="-2"), TypeError, "^input_gate_bias must be"),
         (dict(kind="lstm", chrono_t_max=1.0), ValueError, "chrono_t_max must be 0"),
         (dict(kind="lstm", chrono_t_max=float("inf")), ValueError, "chrono_t_max must be finite"),
         (dict(kind="lstm", chrono_t_max=-5.0), ValueError,
@@ -181,7 +201,7 @@ def test_recurrent_layers_are_the_books_modules_with_shifted_biases():
          "LSTM with forget gate"),
         (dict(kind="lstm", forget_gate_bias=1.0, chrono_t_max=100.0), ValueError,
          "replaces b_i and b_f"),
-        (dict(kind="lstm", chrono_t_max="100"), TypeError, "chrono_t_max must be a real"),
+        (dict(kind="lstm", chrono_t_max="100"), TypeError, "^chrono_t_max must be"),
     ],
 )
 def test_layer_spec_bad_input(kwargs, error, words):
@@ -190,7 +210,7 @@ def test_layer_spec_bad_input(kwargs, error, words):
 
 
 def test_recurrent_layer_bad_input():
-    with pytest.raises(TypeError, match="spec must be a LayerSpec"):
+    with pytest.raises(TypeError, match="^spec must be .*LayerSpec"):
         recurrent_layer("lstm", 3, 4)
     with pytest.raises(ValueError, match="hidden_size must be >= 1"):
         recurrent_layer(LayerSpec("lstm"), 3, 0)
@@ -221,9 +241,9 @@ def test_masked_mse_bad_input():
     x = torch.randn(2, 30, 6)
     with pytest.raises(ValueError, match="at least one target"):
         masked_mse(model, (x, torch.full((2, 30), float("nan"))))
-    with pytest.raises(ValueError, match=r"y must have the predictions' shape \(2, 30\)"):
+    with pytest.raises(TypeError, match="^batch must be"):  # y's T is not x's
         masked_mse(model, (x, torch.zeros(2, 29)))
-    with pytest.raises(TypeError, match="y must have a floating-point dtype"):
+    with pytest.raises(TypeError, match="^batch must be"):  # integer targets
         masked_mse(model, (x, torch.zeros(2, 30, dtype=torch.long)))
 
 
@@ -236,7 +256,7 @@ def test_value_stream_run_trains_and_measures_three_errors():
     again, _ = value_stream_run(record.spec, seed=0, steps=30, train_length=40,
                                 long_length=80, eval_size=8)
     assert again.rmse_long == record.rmse_long
-    with pytest.raises(TypeError, match="spec must be a LayerSpec"):
+    with pytest.raises(TypeError, match="^spec must be .*LayerSpec"):
         value_stream_run("lstm", 0)
     with pytest.raises(ValueError, match="steps must be >= 1"):
         value_stream_run(record.spec, 0, steps=0)
@@ -287,7 +307,7 @@ def test_runs_use_one_thread_and_restore_the_count():
 
 @pytest.mark.parametrize("clip, error", [(0.0, ValueError), ("1", TypeError)])
 def test_train_until_solved_checks_clip_once_up_front(clip, error):
-    # the training rounds call fit's unchecked kernel, so clip is checked at the boundary
+    # clip is checked at the boundary, before any training
     model = LastOutputClassifier(nn.RNN(8, 4, batch_first=True), 4, 4)
     with pytest.raises(error, match="clip must be"):
         train_until_solved(model, FirstSymbolTask(3), seed=0, max_steps=25, clip=clip)

@@ -54,7 +54,7 @@ def test_out_of_range_numbers_are_refused(bad):
 
 @pytest.mark.parametrize("bad", [3.0, "34", True, None])
 def test_non_integers_are_refused(bad):
-    with pytest.raises(TypeError, match="number must be an int"):
+    with pytest.raises(TypeError, match="^number must be"):
         first_word_source_index(bad)
 
 
@@ -100,7 +100,7 @@ def test_accuracy_by_length_counts_each_bin(de_task):
 def test_accuracy_by_length_refuses_mismatched_input(de_task):
     with pytest.raises(ValueError, match=r"correct must hold B = \d+ items \(as in pairs\)"):
         accuracy_by_length(de_task, list(de_task.splits.test), [True])
-    with pytest.raises(TypeError, match="pairs must be a list of NumberPair, got an item"):
+    with pytest.raises(TypeError, match="^pairs must be"):
         accuracy_by_length(de_task, [(1, "one", "eins")], [True])
 
 
@@ -169,7 +169,7 @@ def test_french_dix_alignment(fr_task):
     share, checked = french_dix_alignment(weights, fr_task, pairs, hypotheses)
     assert checked == 2 and share == 0.5            # 95 and 34 have no "dix"
     assert "dix" not in fr_task.target_tokens_of(pairs[2].target)
-    with pytest.raises(ValueError, match=r"weights must have 3 dimensions \(B, T_y, T_x\)"):
+    with pytest.raises(TypeError, match="^weights must be"):
         french_dix_alignment(weights[0], fr_task, pairs, hypotheses)
 
 
@@ -278,9 +278,9 @@ def test_teacher_forcing_gap_refuses_bad_input(de_task, small_model):
         teacher_forcing_gap(small_model, de_task, pairs, ["vier", "drei"])
     with pytest.raises(TypeError, match="hypotheses must be a sequence"):
         teacher_forcing_gap(small_model, de_task, pairs, "vier")
-    with pytest.raises(TypeError, match="model must be a translator"):
+    with pytest.raises(TypeError, match="^model must be"):
         teacher_forcing_gap(lambda *a: None, de_task, pairs, hypotheses)
-    with pytest.raises(TypeError, match="task must be a TranslationTask"):
+    with pytest.raises(TypeError, match="^task must be"):
         teacher_forcing_gap(small_model, "de", pairs, hypotheses)
     with pytest.raises(ValueError, match="pairs must hold at least one item"):
         teacher_forcing_gap(small_model, de_task, [], [])

@@ -93,9 +93,7 @@ def test_bad_input_is_rejected():
         retrieved_fraction("boltzmann", X)
     with pytest.raises(ValueError, match="tolerance must be <= 1.0"):
         retrieved_fraction("classical", X, tolerance=2.0)
-    with pytest.raises(
-        ValueError, match=r"num_queries must be <= N = 4 \(as in patterns\), got 5"
-    ):
+    with pytest.raises(ValueError, match=r"^num_queries must be <= 4, got 5"):
         retrieval_errors("classical", X, num_queries=5)
     with pytest.raises(ValueError, match="beta must be > 0"):
         retrieval_errors("modern", X, beta=0.0)
@@ -103,7 +101,8 @@ def test_bad_input_is_rejected():
         retrieval_errors("exp", X * 0.5)
     with pytest.raises(ValueError, match="fraction must be <= 1.0"):
         corrupt(X, 1.5)
-    with pytest.raises(ValueError, match=r"patterns must have shape .* with d = 3 \(as in states"):
+    with pytest.raises(TypeError, match=r"^patterns must be Shaped\[Tensor, '\*#batch d'\], "
+                                        r"got f32\[4\].*existing value of 3"):
         bit_errors(torch.ones(3), torch.ones(4))
     with pytest.raises(ValueError, match="num_patterns must list at least one"):
         capacity_curve("classical", 10, [])

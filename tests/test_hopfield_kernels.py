@@ -1,10 +1,14 @@
-"""The private kernels the hopfield chapter shows compute exactly what the public
-functions return (the public functions only validate their arguments first)."""
+"""The functions the hopfield chapter shows compute what their equations say, and the
+models built from them (the memories, the Hopfield layer) compute what the functions do."""
 
 import torch
+import torch.nn.functional as F
 
 from seqbook.hopfield import (
+    ClassicalHopfield,
+    DenseAssociativeMemory,
     HopfieldLayer,
+    ModernHopfield,
     async_sweep,
     classical_energy,
     dense_async_sweep,
@@ -15,16 +19,7 @@ from seqbook.hopfield import (
     random_patterns,
     sync_step,
 )
-from seqbook.hopfield.classical import (
-    _async_sweep,
-    _classical_energy,
-    _hebbian_weights,
-    _sync_step,
-)
-from seqbook.hopfield.dense import _dense_async_sweep
-from seqbook.hopfield.layers import _hopfield_association
-from seqbook.hopfield.modern import _modern_energy, _modern_update
-from seqbook.hopfield.recognition import _dam_class_scores, dam_class_scores
+from seqbook.hopfield.recognition import dam_class_scores
 
 
 def _spins(seed=0):
@@ -34,57 +29,83 @@ def _spins(seed=0):
     return X, xi, torch.randperm(12, generator=g)
 
 
-def test_classical_kernels_equal_the_public_functions():
+def test_classical_functions_follow_their_equations():
     X, xi, order = _spins()
     W, U = hebbian_weights(X), 0.5 * torch.randn(12)
-    assert torch.equal(_hebbian_weights(X), W)
-    assert torch.equal(_classical_energy(xi, W, U), classical_energy(xi, W, U))
-    assert torch.equal(_async_sweep(xi, W, U, order), async_sweep(xi, W, U, order))
-    assert torch.equal(_sync_step(xi, W, U), sync_step(xi, W, U))
+    assert torch.equal(W, X.T @ X - 5 * torch.eye(12))
+    expected = torch.stack([-0.5 * x @ W @ x + x @ U for x in xi])
+    assert torch.allclose(classical_energy(xi, W, U), expected, atol=1e-5)
+    h = xi @ W.T - U
+    assert torch.equal(sync_step(xi, W, U), torch.where(h > 0, 1.0, torch.where(h < 0, -1.0, xi)))
+    one_at_a_time = xi.clone()
+    for i in order.tolist():
+        h_i = one_at_a_time @ W[i] - U[i]
+        one_at_a_time[:, i] = torch.where(h_i > 0, 1.0, torch.where(h_i < 0, -1.0,
+                                                                   one_at_a_time[:, i]))
+    assert torch.equal(async_sweep(xi, W, U, order), one_at_a_time)
+    net = ClassicalHopfield(X, threshold=U)
+    assert torch.equal(net.energy(xi), classical_energy(xi, W, U))
+    assert torch.equal(net.update(xi, mode="sync"), sync_step(xi, W, U))
 
 
-def test_async_sweep_kernel_leaves_its_input_alone():
+def test_async_sweep_leaves_its_input_alone():
     X, xi, order = _spins(1)
     before = xi.clone()
-    _async_sweep(xi, hebbian_weights(X), torch.zeros(12), order)
+    async_sweep(xi, hebbian_weights(X), torch.zeros(12), order)
     assert torch.equal(xi, before)
 
 
-def test_dense_kernel_equals_the_public_sweep_and_returns_float64():
+def test_dense_sweep_runs_in_float64_and_returns_the_states_dtype():
     X, xi, order = _spins(2)
-    for F in ("poly", "exp"):
-        out = _dense_async_sweep(xi, X.double(), F, 3, order)
-        assert out.dtype == torch.float64
-        assert torch.equal(out.float(), dense_async_sweep(xi, X, F, 3, order))
+    for F_ in ("poly", "exp"):
+        out = dense_async_sweep(xi, X, F_, 3, order)
+        assert out.dtype == torch.float32
+        assert torch.equal(out.double(), dense_async_sweep(xi.double(), X.double(), F_, 3, order))
+        memory = DenseAssociativeMemory(X, F=F_, degree=3)
+        assert torch.equal(memory.update_neuron(xi, 4), dense_async_sweep(
+            xi, X, F_, 3, torch.tensor([4])))
 
 
-def test_modern_kernels_equal_the_public_functions():
+def test_modern_functions_follow_their_equations():
     g = torch.Generator().manual_seed(3)
     X, xi = torch.randn(6, 4, generator=g), torch.randn(2, 4, generator=g)
     values = torch.randn(6, 3, generator=g)
-    assert torch.equal(_modern_energy(xi, X, 2.0), modern_energy(xi, X, 2.0))
-    assert torch.equal(_modern_update(xi, X, 2.0), modern_update(xi, X, 2.0))
-    assert torch.equal(_modern_update(xi, X, 2.0, values), modern_update(xi, X, 2.0, values))
+    p = torch.softmax(2.0 * xi @ X.T, -1)
+    assert torch.allclose(modern_update(xi, X, 2.0), p @ X)
+    assert torch.allclose(modern_update(xi, X, 2.0, values), p @ values)
+    M = X.norm(dim=-1).max()
+    expected = (-torch.logsumexp(2.0 * xi @ X.T, -1) / 2.0 + 0.5 * (xi * xi).sum(-1)
+                + torch.log(torch.tensor(6.0)) / 2.0 + 0.5 * M**2)
+    assert torch.allclose(modern_energy(xi, X, 2.0), expected)
+    net = ModernHopfield(X, 2.0)
+    assert torch.equal(net.update(xi), modern_update(xi, X, 2.0))
+    assert torch.equal(net.energy(xi), modern_energy(xi, X, 2.0))
 
 
-def test_association_and_layer_kernels_equal_the_public_calls():
+def test_the_layer_is_its_projections_then_the_association():
     g = torch.Generator().manual_seed(4)
     Q, K = torch.randn(2, 1, 3, 4, generator=g), torch.randn(2, 1, 5, 4, generator=g)
     mask = torch.rand(2, 1, 1, 5, generator=g) > 0.3
     mask[..., 0] = True
-    for steps in (0, 2, None):
-        assert torch.equal(_hopfield_association(Q, K, 0.5, steps, 1e-4, mask),
-                           hopfield_association(Q, K, 0.5, steps, 1e-4, mask))
+    scores = (0.5 * Q @ K.transpose(-1, -2)).masked_fill(~mask, float("-inf"))
+    assert torch.allclose(hopfield_association(Q, K, 0.5, 0, 1e-4, mask), scores.softmax(-1))
     layer = HopfieldLayer(4, 5, 3)
     R, Y = torch.randn(2, 3, 4, generator=g), torch.randn(2, 6, 5, generator=g)
-    Z, A = layer._associate(R, Y, Y, None)
-    Z_public, A_public = layer(R, Y, return_weights=True)
-    assert torch.equal(Z, Z_public) and torch.equal(A, A_public)
+    Q, K, V = layer.queries_keys_values(R, Y, Y)
+    A = hopfield_association(Q, K, layer.beta)
+    Z, A_layer = layer(R, Y, return_weights=True)
+    assert torch.equal(A, A_layer)
+    assert torch.equal(Z, (A @ V).transpose(1, 2).reshape(2, 3, -1))
+    assert torch.allclose(Z, F.scaled_dot_product_attention(Q, K, V, scale=layer.beta)[:, 0],
+                          atol=1e-6)
 
 
-def test_dam_class_scores_kernel_equals_the_public_function():
+def test_dam_class_scores_follow_their_equation():
     g = torch.Generator().manual_seed(5)
     memories = 2 * torch.rand(7, 10 + 3, generator=g) - 1
     pixels = 2 * torch.rand(4, 10, generator=g) - 1
-    assert torch.equal(_dam_class_scores(memories, pixels, 3, 0.7),
-                       dam_class_scores(memories, pixels, 3, 0.7))
+    xi_v, xi_c = memories[:, :10], memories[:, 10:]
+    u = pixels @ xi_v.T - xi_c.sum(1)  # (B, K): every classification neuron at -1
+    on = torch.relu(u[:, :, None] + 2 * xi_c) ** 3  # (B, K, N_c): neuron alpha at +1
+    expected = torch.tanh(((on - torch.relu(u)[:, :, None] ** 3) / 0.7**3).sum(1))
+    assert torch.allclose(dam_class_scores(memories, pixels, 3, 0.7), expected, atol=1e-6)

@@ -346,11 +346,12 @@ def test_bad_configs_are_rejected():
         HopfieldConfig(update_steps_eps=0.0)
     with pytest.raises(ValueError, match="dropout must be in \\[0, 1\\)"):
         HopfieldConfig(dropout=1.0)
-    with pytest.raises(TypeError, match="normalize_stored_pattern must be a bool"):
+    with pytest.raises(TypeError, match="^normalize_stored_pattern must be bool, got 1"):
         HopfieldConfig(normalize_stored_pattern=1)
     with pytest.raises(ValueError, match="output_size must be >= 1"):
         HopfieldConfig(output_size=0)
-    with pytest.raises(TypeError, match="config must be a HopfieldConfig"):
+    with pytest.raises(TypeError, match=r"^config must be seqbook\.hopfield\.layers\."
+                                        r"HopfieldConfig"):
         HopfieldLayer(3, 3, 4, config={"num_heads": 2})
     with pytest.raises(ValueError, match="hidden_size must be >= 1"):
         HopfieldLayer(3, 3, 0)
@@ -360,7 +361,8 @@ def test_bad_configs_are_rejected():
         HopfieldLayer(3, 3, 4, config=HopfieldConfig(state_pattern_as_static=True))
     with pytest.raises(ValueError, match="pattern_projection_size must equal stored_size = 3"):
         HopfieldLayer(3, 3, 4, pattern_projection_size=5)
-    with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention"):
+    with pytest.raises(TypeError, match=r"^module must be torch\.nn\.modules\.activation\."
+                                        r"MultiheadAttention, got Linear"):
         HopfieldLayer.from_torch(nn.Linear(3, 3))
     with pytest.raises(ValueError, match="kdim == vdim == embed_dim"):
         HopfieldLayer.from_torch(nn.MultiheadAttention(4, 2, kdim=3))
@@ -368,69 +370,81 @@ def test_bad_configs_are_rejected():
 
 def test_bad_inputs_are_rejected():
     layer = HopfieldLayer(3, 2, 4)
-    with pytest.raises(ValueError, match=r"R must have shape .* with state_size = 3"):
+    with pytest.raises(TypeError, match=r"^R must be Float\[Tensor, 'B S \{self.state_size\}'\], "
+                                        r"got f32\[1,2,4\].*\{self.state_size\}=3"):
         layer(torch.randn(1, 2, 4), torch.randn(1, 5, 2))
-    with pytest.raises(ValueError, match=r"Y must have shape .* with stored_size = 2"):
+    with pytest.raises(TypeError, match=r"^Y must be .*\{self.stored_size\}=2"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 3))
-    with pytest.raises(ValueError, match=r"Y must have shape .* with B = 2 \(as in R\)"):
+    with pytest.raises(TypeError, match=r"^Y must be .* the size of dimension B is 1 which does "
+                                        r"not equal the existing value of 2"):
         layer(torch.randn(2, 2, 3), torch.randn(1, 5, 2))
-    with pytest.raises(ValueError, match="R must have 3 dimensions"):
+    with pytest.raises(TypeError, match="^R must be .* this array has 2 dimensions"):
         layer(torch.randn(2, 3), torch.randn(1, 5, 2))
-    with pytest.raises(TypeError, match="R must have a floating-point dtype"):
+    with pytest.raises(TypeError, match=r"^R must be Float\[.*got i64\[1,2,3\]"):
         layer(torch.ones(1, 2, 3, dtype=torch.long), torch.randn(1, 5, 2))
     with pytest.raises(
         TypeError,
-        match="Y has dtype torch.float64 but the module's parameters have dtype torch.float32",
+        match=r"^Y must have the dtype of the module's parameters \(torch.float32\), got "
+              r"torch.float64",
     ):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2, dtype=D))
-    with pytest.raises(ValueError, match=r"Y must have shape \(B, N, stored_size\) with N >= 1"):
+    with pytest.raises(ValueError, match=r"^Y must hold at least one stored pattern \(N >= 1\)"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 0, 2))
-    with pytest.raises(ValueError, match=r"P must have shape .* with N = 5 \(as in Y\)"):
+    with pytest.raises(TypeError, match=r"^P must be Float\[Tensor, 'B N "
+                                        r"\{self.pattern_projection_size\}'\] \| None, "
+                                        r"got f32\[1,4,2\]"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), torch.randn(1, 4, 2))
-    with pytest.raises(TypeError, match="mask must have dtype torch.bool"):
+    with pytest.raises(TypeError, match=r"^mask must be Bool\[Tensor, 'B N'\] \| "
+                                        r"Bool\[Tensor, 'B S N'\] \| None, got f32\[1,5\]"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), mask=torch.ones(1, 5))
-    with pytest.raises(ValueError, match="mask must have shape \\(1, 5\\) or \\(1, 2, 5\\)"):
+    with pytest.raises(TypeError, match=r"^mask must be .* got bool\[1,4\].*N=5"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), mask=torch.ones(1, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="no stored pattern to attend to"):
         layer(torch.randn(1, 2, 3), torch.randn(1, 5, 2), mask=torch.zeros(1, 5, dtype=torch.bool))
     pool = HopfieldPooling(3, 4)
-    with pytest.raises(ValueError, match=r"Y must have shape .* with input_size = 3"):
+    with pytest.raises(TypeError, match=r"^Y must be .*\{self.input_size\}=3"):
         pool(torch.randn(2, 5, 4))
-    with pytest.raises(ValueError, match=r"Y must have shape \(B, N, input_size\) with N >= 1"):
+    with pytest.raises(ValueError, match=r"^Y must hold at least one stored pattern \(N >= 1\)"):
         pool(torch.randn(2, 0, 3))
-    with pytest.raises(TypeError, match="config must be a HopfieldConfig"):
+    with pytest.raises(TypeError, match=r"^config must be seqbook\.hopfield\.layers\."
+                                        r"HopfieldConfig"):
         HopfieldPooling(3, 4, config=2)
 
 
 def test_bad_association_arguments_are_rejected():
     Q, K = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 5, 4)
-    with pytest.raises(ValueError, match="Q must have 4 dimensions"):
+    with pytest.raises(TypeError, match="^Q must be .* this array has 3 dimensions, not the 4"):
         hopfield_association(Q[0], K, 1.0)
-    with pytest.raises(ValueError, match=r"K must have shape .* with d_k = 4 \(as in Q\)"):
+    with pytest.raises(TypeError, match=r"^K must be Float\[Tensor, 'B #h N d_k'\], got "
+                                        r"f32\[1,1,5,3\]\(torch\): the size of dimension d_k is 3"):
         hopfield_association(Q, K[..., :3], 1.0)
     with pytest.raises(
         TypeError,
-        match="K has dtype torch.float64 but Q has dtype torch.float32",
+        match="^K has dtype torch.float64 but Q has dtype torch.float32",
     ):
         hopfield_association(Q, K.double(), 1.0)
     with pytest.raises(ValueError, match="beta must be > 0"):
         hopfield_association(Q, K, -1.0)
     with pytest.raises(ValueError, match="update_steps_max must be >= 0"):
         hopfield_association(Q, K, 1.0, update_steps_max=-2)
-    with pytest.raises(TypeError, match="mask must have dtype torch.bool"):
+    with pytest.raises(TypeError, match=r"^mask must be Bool\[Tensor, '#N'\] .* got f32"):
         hopfield_association(Q, K, 1.0, mask=torch.ones(1, 1, 1, 5))
 
 
 def test_association_checks_batch_heads_and_mask_shape():
     Q, K = torch.randn(2, 3, 4, 6), torch.randn(2, 3, 5, 6)
-    with pytest.raises(ValueError, match=r"K must have shape .* with B = 2 \(as in Q\)"):
+    with pytest.raises(TypeError, match=r"^K must be .* the size of dimension B is 1 which does "
+                                        r"not equal the existing value of 2"):
         hopfield_association(Q, K[:1], 1.0)
-    with pytest.raises(ValueError, match="Q and K must have the same number of heads h"):
+    # Q and K have the same number of heads h, or one of them has one
+    with pytest.raises(TypeError, match=r"^K must be .* the size of dimension h is 2 which does "
+                                        r"not equal the existing value of 3"):
         hopfield_association(Q, K[:, :2], 1.0)
     ones = torch.ones(2, 3, 4, 5, dtype=torch.bool)
     for bad in (ones[..., :4], ones[:, :2], ones[None], torch.ones(3, 5, dtype=torch.bool)):
-        with pytest.raises(ValueError, match=r"mask must be broadcastable to \(B, h, S, N\) = "
-                                             r"\(2, 3, 4, 5\)"):
+        # broadcastable to (B, h, S, N) = (2, 3, 4, 5)
+        with pytest.raises(TypeError, match=r"^mask must be Bool\[Tensor, '#N'\] \| .*"
+                                            r"Bool\[Tensor, '#B #h #S #N'\] \| None, got bool"):
             hopfield_association(Q, K, 1.0, mask=bad)
     # one head of Q (or K) is shared by the other's heads; masks broadcast
     shared = hopfield_association(Q[:, :1], K, 1.0, mask=ones[:, :1, :1])
@@ -440,9 +454,9 @@ def test_association_checks_batch_heads_and_mask_shape():
 
 def test_return_weights_must_be_a_bool():
     R, Y = torch.randn(1, 2, 3), torch.randn(1, 5, 2)
-    with pytest.raises(TypeError, match="return_weights must be a bool, got 'yes'"):
+    with pytest.raises(TypeError, match="^return_weights must be bool, got 'yes'"):
         HopfieldLayer(3, 2, 4)(R, Y, return_weights="yes")
-    with pytest.raises(TypeError, match="return_weights must be a bool, got 1"):
+    with pytest.raises(TypeError, match="^return_weights must be bool, got 1"):
         HopfieldPooling(2, 4)(Y, return_weights=1)
 
 
@@ -450,3 +464,24 @@ def test_return_weights_must_be_a_bool():
 def test_from_torch_copies_the_training_mode(training):
     mha = nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True).train(training)
     assert HopfieldLayer.from_torch(mha).training is training
+
+
+# --- the submodules run as modules: their forward hooks fire ------------------------
+
+
+@pytest.mark.parametrize("config", [
+    HopfieldConfig(),
+    HopfieldConfig(num_heads=2, normalize_stored_pattern=True, normalize_state_pattern=True,
+                   normalize_pattern_projection=True, normalize_hopfield_space=True),
+])
+def test_forward_hooks_of_every_submodule_fire(config):
+    torch.manual_seed(0)
+    R, Y = (x.float() for x in _inputs(d_r=6, d_y=5))
+    models = {"layer": (HopfieldLayer(6, 5, 8, config=config), (R, Y)),
+              "pooling": (HopfieldPooling(5, 8, config=config), (Y,))}
+    for name, (model, inputs) in models.items():
+        fired = set()
+        for sub_name, sub in model.named_modules():
+            sub.register_forward_hook(lambda m, args, out, sub_name=sub_name: fired.add(sub_name))
+        model(*inputs)
+        assert fired == {n for n, _ in model.named_modules()}, name

@@ -92,7 +92,7 @@ def test_training_is_reproducible_from_its_generator():
 
 def test_bad_input():
     xi = torch.zeros(3, 6)
-    with pytest.raises(TypeError, match="memories"):
+    with pytest.raises(TypeError, match="^memories must be"):
         dam_class_scores("no", torch.zeros(1, 4), 2, 1.0)
     with pytest.raises(ValueError, match=r"pixels must hold values in \[-1, 1\], got values "
                                          r"from 2"):
@@ -103,50 +103,49 @@ def test_bad_input():
         dam_class_scores(xi, torch.zeros(1, 4), 0, 1.0)
     with pytest.raises(ValueError, match="temperature"):
         dam_class_scores(xi, torch.zeros(1, 4), 2, 0.0)
-    with pytest.raises(TypeError, match="dtype"):
+    with pytest.raises(TypeError, match="^pixels has dtype torch.float64 but memories has dtype"):
         dam_class_scores(xi, torch.zeros(1, 4, dtype=torch.float64), 2, 1.0)
-    with pytest.raises(ValueError, match=r"class_means must have shape \(C, P\) with P <= M "
-                                         r"= 3 \(as in memories\), got \(2, 5\)"):
+    with pytest.raises(ValueError, match=r"^class_means must have at most as many columns as "
+                                         r"memories \(P <= M = 3\), got shape \(2, 5\)"):
         prototype_score(torch.zeros(2, 3), torch.zeros(2, 5))
-    with pytest.raises(ValueError, match="labels"):
+    with pytest.raises(TypeError, match="^labels must be .* the size of dimension S is 2"):
         class_means(torch.zeros(3, 2), torch.tensor([0, 1]))
     with pytest.raises(ValueError, match="every class"):
         class_means(torch.zeros(2, 2), torch.tensor([0, 2]))
     with pytest.raises(ValueError, match="train_per_class"):
         digits_pm1(500)
     x, y = torch.zeros(4, 2), torch.tensor([0, 1, 0, 1])
-    with pytest.raises(ValueError, match=r"labels must have shape \(B\) with B = 4 "
-                                         r"\(as in pixels\)"):
+    with pytest.raises(TypeError, match=r"^labels must be Int\[Tensor, 'B'\], got i64\[3\].* "
+                                        r"existing value of 4"):
         train_dam_classifier(x, y[:3], degree=2, temperature=1.0)
-    with pytest.raises(TypeError, match="labels"):
+    with pytest.raises(TypeError, match=r"^labels must be Int\[Tensor, 'B'\], got f32"):
         train_dam_classifier(x, y.float(), degree=2, temperature=1.0)
     with pytest.raises(ValueError, match="momentum"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, momentum=1.5)
-    with pytest.raises(TypeError, match="test must be"):
+    with pytest.raises(TypeError, match="^test must be tuple"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, test=x)
 
 
-def test_bad_input_caught_by_the_contracts():
+def test_bad_labels_are_named():
     x, y = torch.zeros(4, 2), torch.tensor([0, 1, 0, 1])
-    with pytest.raises(ValueError, match=r"labels must hold values in \[0, inf\], got values "
+    with pytest.raises(ValueError, match=r"^labels must hold classes >= 0, got values "
                                          r"from -1 to 0"):
         train_dam_classifier(x, y - 1, degree=2, temperature=1.0)
-    with pytest.raises(ValueError, match=r"labels must hold values in \[0, inf\]"):
+    with pytest.raises(ValueError, match=r"^labels must hold classes >= 0"):
         class_means(torch.zeros(2, 2), torch.tensor([0, -1]))
-    with pytest.raises(ValueError, match=r"labels must have shape \(S\) with S >= 1"):
+    with pytest.raises(ValueError, match=r"^labels must hold at least one label, got shape \(0,\)"):
         class_means(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long))
     # refused before a torch error (labels.max() of no labels, test labels of another length)
-    with pytest.raises(ValueError, match=r"labels must have shape \(B\) with B >= 1"):
+    with pytest.raises(ValueError, match=r"^labels must hold at least one label"):
         train_dam_classifier(x[:0], y[:0], degree=2, temperature=1.0)
-    with pytest.raises(ValueError, match=r"test labels must have shape \(B\) with B = 4 "
-                                         r"\(as in test pixels\), got \(3,\)"):
+    with pytest.raises(ValueError, match=r"^test labels must have one label per test image "
+                                         r"\(B = 4\), got shape \(3,\)"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, epochs=1, test=(x, y[:3]))
-    with pytest.raises(ValueError, match=r"test pixels must have shape \(B, N_v\) with "
-                                         r"N_v = 2 \(as in pixels\), got \(4, 3\)"):
+    with pytest.raises(ValueError, match=r"^test pixels must have shape \(B, 2\), got \(4, 3\)"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, test=(torch.zeros(4, 3), y))
-    with pytest.raises(ValueError, match=r"test pixels must hold values in \[-1, 1\]"):
+    with pytest.raises(ValueError, match=r"^test pixels must hold values in \[-1, 1\]"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, test=(x + 2, y))
-    with pytest.raises(ValueError, match=r"test labels must hold values in \[0, inf\]"):
+    with pytest.raises(ValueError, match=r"^test labels must hold classes >= 0"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, test=(x, y - 1))
     with pytest.raises(TypeError, match="test labels must have an integer dtype"):
         train_dam_classifier(x, y, degree=2, temperature=1.0, test=(x, y.float()))

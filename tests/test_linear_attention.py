@@ -84,13 +84,15 @@ def test_forms_run_in_float32_and_keep_the_dtype():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"phi_Q": torch.ones(2, 3)}, ValueError, "phi_Q must have 3 dimensions"),
-        ({"phi_K": torch.ones(1, 4, 2)}, ValueError,
-         r"phi_K must have shape \(B, T, d_k\) with T = 3"),
-        ({"V": torch.ones(1, 4, 3)}, ValueError, r"V must have shape \(B, T, d_v\) with T = 3"),
-        ({"V": torch.ones(1, 3, 2, dtype=torch.float64)}, TypeError, "V has dtype torch.float64"),
-        ({"phi_K": torch.ones(1, 3, 2, dtype=torch.int64)}, TypeError, "phi_K has dtype"),
-        ({"phi_Q": [[1.0]]}, TypeError, "phi_Q must be a torch.Tensor"),
+        ({"phi_Q": torch.ones(2, 3)}, TypeError, r"^phi_Q must be Float\[Tensor, 'B T d_k'\]"),
+        ({"phi_K": torch.ones(1, 4, 2)}, TypeError,
+         r"^phi_K must be .*the size of dimension T is 4 which does not equal the existing "
+         r"value of 3"),
+        ({"V": torch.ones(1, 4, 3)}, TypeError, r"^V must be .*dimension T is 4"),
+        ({"V": torch.ones(1, 3, 2, dtype=torch.float64)}, TypeError, "^V has dtype torch.float64"),
+        ({"phi_K": torch.ones(1, 3, 2, dtype=torch.int64)}, TypeError,
+         r"^phi_K must be .*dtype int64"),
+        ({"phi_Q": [[1.0]]}, TypeError, "^phi_Q must be"),
     ],
 )
 def test_bad_input_names_the_argument(kwargs, error, match):
@@ -107,15 +109,16 @@ def test_bad_memory_arguments():
         associative_memory(K, V, "oja")
     with pytest.raises(ValueError, match="beta must be > 0"):
         associative_memory(K, V, "delta", beta=0.0)
-    with pytest.raises(TypeError, match="chunk_size must be an int"):
+    with pytest.raises(TypeError, match="^chunk_size must be int"):
         linear_attention_chunked(K, K, V, chunk_size=2.0)
-    with pytest.raises(ValueError, match=r"K must have shape \(B, T, d_k\) with T = 2 \(as in Q\)"):
+    with pytest.raises(TypeError, match=r"^K must be .*dimension T is 3 which does not equal "
+                       r"the existing value of 2"):
         delta_rule_attention(torch.ones(1, 2, 2), K, V)
-    with pytest.raises(TypeError, match="Q has dtype torch.float64 but K"):
+    with pytest.raises(TypeError, match="^K has dtype torch.float32 but Q has dtype torch.float64"):
         delta_rule_attention(K.double(), K, V)
-    with pytest.raises(ValueError, match=r"V must have shape \(B, T, d_v\) with B = 1"):
+    with pytest.raises(TypeError, match=r"^V must be .*dimension B is 2"):
         associative_memory(K, torch.ones(2, 3, 2))
-    with pytest.raises(TypeError, match="beta must be a real number"):
+    with pytest.raises(TypeError, match="^beta must be float"):
         delta_rule_attention(K, K, V, beta="1")
     empty = torch.ones(1, 0, 2)  # no steps to loop over
     with pytest.raises(ValueError, match=r"Q must have shape \(B, T, d_k\) with T >= 1"):

@@ -210,13 +210,24 @@ def test_bad_input_gives_clear_errors():
 
 
 def test_unhashable_tokens_are_named():
+    # a token that is a tuple holding a list passes the type (a tuple is Hashable) and
+    # fails when counted: the body names it
+    bad = ("b", ["c"])
     with pytest.raises(
-        TypeError, match=r"hypotheses\[1\] must hold hashable tokens .* \['b'\] \(list\)"
+        TypeError, match=r"hypotheses\[1\] must hold hashable tokens .* \('b', \['c'\]\) \(tuple\)"
     ):
-        corpus_bleu([["a"], ["a", ["b"]]], [[["a"]], [["a", "b"]]])
+        corpus_bleu([["a"], ["a", bad]], [[["a"]], [["a", "b"]]])
     with pytest.raises(TypeError, match=r"references\[0\]\[1\] must hold hashable tokens"):
-        corpus_bleu([["a", "b"]], [[["a", "b"], ["a", {}]]])
+        corpus_bleu([["a", "b"]], [[["a", "b"], ["a", bad]]])
     with pytest.raises(TypeError, match="label_tokens must hold hashable tokens"):
+        bleu_d2l(["a"], ["a", bad], 2)
+    # a list token: the type check (which samples the items of a list) or the body names
+    # the argument
+    with pytest.raises(TypeError, match=r"\bhypotheses\b"):
+        corpus_bleu([["a"], ["a", ["b"]]], [[["a"]], [["a", "b"]]])
+    with pytest.raises(TypeError, match=r"\breferences\b"):
+        corpus_bleu([["a", "b"]], [[["a", "b"], ["a", {}]]])
+    with pytest.raises(TypeError, match=r"\blabel_tokens\b"):
         bleu_d2l(["a"], ["a", ["b"]], 2)
-    with pytest.raises(TypeError, match="effective_order must be a bool"):
+    with pytest.raises(TypeError, match=r"^effective_order must be bool, got 'yes'"):
         corpus_bleu([["a"]], [[["a"]]], effective_order="yes")

@@ -92,7 +92,9 @@ def test_bad_input_is_named():
     model = MixerLM(10, d_model=8)
     with pytest.raises(ValueError, match="ids"):
         model(torch.tensor([[1, 12]]))
-    with pytest.raises(ValueError, match="ids"):
+    with pytest.raises(ValueError, match=r"^ids must hold token ids in \[0, 10\)"):
+        model.step(torch.tensor([12]), model.init_state(1))
+    with pytest.raises(TypeError, match=r"^ids must be Int\[Tensor, 'B'\]"):
         model.step(torch.tensor([[1]]), model.init_state(1))
     with pytest.raises(ValueError, match="batch_size"):
         model.init_state(0)
@@ -103,8 +105,8 @@ def test_bad_input_is_named():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: MixerLM(10, d_model=8, mlp="yes"), TypeError, "mlp must be a bool"),
-        (lambda: state_floats("gru", "8"), TypeError, "d must be an int"),
+        (lambda: MixerLM(10, d_model=8, mlp="yes"), TypeError, "^mlp must be bool"),
+        (lambda: state_floats("gru", "8"), TypeError, "^d must be int"),
         (lambda: state_floats("linear", 8, num_heads=0), ValueError, "num_heads must be >= 1"),
         (lambda: state_floats("linear", 8, num_heads=3), ValueError, "multiple of num_heads"),
         (lambda: state_floats("softmax", 8, position=-1), ValueError, "position must be >= 0"),
@@ -123,8 +125,10 @@ def test_a_state_of_another_batch_size_is_named(mixer):
     model = MixerLM(10, d_model=8, mixer=mixer)
     with pytest.raises(ValueError, match=r"state\['previous'\] must have the batch size of ids"):
         model.step(torch.tensor([1, 2]), model.init_state(1))
-    with pytest.raises(TypeError, match="state must be the dict that init_state returns"):
+    with pytest.raises(TypeError, match="^state must be dict"):
         model.step(torch.tensor([1]), [model.init_state(1)])
+    with pytest.raises(TypeError, match="^state must be the dict that init_state returns"):
+        model.step(torch.tensor([1]), {"previous": torch.zeros(1, 8)})
 
 
 def test_the_mlstm_mixers_head_norm_is_the_xlstm_packages_multi_head_layer_norm():
@@ -139,3 +143,28 @@ def test_the_mlstm_mixers_head_norm_is_the_xlstm_packages_multi_head_layer_norm(
     ours = mixer._head_norm(h.transpose(1, 2).reshape(2, 7, 16))  # heads side by side
     theirs = reference(h).transpose(1, 2).reshape(2, 7, 16)
     torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("mlp", [True, False])
+@pytest.mark.parametrize("mixer", list(MIXERS))
+def test_forward_hooks_fire_on_every_submodule(mixer, mlp):
+    model = _model(mixer, mlp=mlp)
+    # every module but the containers (ModuleList has no forward of its own)
+    modules = {name: module for name, module in model.named_modules()
+               if not isinstance(module, torch.nn.ModuleList)}
+    fired = set()
+    for name, module in modules.items():
+        module.register_forward_hook(lambda *_, name=name: fired.add(name))
+    model(torch.randint(0, 20, (2, 5)))
+    assert fired == set(modules)
+
+
+def test_a_block_without_its_mlp_is_the_mixer_alone():
+    model = _model("gru", mlp=False)
+    ids = torch.randint(0, 20, (2, 5))
+    e = model.embed(ids)
+    x = e + model.shift(torch.nn.functional.pad(e, (0, 0, 1, 0))[:, :-1])
+    for layer, mixer in enumerate(model.mixers):
+        x = x + mixer(model.norms[2 * layer](x))
+    assert torch.equal(model(ids), model.readout(model.final_norm(x)))
+    assert not any(isinstance(m, torch.nn.Linear) for m in model.mlps.modules())

@@ -19,91 +19,121 @@ def test_numbers_are_glued_as_plain_python_numbers():
     assert _plain("text") == "text"
 
 
-@pytest.mark.parametrize("name", ["", "has space", "dots.are.bad", 3])
+@pytest.mark.parametrize("name", ["", "has space", "dots.are.bad"])
 def test_glue_rejects_bad_names(name):
-    with pytest.raises(ValueError, match="name"):
+    with pytest.raises(ValueError, match="^name must be"):
         glue(name, 1)
+
+
+def test_glue_rejects_a_name_that_is_not_a_str():
+    with pytest.raises(TypeError, match="^name must be str"):
+        glue(3, 1)
 
 
 # --- show_source: the package's own code on the page --------------------------------
 
+import inspect  # noqa: E402
+
+from seqbook.energy_transformer import EnergyAttention, EnergyLayerNorm  # noqa: E402
+from seqbook.energy_transformer.attention import (  # noqa: E402
+    EnergyAttention as AttentionFromModule,
+)
 from seqbook.notebook import SNIPPET_CLASS, SourceSnippet, show_source  # noqa: E402
-from seqbook.recurrent import GRU  # noqa: E402
-from seqbook.recurrent.gru import GRU as GRUFromModule  # noqa: E402
 
 
 def test_show_source_shows_the_running_code_without_its_docstring():
-    snippet = show_source(GRU.cell)
+    snippet = show_source(EnergyAttention.forward)
     assert isinstance(snippet, SourceSnippet)
-    # the signature, on one line or broken inside its brackets
-    assert snippet.code.startswith("def cell(") and "self, x_t" in snippet.code
-    assert '"""' not in snippet.code and "Example:" not in snippet.code
+    assert snippet.code.startswith("def forward(self, g: Tokens) -> Tokens:")
+    assert '"""' not in snippet.code and "The update" not in snippet.code
     # the shown lines are the file's lines
-    import inspect
-
-    source = inspect.getsource(GRUFromModule.cell)
+    source = inspect.getsource(inspect.unwrap(AttentionFromModule.forward))
     for line in snippet.code.splitlines():
         assert line.strip() in source
 
 
+def test_show_source_reads_past_the_type_checking_wrapper():
+    # the public methods are wrapped by seqbook._typecheck; the page shows the method
+    wrapped = EnergyAttention.forward
+    assert getattr(wrapped, "__wrapped_by_typecheck__", False)
+    snippet = show_source(wrapped)
+    assert "wrapper" not in snippet.code and "self.scores(g)" in snippet.code
+    _, first = inspect.getsourcelines(inspect.unwrap(wrapped))
+    assert snippet.first_line == first
+
+
 def test_show_source_keeps_the_docstring_when_asked():
-    assert "One time step" in show_source(GRU.cell, docstring=True).code
+    assert "minus the gradient of the energy" in show_source(
+        EnergyAttention.forward, docstring=True).code
 
 
 def test_show_source_collects_the_equation_labels_the_lines_cite():
-    snippet = show_source(GRU._step)
-    assert snippet.labels == ("eq-gru-z", "eq-gru-r", "eq-gru-n", "eq-gru-h")
-    markdown = snippet._repr_markdown_()
-    assert "{eq}`eq-gru-z`" in markdown and "{eq}`eq-gru-h`" in markdown
-    assert "(eq-gru-z)" in snippet._repr_html_()
+    snippet = show_source(EnergyAttention.scores)
+    assert snippet.labels == ("eq-et-keys",)
+    from seqbook.energy_transformer import MaskedEnergyTransformer
+
+    decode = show_source(MaskedEnergyTransformer.decode)
+    assert decode.labels == ("eq-et-layernorm", "eq-et-decode")
+    markdown = decode._repr_markdown_()
+    assert "{eq}`eq-et-layernorm`" in markdown and "{eq}`eq-et-decode`" in markdown
+    assert "(eq-et-decode)" in decode._repr_html_()
 
 
 def test_show_source_part_of_a_function():
-    snippet = show_source(GRU._step, start="z = torch.sigmoid", stop="(eq-gru-n)")
+    snippet = show_source(EnergyAttention.scores, start="K = torch.einsum", stop="S = self.beta")
     lines = snippet.code.splitlines()
-    assert lines[0].startswith("z = torch.sigmoid") and lines[-1].endswith("(eq-gru-n)")
+    assert lines[0].startswith("K = torch.einsum") and lines[-1].startswith("S = self.beta")
     assert len(lines) == 3
-    assert snippet.labels == ("eq-gru-z", "eq-gru-r", "eq-gru-n")
+    assert snippet.labels == ("eq-et-keys",)
     assert snippet.last_line - snippet.first_line == 2
 
 
 def test_show_source_looks_for_stop_after_the_start_line():
-    # the start line itself contains "torch.sigmoid": stop must not end the snippet there
-    snippet = show_source(GRU._step, start="z = torch.sigmoid", stop="torch.sigmoid")
+    # the start line itself contains "torch.einsum": stop must not end the snippet there
+    snippet = show_source(EnergyAttention.scores, start="K = torch.einsum",
+                          stop="torch.einsum")
     lines = snippet.code.splitlines()
-    assert len(lines) == 2 and lines[-1].startswith("r = torch.sigmoid")
+    assert len(lines) == 2 and lines[-1].startswith("Q = torch.einsum")
 
 
 def test_show_source_names_and_links_the_public_object():
-    snippet = show_source(GRU.cell)
-    assert snippet.qualname == "seqbook.recurrent.GRU.cell"
-    assert snippet.path == "seqbook/recurrent/gru.py"
-    assert snippet.api_target == "seqbook.recurrent.GRU.cell"
-    assert "{py:obj}`seqbook.recurrent.GRU.cell <seqbook.recurrent.GRU.cell>`" in (
-        snippet._repr_markdown_()
-    )
+    snippet = show_source(EnergyAttention.forward)
+    assert snippet.qualname == "seqbook.energy_transformer.EnergyAttention.forward"
+    assert snippet.path == "seqbook/energy_transformer/attention.py"
+    assert snippet.api_target == "seqbook.energy_transformer.EnergyAttention.forward"
+    assert ("{py:obj}`seqbook.energy_transformer.EnergyAttention.forward "
+            "<seqbook.energy_transformer.EnergyAttention.forward>`") in snippet._repr_markdown_()
     # a private helper links to its public owner
-    assert show_source(GRU._step).api_target == "seqbook.recurrent.GRU"
+    from seqbook.notebook import _public_name
+
+    assert show_source(_public_name).api_target == "seqbook.notebook"
 
 
 def test_show_source_renders_for_the_book_and_for_colab():
-    snippet = show_source(GRU._step)
+    snippet = show_source(EnergyAttention.scores)
     markdown = snippet._repr_markdown_()
     assert markdown.startswith("````{container} " + SNIPPET_CLASS)
     assert "```python\n" in markdown and markdown.rstrip().endswith("````")
     html = snippet._repr_html_()
-    assert html.startswith(f'<div class="{SNIPPET_CLASS}">') and "gru.py" in html
-    assert repr(snippet).startswith("# seqbook.recurrent.GRU._step")
+    assert html.startswith(f'<div class="{SNIPPET_CLASS}">') and "attention.py" in html
+    assert repr(snippet).startswith("# seqbook.energy_transformer.EnergyAttention.scores")
+
+
+def test_show_source_shows_a_property_and_a_class():
+    assert "self.log_gamma.exp()" in show_source(EnergyLayerNorm.gamma).code
+    assert show_source(EnergyLayerNorm).code.startswith("class EnergyLayerNorm(nn.Module):")
 
 
 def test_show_source_bad_input():
     with pytest.raises(ValueError, match="obj must be defined in the seqbook package"):
         show_source(torch.nn.GRU.forward)
     with pytest.raises(TypeError, match="obj must be a function"):
-        show_source(GRU(2, 3))
+        show_source(EnergyLayerNorm(2))
     with pytest.raises(ValueError, match="start='no such line'"):
-        show_source(GRU.cell, start="no such line")
+        show_source(EnergyAttention.forward, start="no such line")
     with pytest.raises(ValueError, match="stop="):
-        show_source(GRU._step, start="(eq-gru-h)", stop="(eq-gru-z)")
-    with pytest.raises(TypeError, match="start must be a str"):
-        show_source(GRU.cell, start=3)
+        show_source(EnergyAttention.scores, start="return K, Q", stop="(eq-et-keys)")
+    with pytest.raises(TypeError, match="^start must be str"):
+        show_source(EnergyAttention.forward, start=3)
+    with pytest.raises(TypeError, match="^docstring must be bool"):
+        show_source(EnergyAttention.forward, docstring="yes")

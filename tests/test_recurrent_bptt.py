@@ -113,27 +113,30 @@ def test_bad_arguments():
     loss = mse_for(readout)
     with pytest.raises(ValueError, match=r"k2 must be >= k1 = 4 \(the argument k1\), got 2"):
         truncated_bptt(rnn, x, y, loss, opt, k1=4, k2=2)
-    with pytest.raises(TypeError, match="k2 must be an int"):
+    with pytest.raises(TypeError, match=r"^k2 must be int \| None, got 2.5"):
         truncated_bptt(rnn, x, y, loss, opt, k1=2, k2=2.5)
     with pytest.raises(ValueError, match="k1 must be >= 1"):
         truncated_bptt(rnn, x, y, loss, opt, k1=0)
-    with pytest.raises(TypeError, match="k1 must be an int"):
+    with pytest.raises(TypeError, match="^k1 must be int, got 2.5"):
         truncated_bptt(rnn, x, y, loss, opt, k1=2.5)
-    with pytest.raises(ValueError, match="x must have 3 dimensions"):
+    with pytest.raises(TypeError, match=r"^x must be Float\[Tensor, 'B T D'\], got f64\[12,2\]"):
         truncated_bptt(rnn, x[0], y, loss, opt, k1=2)
     with pytest.raises(ValueError, match=r"x must have shape \(B, T, D\) with T >= 1"):
         truncated_bptt(rnn, x[:, :0], y[:, :0], loss, opt, k1=2)
-    with pytest.raises(ValueError, match="targets must have shape"):
+    with pytest.raises(TypeError, match=r"^targets must be Shaped\[Tensor, 'B T ...'\].*the "
+                                        r"size of dimension T is 5"):
         truncated_bptt(rnn, x, y[:, :5], loss, opt, k1=2)
-    with pytest.raises(ValueError, match=r"targets must have shape \(B, T, ...\) with B = "):
+    with pytest.raises(TypeError, match=r"^targets must be Shaped\[Tensor, 'B T ...'\].*the "
+                                        r"size of dimension B is 1"):
         truncated_bptt(rnn, x, y[:1], loss, opt, k1=2)
-    with pytest.raises(ValueError, match=r"targets must have at least 2 dimensions \(B, T, ...\)"):
+    with pytest.raises(TypeError, match=r"^targets must be Shaped\[Tensor, 'B T ...'\], got "
+                                        r"f64\[1\]"):
         truncated_bptt(rnn, x, y[0, 0], loss, opt, k1=2)
-    with pytest.raises(TypeError, match="optimizer"):
+    with pytest.raises(TypeError, match="^optimizer must be"):
         truncated_bptt(rnn, x, y, loss, "sgd", k1=2)
-    with pytest.raises(TypeError, match="loss_fn"):
+    with pytest.raises(TypeError, match="^loss_fn must be"):
         truncated_bptt(rnn, x, y, None, opt, k1=2)
-    with pytest.raises(TypeError, match="module"):
+    with pytest.raises(TypeError, match="^module must be"):
         truncated_bptt(lambda x, s: x, x, y, loss, opt, k1=2)
     with pytest.raises(ValueError, match="clip must be > 0"):
         truncated_bptt(rnn, x, y, loss, opt, k1=2, clip=0.0)
@@ -152,9 +155,9 @@ def test_activation_bytes_grow_linearly_with_T_and_exclude_parameters():
 
 
 def test_activation_bytes_bad_arguments():
-    with pytest.raises(TypeError, match="fn must be callable"):
+    with pytest.raises(TypeError, match="^fn must be .*Callable"):
         activation_bytes(3)
-    with pytest.raises(TypeError, match="exclude"):
+    with pytest.raises(TypeError, match="^exclude must be"):
         activation_bytes(lambda: torch.zeros(1), exclude="rnn")
 
 

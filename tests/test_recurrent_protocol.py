@@ -124,3 +124,25 @@ def test_runs_on_cuda_like_torch(ours_cls, torch_cls):
     out, final = ours(x, lengths=lengths)
     assert out.is_cuda and all(s.is_cuda for s in parts(final))
     assert torch.allclose(ours(x)[0], reference(x)[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("ours_cls, torch_cls", LAYERS, ids=IDS)
+@pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
+def test_a_forward_hook_on_every_submodule_fires(ours_cls, torch_cls, packed):
+    # the modules are called as modules (module(x)), never through private methods, so
+    # that hooks fire; a stack runs its layers itself and has no submodule but itself
+    module = ours_cls(3, 4, num_layers=2, bidirectional=True)
+    fired = []
+    for name, submodule in module.named_modules():
+        submodule.register_forward_hook(
+            lambda m, args, out, name=name: fired.append(name))
+    x = torch.randn(2, 5, 3)
+    if packed:
+        x = nn.utils.rnn.pack_padded_sequence(x, torch.tensor([5, 3]), batch_first=True)
+    module(x)
+    assert sorted(fired) == sorted(name for name, _ in module.named_modules())
+    # and the recurrent modules of the package are hooked inside other modules too
+    outer = nn.Sequential(module)
+    outer.register_forward_hook(lambda m, args, out: fired.append("outer"))
+    outer(x)
+    assert fired.count("outer") == 1 and fired.count("") == 2

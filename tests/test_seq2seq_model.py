@@ -171,15 +171,16 @@ def test_bad_input_gives_clear_errors():
     T = src.shape[1]
     with pytest.raises(ValueError, match=rf"src_lengths must hold values in \[1, T = {T} \(as in"):
         encoder(src, torch.tensor([T + 1, 1, 1]))
-    with pytest.raises(ValueError, match=r"src_lengths must have shape \(B\) with B = 3 \(as in"):
+    with pytest.raises(TypeError, match=r"^src_lengths must be Int\[Tensor, 'B'\], got i64\[2\]"
+                                        r".* does not equal the existing value of 3"):
         encoder(src, torch.tensor([5, 3]))
     with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 11\)"):
         encoder(src + 20, lengths)
-    with pytest.raises(TypeError, match="src"):
+    with pytest.raises(TypeError, match=r"^src must be Int\[Tensor, 'B T'\], got f32"):
         encoder(src.float(), lengths)
     with pytest.raises(ValueError, match="context_size"):
         EncoderDecoder(encoder, Seq2SeqDecoder(9, 4, 5, context_size=6))
-    with pytest.raises(TypeError, match="decoder"):
+    with pytest.raises(TypeError, match=r"^decoder must be .*Seq2SeqDecoder.*, got GRU"):
         EncoderDecoder(encoder, nn.GRU(3, 3))
     with pytest.raises(ValueError, match=r"eos_id must be < decoder.vocab_size = 9 \(decoder"):
         EncoderDecoder(encoder, Seq2SeqDecoder(9, 4, 5, context_size=12), eos_id=9)
@@ -192,8 +193,12 @@ def test_bad_input_gives_clear_errors():
         decoder(torch.ones(2, 3, dtype=torch.long), encoded)
     with pytest.raises(ValueError, match="tgt_in"):
         decoder(torch.full((3, 2), 9), encoded)
-    with pytest.raises(TypeError, match="Encoded"):
+    with pytest.raises(TypeError, match=r"^encoded must be .*Encoded.*, got f32\[3,5,12\]"):
         decoder(torch.ones(3, 2, dtype=torch.long), encoded.outputs)
+    with pytest.raises(TypeError, match=r"encoded.state must have the dtype of the decoder's"):
+        decoder(torch.ones(3, 2, dtype=torch.long), encoded._replace(state=encoded.state.double()))
+    with pytest.raises(TypeError, match=r"^state must be Float\[Tensor, 'B \{self.hidden_size"):
+        decoder.step(torch.ones(3, dtype=torch.long), torch.zeros(3, 4), encoded)
     with pytest.raises(ValueError, match="context_size"):
         Seq2SeqDecoder(9, 4, 5, context_size=7).init_state(encoded)
     with pytest.raises(ValueError, match="at least one"):
@@ -241,25 +246,46 @@ def test_float64_equals_torch_gru_and_the_decoder_equations():
     assert torch.allclose(loss, reference, atol=1e-15, rtol=1e-13)
 
 
-def test_bahdanau_decoder_checks_its_attention_once_not_per_step(monkeypatch):
-    """The decoder's attention reads the encoder's own output: no per-step re-check."""
-    from seqbook.attention import AdditiveAttention
-    from seqbook.seq2seq import BahdanauDecoder, Seq2SeqEncoder
+def test_bahdanau_decoder_checks_its_attention_once_not_per_step():
+    """The decoder calls its attention as a module (hooks fire), and the attention's
+    annotations are not checked again at every step: only the outermost call is."""
+    from seqbook import _typecheck
 
     torch.manual_seed(0)
     encoder = Seq2SeqEncoder(10, 4, 6, bidirectional=True)
     decoder = BahdanauDecoder(12, 4, 8, context_size=12, attention_size=5)
     encoded = encoder(torch.tensor([[3, 4, 2], [5, 2, 0]]), torch.tensor([3, 2]))
     tgt_in = torch.tensor([[1, 5, 6, 7], [1, 8, 0, 0]])
-    expected, weights = decoder(tgt_in, encoded)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("AdditiveAttention re-checked its arguments")
-
-    monkeypatch.setattr(AdditiveAttention, "forward", refuse)  # the checked entry point
-    logits, again = decoder(tgt_in, encoded)
-    assert torch.equal(logits, expected) and torch.equal(again, weights)
+    inside = []
+    decoder.attention.register_forward_pre_hook(
+        lambda module, args: inside.append(_typecheck._state.inside))
+    logits, weights = decoder(tgt_in, encoded)
+    assert inside == [True] * 4  # one call per step, each within the decoder's checked call
     assert torch.equal(weights[1, :, 2], torch.zeros(4))  # the padded source position
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_forward_hooks_of_every_submodule_fire(attention):
+    """Submodules are called as modules, never through private methods: a forward hook
+    on each of them fires on a call of the model (teacher forcing) and, but for the
+    decoder's own forward (a search calls its ``step``), of a search."""
+    torch.manual_seed(0)
+    encoder = Seq2SeqEncoder(11, 4, 6, bidirectional=True, dropout=0.1)
+    decoder = (BahdanauDecoder if attention else Seq2SeqDecoder)(9, 5, 7, 12, dropout=0.1)
+    model = EncoderDecoder(encoder, decoder)
+    src, lengths = batch()
+    tgt_in = torch.tensor([[1, 4, 5], [1, 7, 0], [1, 3, 0]])
+    names = {name for name, _ in model.named_modules()}
+    for call, expected in ((lambda: model(src, lengths, tgt_in), names),
+                           (lambda: model.generate(src, lengths, max_len=3, beam_size=2),
+                            names - {"", "decoder"})):
+        fired = set()
+        handles = [module.register_forward_hook(lambda m, args, out, name=name: fired.add(name))
+                   for name, module in model.named_modules()]
+        call()
+        for handle in handles:
+            handle.remove()
+        assert fired == expected, expected - fired
 
 
 def test_loss_refuses_targets_the_signature_cannot_reach():

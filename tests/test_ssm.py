@@ -152,47 +152,53 @@ def test_mamba_block_equals_mambapys_in_outputs_and_gradients():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: zoh(torch.eye(2), torch.ones(3, 1), 0.1), ValueError,
-         r"B must have shape \(N, M\) with N = 2"),
-        (lambda: zoh(torch.ones(2, 3), torch.ones(2, 1), 0.1), ValueError,
-         r"A must have shape \(N, N\) with N = 2"),
-        (lambda: zoh(torch.eye(2), torch.ones(2, 1), "0.1"), TypeError, "delta must be a real"),
+        (lambda: zoh(torch.eye(2), torch.ones(3, 1), 0.1), TypeError,
+         r"^B must be Float\[Tensor, 'N M'\].*dimension N is 3 .* existing value of 2"),
+        (lambda: zoh(torch.ones(2, 3), torch.ones(2, 1), 0.1), TypeError,
+         r"^A must be Float\[Tensor, 'N N'\]"),
+        (lambda: zoh(torch.eye(2), torch.ones(2, 1), "0.1"), TypeError, "^delta must be float"),
         (lambda: zoh(torch.eye(2), torch.ones(2, 1, dtype=torch.float64), 0.1), TypeError,
          "B has dtype torch.float64 but A"),
         (lambda: ssm_recurrence(torch.ones(1, 3, dtype=torch.float64), torch.eye(2),
-                                torch.ones(2, 1), torch.ones(1, 2)), TypeError, "x has dtype"),
+                                torch.ones(2, 1), torch.ones(1, 2)), TypeError,
+         "^A_bar has dtype torch.float32 but x has dtype torch.float64"),
         (lambda: ssm_kernel(torch.eye(2), torch.ones(2, 1), torch.ones(1, 2), 0), ValueError,
          "length must be >= 1"),
         (lambda: S4D(3, 4).kernel(-1), ValueError, "length must be >= 1"),
-        (lambda: S4D(3, 4, generator=0), TypeError, "generator must be a torch.Generator"),
+        (lambda: S4D(3, 4, generator=0), TypeError, "^generator must be .*Generator"),
         (lambda: ssm_convolution(torch.ones(2, 5), torch.ones(3, 5)), ValueError,
          r"K must broadcast against x \(2, 5\)"),
         (lambda: S4D(3, 4)(torch.ones(1, 5, 3, dtype=torch.float64)), TypeError,
-         "x has dtype torch.float64"),
+         r"^x must have the dtype of the module's parameters \(torch.float32\)"),
         (lambda: zoh(torch.eye(2), torch.ones(2, 1), 0.0), ValueError, "delta must be"),
         (lambda: ssm_kernel(torch.eye(2), torch.ones(2, 1), torch.ones(1, 3), 4),
-         ValueError, "C must have shape"),
-        (lambda: ssm_convolution(torch.ones(2, 5), torch.ones(4)), ValueError, "K must have"),
+         TypeError, r"^C must be Float\[Tensor, '1 N'\]"),
+        (lambda: ssm_convolution(torch.ones(2, 5), torch.ones(4)), TypeError,
+         r"^K must be .*dimension L is 4"),
         (lambda: S4D(3, 5), ValueError, r"state_size must be a multiple of 2, got 5"),
         (lambda: S4D(3, 0), ValueError, r"state_size must be >= 1, got 0"),
-        (lambda: S4D(3, 4)(torch.ones(1, 5, 2)), ValueError,
-         r"x must have shape \(b, L, channels\) with channels = 3"),
+        (lambda: S4D(3, 4)(torch.ones(1, 5, 2)), TypeError,
+         r"^x must be Float\[Tensor, 'b L \{self.channels\}'\].*existing value of "
+         r"\{self.channels\}=3"),
         (lambda: selective_scan(*_scan_inputs()[:5], torch.ones(4, dtype=torch.float64)),
-         ValueError, "D must have shape"),
+         TypeError, r"^D must be .*dimension channels is 4"),
         (lambda: semiseparable_matrix(torch.zeros(1, 3), torch.ones(1, 4, 2),
-                                      torch.ones(1, 4, 2)), ValueError,
-         r"B must have shape \(b, L, N\) with L = 3"),
+                                      torch.ones(1, 4, 2)), TypeError,
+         r"^B must be Float\[Tensor, 'b L N'\].*dimension L is 4"),
         (lambda: semiseparable_matrix(torch.zeros(1, 3), torch.ones(1, 3, 2),
-                                      torch.ones(1, 3, 1)), ValueError,
-         r"C must have shape \(b, L, N\) with N = 2"),
-        (lambda: selective_scan(*_scan_inputs()[:2], -torch.ones(4, 3), *_scan_inputs()[3:]),
-         ValueError, r"A must have shape \(channels, N\) with channels = 5"),
+                                      torch.ones(1, 3, 1)), TypeError,
+         r"^C must be Float\[Tensor, 'b L N'\].*dimension N is 1"),
+        (lambda: selective_scan(*_scan_inputs()[:2], -torch.ones(4, 3, dtype=torch.float64),
+                                *_scan_inputs()[3:]),
+         TypeError, r"^A must be Float\[Tensor, 'channels N'\].*dimension channels is 4"),
         (lambda: selective_scan(*_scan_inputs()[:5], torch.ones(5)), TypeError,
-         "D has dtype torch.float32 but x"),
+         "^D has dtype torch.float32 but x"),
         (lambda: MambaBlock(8)(torch.ones(1, 3, 8, dtype=torch.float64)), TypeError,
-         "u has dtype torch.float64"),
-        (lambda: MambaBlock(8)(torch.ones(1, 3, 7)), ValueError,
-         r"u must have shape \(b, L, d_model\) with d_model = 8"),
+         r"^u must have the dtype of the module's parameters \(torch.float32\)"),
+        (lambda: MambaBlock(8)(torch.ones(1, 3, 7)), TypeError,
+         r"^u must be Float\[Tensor, 'b L \{self.d_model\}'\].*existing value of "
+         r"\{self.d_model\}=8"),
+        (lambda: MambaBlock(8, state_size=0), ValueError, "^state_size must be >= 1"),
         # empty signals: a loop, an FFT or a convolution over no positions
         (lambda: MambaBlock(8)(torch.ones(1, 0, 8)), ValueError,
          r"u must have shape \(b, L, d_model\) with L >= 1, got \(1, 0, 8\)"),
@@ -222,3 +228,27 @@ def test_s4d_recurrent_path_matches_in_float32_too():
     x = torch.randn(1, 30, 2)
     assert torch.allclose(layer(x), layer.recurrent(x), atol=1e-5)
     assert math.isfinite(layer.kernel(1000).abs().max().item())
+
+
+def test_selective_discretize_is_the_first_half_of_the_scan():
+    from seqbook.ssm import selective_discretize
+
+    x, delta, A, B, C, D = _scan_inputs(L=1)
+    A_bar, Bx = selective_discretize(x, delta, A, B)
+    assert A_bar.shape == Bx.shape == (2, 1, 5, 4)
+    # one step from h_0 = 0: y_1 = C_1^T (Delta_1 B_1 x_1) + D x_1
+    y = (Bx @ C[..., None])[..., 0] + D * x
+    assert (y - selective_scan_sequential(x, delta, A, B, C, D)).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("make, x", [
+    (lambda: S4D(3, 4), torch.randn(2, 5, 3)),
+    (lambda: MambaBlock(8, state_size=4), torch.randn(2, 5, 8)),
+])
+def test_forward_hooks_fire_on_every_submodule(make, x):
+    model = make()
+    fired = set()
+    for name, module in model.named_modules():
+        module.register_forward_hook(lambda *_, name=name: fired.add(name))
+    model(x)
+    assert fired == {name for name, _ in model.named_modules()}

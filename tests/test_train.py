@@ -77,18 +77,30 @@ def test_fit_raises_on_a_diverging_loss():
 def test_fit_bad_input():
     model, batches = regression_problem()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with pytest.raises(TypeError, match="model"):
+    with pytest.raises(TypeError, match="^model must be"):
         fit("model", mse, batches, opt, epochs=1)
-    with pytest.raises(TypeError, match="loss_fn"):
+    with pytest.raises(TypeError, match="^loss_fn must be"):
         fit(model, 3, batches, opt, epochs=1)
-    with pytest.raises(TypeError, match="optimizer"):
+    with pytest.raises(TypeError, match=r"^loss_fn must be callable as loss_fn\(model, batch\)"):
+        fit(model, lambda m: m, batches, opt, epochs=1)
+    with pytest.raises(TypeError, match="^optimizer must be"):
         fit(model, mse, batches, "sgd", epochs=1)
-    with pytest.raises(ValueError, match="epochs"):
+    with pytest.raises(ValueError, match="^epochs must be >= 1"):
         fit(model, mse, batches, opt, epochs=0)
-    with pytest.raises(ValueError, match="clip"):
+    with pytest.raises(TypeError, match="^epochs must be int"):
+        fit(model, mse, batches, opt, epochs=1.5)
+    with pytest.raises(ValueError, match="^clip must be > 0"):
         fit(model, mse, batches, opt, epochs=1, clip=0)
-    with pytest.raises(TypeError, match="re-iterable"):
+    with pytest.raises(TypeError, match="^batches must be re-iterable"):
         fit(model, mse, (b for b in batches), opt, epochs=2)
+    with pytest.raises(TypeError, match="^batches must be iterable"):
+        fit(model, mse, "batches", opt, epochs=2)
+    with pytest.raises(TypeError, match=r"^eval_fn must be callable as eval_fn\(model\)"):
+        fit(model, mse, batches, opt, epochs=1, eval_fn=lambda: {})
+    with pytest.raises(ValueError, match="^device must name a device"):
+        fit(model, mse, batches, opt, epochs=1, device="gpu")
+    with pytest.raises(TypeError, match="^progress must be bool"):
+        fit(model, mse, batches, opt, epochs=1, progress=1)
     with pytest.raises(ValueError, match="no batch"):
         fit(model, mse, [], opt, epochs=1, progress=False)
     with pytest.raises(TypeError, match="scalar"):

@@ -114,15 +114,15 @@ def test_bad_input(task):
         Transformer(10, 2, d_model=8, num_heads=2)
     model = small_model(max_len=5)
     too_long = torch.full((1, 6), 4)
-    with pytest.raises(ValueError, match=r"src must have shape \(B, S\) with S <= max_len = 5"):
+    with pytest.raises(ValueError, match=r"src must be at most max_len = 5 long, got 6"):
         model(too_long, torch.tensor([6]), torch.tensor([[1]]))
-    with pytest.raises(ValueError, match=r"tgt_in must have shape \(B, T\) with T <= max_len = 5"):
+    with pytest.raises(ValueError, match=r"tgt_in must be at most max_len = 5 long, got 6"):
         model(torch.tensor([[4, 2]]), torch.tensor([2]), torch.full((1, 6), 4))
-    with pytest.raises(ValueError, match="src_lengths"):
+    with pytest.raises(TypeError, match="^src_lengths must be "):
         model(torch.tensor([[4, 2]]), torch.tensor([2, 2]), torch.tensor([[1]]))
-    with pytest.raises(ValueError, match="tgt_in"):
+    with pytest.raises(TypeError, match="^tgt_in must be "):
         model(torch.tensor([[4, 2]]), torch.tensor([2]), torch.tensor([1]))
-    with pytest.raises(TypeError, match="TransformerConfig"):
+    with pytest.raises(TypeError, match="^config must be .*TransformerConfig"):
         build_transformer(task, object())
 
 
@@ -135,18 +135,18 @@ def test_bad_ids_and_lengths_name_the_argument():
         model(src - 5, lengths, tgt)
     with pytest.raises(ValueError, match=r"tgt_in must hold token ids in \[0, 11\)"):
         model(src, lengths, tgt + 10)
-    with pytest.raises(ValueError, match=r"src_lengths must hold values in \[1, S = 3 \(as in src"):
+    with pytest.raises(ValueError, match=r"src_lengths must hold values in \[1, S = 3\].*\[5\]"):
         model(src, torch.tensor([5]), tgt)
-    with pytest.raises(ValueError, match=r"src_lengths must hold values in \[1, S = 3.* from 0"):
+    with pytest.raises(ValueError, match=r"src_lengths must hold values in \[1, S = 3\].*\[0\]"):
         model(src, torch.tensor([0]), tgt)
-    with pytest.raises(ValueError, match=r"tgt_in must have shape \(B, T\) with B = 1 \(as in"):
+    with pytest.raises(TypeError, match=r"^tgt_in must be .*the size of dimension B is 2"):
         model(src, lengths, tgt.expand(2, -1))
-    with pytest.raises(ValueError, match=r"pad_id must be < src_vocab_size = 3 \(the argument"):
+    with pytest.raises(ValueError, match=r"pad_id must be an id in \[0, src_vocab_size = 3\)"):
         Transformer(3, 10, d_model=8, num_heads=2, pad_id=5, bos_id=1, eos_id=2)
     for name in ("pad_id", "bos_id", "eos_id"):
-        with pytest.raises(ValueError, match=rf"{name} must be < tgt_vocab_size = 6 \(the arg"):
+        with pytest.raises(ValueError, match=rf"{name} must be an id in \[0, tgt_vocab_size = 6\)"):
             Transformer(10, 6, d_model=8, num_heads=2, **{name: 6})
-    with pytest.raises(ValueError, match="prefixes"):
+    with pytest.raises(ValueError, match=r"prefixes \(bos\) must hold token ids"):
         greedy_search(model.step_function(src, lengths), bos=20, eos=2, max_len=3)
 
 
@@ -162,13 +162,13 @@ def test_loss_names_a_batch_whose_targets_do_not_fit():
     # an id outside the mask is ignored, as the loss ignores it
     ignored = torch.tensor([[5, -100]]), torch.tensor([[True, False]])
     assert model.loss(TranslationBatch(src, lengths, tgt_in, *ignored)).isfinite()
-    with pytest.raises(ValueError, match=r"batch.tgt_out must have shape \(1, 2\)"):
+    with pytest.raises(ValueError, match=r"batch.tgt_out must have the shape \(1, 2\)"):
         model.loss(TranslationBatch(src, lengths, tgt_in, torch.tensor([[5, 2, 2]]), keep))
     with pytest.raises(TypeError, match="batch.tgt_out must have an integer dtype"):
         model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out.float(), keep))
-    with pytest.raises(ValueError, match=r"batch.tgt_mask must broadcast to the shape \(1, 2\)"):
+    with pytest.raises(ValueError, match=r"batch.tgt_mask must have the shape \(1, 2\)"):
         model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out, keep[:, :1].expand(1, 3)))
-    with pytest.raises(TypeError, match="batch.tgt_mask must be a boolean tensor"):
+    with pytest.raises(TypeError, match="batch.tgt_mask must have a boolean dtype"):
         model.loss(TranslationBatch(src, lengths, tgt_in, tgt_out, keep.float()))
 
 
@@ -211,15 +211,6 @@ def test_generate_searches_in_eval_mode_and_restores_the_mode(training):
     second = model.generate(src, lengths, max_len=6, beam_size=2)
     assert first.tokens == second.tokens  # no dropout noise: eval mode during search
     assert model.training == training
-
-
-@pytest.mark.parametrize("epsilon", [0.0, 0.1])
-def test_training_loss_kernel_equals_the_public_loss_bit_for_bit(task, epsilon):
-    # train_transformer calls _loss on the task's own batches (no per-step checks);
-    # it must compute exactly what the public, checking loss computes
-    model = build_transformer(task, TransformerConfig(d_model=16, d_ff=32)).eval()
-    batch = task.batch(task.splits.train[:8])
-    assert torch.equal(model._loss(batch, epsilon), model.loss(batch, label_smoothing=epsilon))
 
 
 def test_train_transformer_checks_the_learning_rate_schedule_once(task):

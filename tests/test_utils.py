@@ -32,8 +32,11 @@ def test_seed_accepts_seeds_beyond_32_bits():
     "bad, error", [(-1, ValueError), (1.5, TypeError), ("0", TypeError), (True, TypeError)]
 )
 def test_seed_everything_rejects_bad_seeds(bad, error):
-    with pytest.raises(error, match="seed"):
-        seed_everything(bad)
+    from seqbook.utils import seeded_generator, shifted_seed
+
+    for function in (seed_everything, seeded_generator, shifted_seed):
+        with pytest.raises(error, match="^seed must be"):
+            function(bad)
 
 
 @pytest.mark.parametrize("available, expected", [(True, "cuda"), (False, "cpu")])
@@ -48,10 +51,12 @@ def test_default_device_holds_tensors():
 
 
 def test_to_device_names_a_bad_device():
-    with pytest.raises(ValueError, match="device must name a device"):
+    with pytest.raises(ValueError, match="^device must name a device"):
         to_device(torch.zeros(1), "gpu")
-    with pytest.raises(TypeError, match="device must be a torch.device"):
+    with pytest.raises(TypeError, match=r"^device must be torch.device \| str \| None"):
         to_device(torch.zeros(1), 3.5)
+    with pytest.raises(ValueError, match="^device must name a device"):
+        to_device([torch.zeros(1), "x"], "gpu")
 
 
 def test_to_device_walks_nested_containers_and_keeps_other_values():
@@ -67,6 +72,18 @@ def test_to_device_keeps_named_tuples():
 
     pair = NumberPair(3, "three", "drei")
     assert to_device(pair, "cpu") == pair
+
+
+def test_find_checkpoint_names_what_is_wrong(tmp_path):
+    from seqbook.utils import find_checkpoint
+
+    (tmp_path / "model.pt").write_bytes(b"")
+    assert find_checkpoint("model", tmp_path, "train it") == tmp_path / "model.pt"
+    assert find_checkpoint(tmp_path / "model.pt", tmp_path, "train it") == tmp_path / "model.pt"
+    with pytest.raises(FileNotFoundError, match="train one with `train it`"):
+        find_checkpoint("other", tmp_path, "train it")
+    with pytest.raises(TypeError, match="^name_or_path must be a str or Path, got 3"):
+        find_checkpoint(3, tmp_path, "train it")
 
 
 def test_timer_measures_elapsed_time():

@@ -104,33 +104,38 @@ def test_mlstm_with_open_gates_is_linear_attention_with_a_bounded_normaliser():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: SLSTM(3, 4)(torch.ones(1, 5, 2)), ValueError,
-         r"x must have shape \(B, T, input_size\) with input_size = 3"),
+        (lambda: SLSTM(3, 4)(torch.ones(1, 5, 2)), TypeError,
+         r"^x must be Float\[Tensor, 'B T \{self.input_size\}'\], got f32\[1,5,2\].*"
+         r"size 2 does not equal the existing value of \{self.input_size\}=3"),
         (lambda: SLSTM(3, 4)(torch.ones(2, 5, 3), SLSTM(3, 4).init_state(1)), ValueError,
          r"state.h must have shape \(2, 4\)"),
         (lambda: SLSTM(3, 4)(torch.ones(2, 5, 3), (torch.zeros(2, 4),) * 4), TypeError,
-         "state must be an SLSTMState"),
+         "^state must be .*SLSTMState"),
         (lambda: SLSTM(3, 4)(torch.ones(1, 5, 3, dtype=torch.float64)), TypeError,
-         "x has dtype torch.float64"),
-        (lambda: SLSTM(3, 4).init_state("2"), TypeError, "batch_size must be an int"),
+         r"^x must have the dtype of the module's parameters \(torch.float32\), got "
+         "torch.float64"),
+        (lambda: SLSTM(3, 4).init_state("2"), TypeError, "^batch_size must be int"),
+        (lambda: SLSTM(3, 4).init_state(0), ValueError, "^batch_size must be >= 1"),
         (lambda: SLSTM.step(torch.ones(2, 16), SLSTM(3, 4).init_state(1)), ValueError,
          r"state.h must have shape \(2, 4\)"),
         (lambda: SLSTM.step(torch.ones(1, 17), SLSTM(3, 4).init_state(1)), ValueError,
          r"pre must have shape \(B, 4H\) with 4H a multiple of 4, got \(1, 17\)"),
-        (lambda: SLSTM.step(torch.ones(1, 16), "state"), TypeError, "state must be an SLSTMState"),
-        (lambda: SLSTM.step(torch.ones(16), SLSTM(3, 4).init_state(1)), ValueError,
-         "pre must have 2 dimensions"),
+        (lambda: SLSTM.step(torch.ones(1, 16), "state"), TypeError,
+         "^state must be .*SLSTMState"),
+        (lambda: SLSTM.step(torch.ones(16), SLSTM(3, 4).init_state(1)), TypeError,
+         r"^pre must be Float\[Tensor, 'B H4'\], got f32\[16\].*1 dimensions"),
         (lambda: SLSTM(0, 4), ValueError, "input_size"),
         (lambda: mlstm_parallel(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 4),
-                                torch.ones(1, 3), torch.ones(1, 3)), ValueError,
-         r"v must have shape \(B, T, d\) with d = 2"),
+                                torch.ones(1, 3), torch.ones(1, 3)), TypeError,
+         r"^v must be Float\[Tensor, 'B T d'\].*dimension d is 4"),
         (lambda: mlstm_parallel(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 2),
                                 torch.ones(1, 3), torch.ones(1, 3, dtype=torch.float64)),
-         TypeError, "f_pre has dtype torch.float64 but q"),
+         TypeError, "^f_pre has dtype torch.float64 but q"),
         (lambda: mlstm_recurrent(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 2),
-                                 torch.ones(1, 4), torch.ones(1, 3)), ValueError, "i_pre must"),
+                                 torch.ones(1, 4), torch.ones(1, 3)), TypeError,
+         r"^i_pre must be .*dimension T is 4"),
         (lambda: mlstm_parallel(torch.ones(1, 3, 2), torch.ones(1, 3, 2), torch.ones(1, 3, 2),
-                                torch.ones(1, 3), [1.0]), TypeError, "f_pre must be a torch"),
+                                torch.ones(1, 3), [1.0]), TypeError, "^f_pre must be Float"),
         # empty sequences: a loop or a max over no steps
         (lambda: mlstm_parallel(*(torch.ones(1, 0, 2),) * 3, *(torch.ones(1, 0),) * 2),
          ValueError, r"q must have shape \(B, T, d\) with T >= 1, got \(1, 0, 2\)"),
@@ -143,3 +148,26 @@ def test_mlstm_with_open_gates_is_linear_attention_with_a_bounded_normaliser():
 def test_bad_input_names_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_mlstm_step_is_one_step_of_the_recurrent_form():
+    from seqbook.xlstm import mlstm_step
+
+    q, k, v, i_pre, f_pre = _gate_inputs(T=1)
+    B, _, d = q.shape
+    C, n, m = torch.zeros(B, d, d, dtype=q.dtype), torch.zeros(B, d, dtype=q.dtype), \
+        torch.full((B,), -math.inf, dtype=q.dtype)
+    *_, h = mlstm_step(C, n, m, q[:, 0], k[:, 0] / math.sqrt(d), v[:, 0], i_pre[:, 0],
+                       f_pre[:, 0])
+    assert (h - mlstm_recurrent(q, k, v, i_pre, f_pre)[:, 0]).abs().max() < 1e-12
+    with pytest.raises(TypeError, match=r"^n must be Float\[Tensor, 'B d'\]"):
+        mlstm_step(C, n[:, :1], m, q[:, 0], k[:, 0], v[:, 0], i_pre[:, 0], f_pre[:, 0])
+
+
+def test_forward_hooks_fire_on_every_submodule():
+    layer = SLSTM(3, 4)
+    fired = set()
+    for name, module in layer.named_modules():
+        module.register_forward_hook(lambda *_, name=name: fired.add(name))
+    layer(torch.randn(2, 5, 3))
+    assert fired == {name for name, _ in layer.named_modules()}

@@ -6,7 +6,7 @@ Three counts, printed one per line (``--by-module`` adds one row per module firs
 (a compound statement, such as ``def`` or ``if``, counts its header lines; its body
 counts statement by statement), and among them the *check lines*: every line of a
 function named ``check_*``, ``_check_*`` (or ``_check``) or ``_validate*``, of the
-shared modules ``_checks.py``, ``_contracts.py`` and ``_checked_imports.py`` whole, of an
+shared modules ``_checks.py`` and ``_typecheck.py`` whole, of an
 ``if ...: raise`` statement (an ``if`` whose body only raises), and of every other
 simple statement that calls such a function anywhere (``check_x(...)``,
 ``x = check_x(...)``, ``return kernel(check_x(...))``). The share is the second over
@@ -39,7 +39,7 @@ CHECK_NAME = re.compile(r"^_?check(_|$)|^_validate")  # not checkpoint*
 # shared modules by their functions' names like every other module
 BUDGET_NAME = re.compile(r"^_?check|^_validate")
 # the shared validation: every line of these modules is a check line, whatever its name
-CHECK_MODULES = {"_checks.py", "_contracts.py", "_checked_imports.py"}
+CHECK_MODULES = {"_checks.py", "_typecheck.py"}
 
 
 def _name(func: ast.expr) -> str:

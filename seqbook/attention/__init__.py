@@ -14,7 +14,7 @@ from seqbook.attention.additive import AdditiveAttention
 from seqbook.attention.dot_product import scaled_dot_product_attention
 from seqbook.attention.kernel_regression import KERNELS, kernel_function, nadaraya_watson
 from seqbook.attention.masking import causal_mask, masked_softmax
-from seqbook.attention.multihead import MultiHeadAttention
+from seqbook.attention.multihead import MultiHeadAttention, project_heads
 from seqbook.attention.pooling import AttentionPooling
 
 __all__ = [
@@ -26,5 +26,6 @@ __all__ = [
     "kernel_function",
     "masked_softmax",
     "nadaraya_watson",
+    "project_heads",
     "scaled_dot_product_attention",
 ]

@@ -6,13 +6,19 @@ of a query, ``K`` the size of a key, ``H`` the hidden size, ``V`` the size of a 
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from typing import TypeAlias
 
-from seqbook._contracts import PositiveInt, Shaped, TensorOf
-from seqbook.attention.masking import _masked_softmax, check_mask
+import torch
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
+
+from seqbook._checks import check_positive_int
+from seqbook.attention.masking import masked_softmax
 
 __all__ = ["AdditiveAttention"]
+
+# several queries per sequence, or one (a decoder step)
+Queries: TypeAlias = Float[Tensor, "B T_q {self.query_size}"] | Float[Tensor, "B {self.query_size}"]
 
 
 class AdditiveAttention(nn.Module):
@@ -62,11 +68,14 @@ class AdditiveAttention(nn.Module):
 
     def __init__(
         self,
-        query_size: PositiveInt,
-        key_size: PositiveInt,
-        hidden_size: PositiveInt,
+        query_size: int,
+        key_size: int,
+        hidden_size: int,
     ) -> None:
         super().__init__()
+        for name, size in dict(query_size=query_size, key_size=key_size,
+                               hidden_size=hidden_size).items():
+            check_positive_int(name, size)
         self.query_size = query_size
         self.key_size = key_size
         self.hidden_size = hidden_size
@@ -74,7 +83,11 @@ class AdditiveAttention(nn.Module):
         self.W_k = nn.Linear(key_size, hidden_size, bias=False)
         self.w_v = nn.Linear(hidden_size, 1, bias=False)
 
-    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def scores(
+        self,
+        queries: Float[Tensor, "B T_q {self.query_size}"],
+        keys: Float[Tensor, "B T_k {self.key_size}"],
+    ) -> Float[Tensor, "B T_q T_k"]:
         """The energies :math:`e_{ij}`, shape ``(B, T_q, T_k)``, for 3-D queries."""
         # (B, T_q, T_k, H)
         hidden = self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1)
@@ -83,34 +96,17 @@ class AdditiveAttention(nn.Module):
 
     def forward(
         self,
-        queries: Shaped("... query_size", floating=True, dtype_of="module"),
-        keys: Shaped("B T_k key_size", floating=True, dtype_of="module"),
-        values: Shaped("B T_k *", floating=True, dtype_of="keys"),
-        mask: TensorOf((2, 3)) | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        queries: Queries,
+        keys: Float[Tensor, "B T_k {self.key_size}"],
+        values: Float[Tensor, "B T_k V"],
+        mask: Bool[Tensor, "#B #T_k"] | Bool[Tensor, "#B #T_q #T_k"] | None = None,
+    ) -> tuple[Float[Tensor, "B *T_q V"], Float[Tensor, "B *T_q T_k"]]:
         """Return ``(context, weights)`` for each query (shapes in the class docstring)."""
-        B, T_k, _ = keys.shape
-        if queries.dim() not in (2, 3):
-            raise ValueError(f"queries must have 2 or 3 dimensions (B, query_size) or (B, T_q, "
-                             f"query_size), got shape {tuple(queries.shape)}")
-        if queries.shape[0] != B:
-            raise ValueError(f"queries must have the batch size B = {B} of keys in their first "
-                             f"dimension, got shape {tuple(queries.shape)}")
-        T_q = 1 if queries.dim() == 2 else queries.shape[1]
-        if mask is not None and mask.dim() == 2:  # a key padding mask (B, T_k)
-            mask = check_mask("mask", mask, (B, T_k), of="keys (B, T_k)").unsqueeze(1)
-        elif mask is not None:
-            check_mask("mask", mask, (B, T_q, T_k), of="the scores of queries and keys")
-        return self._attend(queries, keys, values, mask)
-
-    def _attend(
-        self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-        mask: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`forward` of checked arguments, ``mask`` broadcastable to the scores."""
         single = queries.dim() == 2  # one query per sequence: a decoder step
         q = queries.unsqueeze(1) if single else queries  # (B, T_q, Q)
-        weights = _masked_softmax(self.scores(q, keys), mask)  # (B, T_q, T_k)
+        if mask is not None and mask.dim() == 2:  # a key padding mask (B, T_k)
+            mask = mask.unsqueeze(1)  # (B, 1, T_k)
+        weights = masked_softmax(self.scores(q, keys), mask)  # (B, T_q, T_k)
         context = weights @ values  # (B, T_q, V)  (eq-attn-pooling)
         if single:
             return context.squeeze(1), weights.squeeze(1)  # (B, V), (B, T_k)

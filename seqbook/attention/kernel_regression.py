@@ -7,8 +7,10 @@ targets), ``D`` the size of a query and a key, ``V`` the size of a value.
 from __future__ import annotations
 
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import OneOf, PositiveReal, Shaped, TensorOf
+from seqbook._checks import check_choice, check_real
 
 __all__ = ["KERNELS", "kernel_function", "nadaraya_watson"]
 
@@ -18,8 +20,8 @@ KERNELS = ("gaussian", "boxcar", "epanechnikov", "triangular")
 
 
 def kernel_function(
-    u: TensorOf(floating=True), kernel: OneOf(*KERNELS) = "gaussian"
-) -> torch.Tensor:
+    u: Float[Tensor, "*shape"], kernel: str = "gaussian"
+) -> Float[Tensor, "*shape"]:
     r"""A similarity kernel of the scaled distance :math:`u = \lVert q - k \rVert / h`.
 
     .. math::
@@ -45,11 +47,7 @@ def kernel_function(
         >>> kernel_function(u, "triangular")
         tensor([1.0000, 0.5000, 0.0000, 0.0000])
     """
-    return _kernel_function(u, kernel)
-
-
-def _kernel_function(u: torch.Tensor, kernel: str) -> torch.Tensor:
-    """:func:`kernel_function` of checked arguments."""
+    check_choice("kernel", kernel, KERNELS)
     if kernel == "gaussian":
         return torch.exp(-0.5 * u**2)  # (eq-attn-kernels)
     if kernel == "boxcar":
@@ -59,13 +57,28 @@ def _kernel_function(u: torch.Tensor, kernel: str) -> torch.Tensor:
     return torch.clamp(1 - u, min=0)  # triangular, the slides' "Epanechikov"
 
 
+def _check_arguments(
+    queries: Tensor, keys: Tensor, values: Tensor, kernel: str, bandwidth: float
+) -> None:
+    """What the annotations of :func:`nadaraya_watson` cannot say."""
+    check_choice("kernel", kernel, KERNELS)
+    check_real("bandwidth", bandwidth, min_value=0.0, strict_min=True)
+    if keys.shape[0] == 0 or max(queries.dim(), keys.dim(), values.dim()) > 2:
+        raise ValueError(f"queries, keys and values must be (N,) or (N, D), (M,) or (M, D) "
+                         f"and (M,) or (M, V) with M >= 1, got {tuple(queries.shape)}, "
+                         f"{tuple(keys.shape)} and {tuple(values.shape)}")
+    if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):
+        raise ValueError(f"queries and keys must have the same size D, got queries "
+                         f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
+
+
 def nadaraya_watson(
-    queries: TensorOf((1, 2), floating=True),
-    keys: Shaped("M ...", floating=True, dtype_of="queries", min_size={"M": 1}),
-    values: Shaped("M ...", floating=True, dtype_of="queries"),
-    kernel: OneOf(*KERNELS) = "gaussian",
-    bandwidth: PositiveReal = 1.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    queries: Float[Tensor, " N *D_q"],
+    keys: Float[Tensor, " M *D_k"],
+    values: Float[Tensor, " M *V"],
+    kernel: str = "gaussian",
+    bandwidth: float = 1.0,
+) -> tuple[Float[Tensor, " N *V"], Float[Tensor, "N M"]]:
     r"""Predict at each query the kernel-weighted average of the training values.
 
     .. math::
@@ -111,34 +124,17 @@ def nadaraya_watson(
         >>> predictions
         tensor([5.])
     """
-    # what the signature cannot say: one size D of queries and keys, values of rank <= 2
-    if (queries.shape[1:] or (1,)) != (keys.shape[1:] or (1,)):
-        raise ValueError(f"queries and keys must have the same size D, got queries "
-                         f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
-    if values.dim() > 2:
-        raise ValueError(f"values must have 1 or 2 dimensions, (M,) or (M, V), got shape "
-                         f"{tuple(values.shape)}")
+    _check_arguments(queries, keys, values, kernel, bandwidth)
     q = queries.unsqueeze(-1) if queries.dim() == 1 else queries  # (N, D)
     k = keys.unsqueeze(-1) if keys.dim() == 1 else keys  # (M, D)
-    v = values.unsqueeze(-1) if values.dim() == 1 else values  # (M, V)
-    # (N, V), (N, M)
-    predictions, weights = _nadaraya_watson(q, k, v, kernel, bandwidth)
-    return (predictions.squeeze(-1) if values.dim() == 1 else predictions), weights
-
-
-def _nadaraya_watson(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: str, h: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`nadaraya_watson` of checked 2-D ``(N, D)``, ``(M, D)``, ``(M, V)`` tensors."""
     # exact distances: the default matmul shortcut of cdist loses precision
-    # (N, M)
-    distance = torch.cdist(q, k, compute_mode="donot_use_mm_for_euclid_dist")
+    exact = "donot_use_mm_for_euclid_dist"
+    u = torch.cdist(q, k, compute_mode=exact) / bandwidth  # (N, M)
     if kernel == "gaussian":  # a softmax, which never underflows to 0/0
-        # (N, M)  (eq-attn-nw)
-        weights = torch.softmax(-0.5 * (distance / h) ** 2, dim=1)
+        weights = torch.softmax(-0.5 * u**2, dim=1)  # (N, M)  (eq-attn-nw)
     else:
-        alpha = _kernel_function(distance / h, kernel)  # (N, M)
+        alpha = kernel_function(u, kernel)  # (N, M)
         total = alpha.sum(dim=1, keepdim=True)  # (N, 1)
-        # (eq-attn-nw)
-        weights = alpha / total.clamp(min=torch.finfo(alpha.dtype).tiny)
-    return weights @ v, weights  # (N, V), (N, M)
+        tiny = torch.finfo(alpha.dtype).tiny
+        weights = alpha / total.clamp(min=tiny)  # (N, M)  (eq-attn-nw)
+    return weights @ values, weights  # (N,) or (N, V), (N, M)

@@ -25,90 +25,13 @@ Shape letters: ``T_q`` queries, ``T_k`` keys; ``...`` any leading batch dimensio
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
 import torch
+from jaxtyping import Bool, Float
+from torch import Tensor
 
-from seqbook._checks import check_tensor
-from seqbook._contracts import Device, Dims, Int, PositiveInt, TensorOf, _size_of
+from seqbook._checks import check_positive_int
 
-__all__ = ["masked_softmax", "causal_mask", "check_mask", "merge_masks"]
-
-
-def check_mask(
-    name: str,
-    mask: object,
-    shape: torch.Size | tuple[int, ...],
-    *,
-    polarity: str = "keep",
-    floating: bool = False,
-    of: str = "the scores",
-    ndim: int | tuple[int, ...] | None = None,
-) -> torch.Tensor:
-    """Return ``mask`` if it is a boolean (or, with ``floating``, float) tensor, of
-    ``ndim`` dimensions if given, that broadcasts to ``shape`` without enlarging it: the
-    one mask validation of :mod:`seqbook.attention` and the transformer blocks.
-
-    A mask of shape ``(2, 1, 5)`` fits scores of shape ``(2, 4, 5)``; one of shape
-    ``(3, 4, 5)`` does not. ``polarity`` (``"keep"`` or ``"ignore"``) and ``of`` (whose
-    shape ``shape`` is) only word the message.
-    """
-    mask = check_tensor(name, mask, ndim=ndim)
-    meaning = "True = attend" if polarity == "keep" else "True = ignore this key"
-    kinds = "boolean or floating-point (added to the scores)" if floating else "boolean"
-    if mask.dtype != torch.bool and not (floating and mask.is_floating_point()):
-        raise TypeError(f"{name} must be a {kinds} tensor ({meaning}), got dtype {mask.dtype}")
-    # broadcasting must not enlarge shape: each trailing size is 1 or equal
-    fits = mask.dim() <= len(shape) and all(
-        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(tuple(shape))))
-    if not fits:
-        raise ValueError(f"{name} must broadcast to the shape {tuple(shape)} of {of}, "
-                         f"got shape {tuple(mask.shape)}")
-    return mask
-
-
-class _MaskDims(Dims):
-    """The contract of a mask (see :func:`Mask`): checked by :func:`check_mask` against
-    the shape its names (or the argument ``like``) have in the call."""
-
-    __slots__ = ("polarity", "additive", "of", "ndim", "like", "per_head")
-
-    def __init__(
-        self, dims: str, *, polarity: str, floating: bool, of: str,
-        ndim: int | tuple[int, ...] | None, like: str | None, per_head: bool,
-    ) -> None:
-        super().__init__(dims)
-        self.polarity, self.additive, self.of, self.ndim = polarity, floating, of, ndim
-        self.like, self.per_head = like, per_head
-
-    def __repr__(self) -> str:
-        return f"Mask({self.like or ' '.join(self.dims)!r})"
-
-    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        shape = (tuple(call[self.like].shape) if self.like is not None
-                 else tuple(_size_of(symbol, call, bound)[0] for symbol in self.dims))
-        if self.per_head and isinstance(value, torch.Tensor) and value.dim() == 3:
-            B, h, T_q, T_k = shape  # torch's 3-D mask: one per head, (B * h, T_q, T_k)
-            shape = (B * h, T_q, T_k)
-            if value.shape != shape:
-                raise ValueError(f"a 3-D {name} must have shape (B * num_heads, T_q, T_k) = "
-                                 f"{shape} ({self.of}), as in torch; got {tuple(value.shape)}")
-        return check_mask(name, value, shape, polarity=self.polarity, floating=self.additive,
-                          of=self.of, ndim=self.ndim)
-
-
-def Mask(
-    dims: str = "", *, polarity: str = "keep", floating: bool = False, of: str = "the scores",
-    ndim: int | tuple[int, ...] | None = None, like: str | None = None, per_head: bool = False,
-) -> Any:
-    """A mask in a signature: a tensor that :func:`check_mask` accepts for the shape
-    ``dims`` names in the call (``"B T_k"``: sizes that tensors of the call, int
-    arguments or the module's attributes give, as in ``Shaped``), or the shape of the
-    argument ``like``. ``per_head``: a 3-D mask is torch's ``(B * num_heads, T_q, T_k)``
-    (``dims`` then names ``B num_heads T_q T_k``). The other options as in
-    :func:`check_mask`."""
-    return Annotated[torch.Tensor, _MaskDims(dims, polarity=polarity, floating=floating, of=of,
-                                             ndim=ndim, like=like, per_head=per_head)]
+__all__ = ["masked_softmax", "causal_mask", "merge_masks"]
 
 
 def merge_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
@@ -135,10 +58,11 @@ def merge_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
             merged = merged & m
         return merged
     dtype = floats[0].dtype
-    merged = None
-    for m in present:
-        bias = m.to(dtype) if m.is_floating_point() else _keep_to_bias(m, dtype)
-        merged = bias if merged is None else merged + bias
+    biases = [m.to(dtype) if m.is_floating_point() else _keep_to_bias(m, dtype)
+              for m in present]
+    merged = biases[0]
+    for bias in biases[1:]:
+        merged = merged + bias
     return merged
 
 
@@ -149,10 +73,10 @@ def _keep_to_bias(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def masked_softmax(
-    scores: TensorOf(floating=True),
-    mask: Mask(like="scores", of="scores") | None = None,
-    dim: Int = -1,
-) -> torch.Tensor:
+    scores: Float[Tensor, "*shape"],
+    mask: Bool[Tensor, "*#shape"] | None = None,
+    dim: int = -1,
+) -> Float[Tensor, "*shape"]:
     r"""Softmax over ``dim`` that gives masked entries exactly zero weight.
 
     .. math::
@@ -186,16 +110,10 @@ def masked_softmax(
         tensor([[0.2689, 0.7311, 0.0000],
                 [0.0000, 0.0000, 0.0000]])
     """
-    if not -scores.dim() <= dim < max(scores.dim(), 1):
-        raise ValueError(f"dim must index one of the {scores.dim()} dimensions of scores, "
+    n = scores.dim()
+    if not -n <= dim < max(n, 1):
+        raise ValueError(f"dim must index one of the {n} dimensions of scores, "
                          f"got {dim}")
-    return _masked_softmax(scores, mask, dim)
-
-
-def _masked_softmax(
-    scores: torch.Tensor, mask: torch.Tensor | None, dim: int = -1
-) -> torch.Tensor:
-    """:func:`masked_softmax` of checked arguments."""
     if mask is None:
         return torch.softmax(scores, dim=dim)
     # The most negative finite number instead of -inf: a fully masked row
@@ -208,8 +126,8 @@ def _masked_softmax(
 
 
 def causal_mask(
-    T_q: PositiveInt, T_k: PositiveInt | None = None, device: Device = None
-) -> torch.Tensor:
+    T_q: int, T_k: int | None = None, device: torch.device | str | None = None
+) -> Bool[Tensor, "T_q T_k"]:
     r"""The keep mask that lets query :math:`i` attend to keys :math:`j \le i` only.
 
     .. math::
@@ -236,4 +154,5 @@ def causal_mask(
                 [ True,  True,  True]])
     """
     T_k = T_q if T_k is None else T_k
+    check_positive_int("T_q", T_q), check_positive_int("T_k", T_k)
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril()  # (T_q, T_k)

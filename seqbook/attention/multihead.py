@@ -12,45 +12,60 @@ and defaults: its boolean masks are **ignore masks**, True where attention is
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    Flag,
-    InstanceOf,
-    PositiveInt,
-    Probability,
-    Shaped,
+from seqbook._checks import check_bool, check_positive_int, check_probability
+from seqbook.attention.dot_product import scaled_dot_product_attention
+from seqbook.attention.masking import causal_mask, merge_masks
+
+__all__ = ["MultiHeadAttention", "project_heads"]
+
+# torch's key_padding_mask: True (or -inf, added) at the keys to ignore
+KeyPaddingMask: TypeAlias = Bool[Tensor, "B T_k"] | Float[Tensor, "B T_k"]
+# torch's attn_mask: (T_q, T_k), one per head (B * num_heads, T_q, T_k), or broadcastable
+# to the scores (B, num_heads, T_q, T_k); True (or -inf, added) where attention is forbidden
+# the weights returned: averaged over the heads (B, T_q, T_k) or per head (B, h, T_q, T_k)
+Weights: TypeAlias = Float[Tensor, "B T_q T_k"] | Float[Tensor, "B {self.num_heads} T_q T_k"]
+AttentionMask: TypeAlias = (
+    Bool[Tensor, "#T_q #T_k"] | Float[Tensor, "#T_q #T_k"]
+    | Bool[Tensor, "B*{self.num_heads} T_q T_k"] | Float[Tensor, "B*{self.num_heads} T_q T_k"]
+    | Bool[Tensor, "#B #{self.num_heads} #T_q #T_k"]
+    | Float[Tensor, "#B #{self.num_heads} #T_q #T_k"]
 )
-from seqbook.attention.dot_product import _sdpa
-from seqbook.attention.masking import Mask, causal_mask, merge_masks
-
-__all__ = ["MultiHeadAttention"]
 
 
-def _as_keep(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+def _as_keep(
+    mask: Tensor | None, dtype: torch.dtype, padding: bool = False
+) -> Tensor | None:
     """A PyTorch-style mask (True = ignore, or additive) in the convention of
-    :func:`scaled_dot_product_attention` (True = attend, or additive)."""
+    :func:`scaled_dot_product_attention` (True = attend, or additive); a key padding
+    mask ``(B, T_k)`` comes back as ``(B, 1, 1, T_k)``, one per head and query."""
     if mask is None:
         return None
+    if padding:
+        mask = mask[:, None, None, :]  # (B, 1, 1, T_k)
     return mask.to(dtype) if mask.is_floating_point() else ~mask
 
 
-def KeyPaddingMask(T_k: str, of: str) -> Any:
-    """The contract of torch's ``key_padding_mask``: ``(B, T_k)``, the keys of the tensor
-    ``of``; True = ignore (padding), or float (added)."""
-    return Mask(f"B {T_k}", polarity="ignore", floating=True, ndim=2, of=f"{of} (B, {T_k})")
+def project_heads(
+    x: Float[Tensor, "B T d"],
+    W: Float[Tensor, "h d d_k"],
+    b: Float[Tensor, "h d_k"] | None,
+) -> Float[Tensor, "B h T d_k"]:
+    r"""Every head's projection of a batch of sequences, :math:`\mathbf{X}\mathbf{W}_i
+    + \mathbf{b}_i` for :math:`i = 1, \dots, h` at once.
 
-
-def AttentionMask(T_q: str, T_k: str, of: str) -> Any:
-    """The contract of torch's ``attn_mask``: ``(T_q, T_k)``, torch's ``(B * num_heads,
-    T_q, T_k)`` or broadcastable to ``(B, num_heads, T_q, T_k)``, the scores of the
-    queries and keys ``of``; True = may not attend, or float (added)."""
-    return Mask(f"B num_heads {T_q} {T_k}", polarity="ignore", floating=True, ndim=(2, 3, 4),
-                per_head=True, of=f"the scores (B, num_heads, {T_q}, {T_k}) of {of}")
+    Example:
+        >>> x, W = torch.randn(2, 5, 8), torch.randn(3, 8, 4)   # 3 heads of size 4
+        >>> tuple(project_heads(x, W, None).shape)
+        (2, 3, 5, 4)
+    """
+    projected = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
+    return projected if b is None else projected + b.unsqueeze(1)
 
 
 class MultiHeadAttention(nn.Module):
@@ -119,17 +134,22 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(
         self,
-        d_model: PositiveInt,
-        num_heads: PositiveInt,
-        dropout: Probability = 0.0,
-        bias: Flag = True,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
         *,
-        kdim: PositiveInt | None = None,
-        vdim: PositiveInt | None = None,
-        d_k: PositiveInt | None = None,
-        d_v: PositiveInt | None = None,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
     ) -> None:
         super().__init__()
+        for name, size in dict(d_model=d_model, num_heads=num_heads, kdim=kdim, vdim=vdim,
+                               d_k=d_k, d_v=d_v).items():
+            if size is not None:
+                check_positive_int(name, size)
+        check_probability("dropout", dropout), check_bool("bias", bias)
         self.d_model = d_model
         self.num_heads = num_heads
         self.dropout = dropout
@@ -177,8 +197,8 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(
-        cls, module: InstanceOf(nn.MultiheadAttention, what="a torch.nn.MultiheadAttention")
-    ) -> "MultiHeadAttention":
+        cls, module: nn.MultiheadAttention
+    ) -> MultiHeadAttention:
         """A copy of an ``nn.MultiheadAttention``'s weights, computing the same function.
 
         ``nn.MultiheadAttention`` keeps all heads in one ``(3 d_model, d_model)``
@@ -254,41 +274,31 @@ class MultiHeadAttention(nn.Module):
                 theirs.out_proj.bias.copy_(self.b_O)
         return theirs
 
-    def _mask(
-        self, query: torch.Tensor, key: torch.Tensor, key_padding_mask: torch.Tensor | None,
-        attn_mask: torch.Tensor | None, is_causal: bool,
-    ) -> torch.Tensor | None:
-        """The one mask to apply, as a keep mask or an additive float mask broadcastable
-        to ``(B, h, T_q, T_k)``, from :meth:`forward`'s checked masks (a transformer
-        block's, under their names there)."""
+    def _merge_masks(
+        self, query: Tensor, key: Tensor, key_padding_mask: Tensor | None,
+        attn_mask: Tensor | None, is_causal: bool,
+    ) -> Tensor | None:
+        """torch's masks (True = ignore, or additive) as one keep mask (True = attend),
+        or one additive mask, broadcastable to the scores ``(B, h, T_q, T_k)``."""
         (B, T_q, _), T_k = query.shape, key.shape[1]
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k)
         if attn_mask is not None and attn_mask.dim() == 3:  # torch's (B * h, T_q, T_k)
             attn_mask = attn_mask.view(B, self.num_heads, T_q, T_k)  # (B, h, T_q, T_k)
-        causal = causal_mask(T_q, T_k, device=query.device) if is_causal else None
         return merge_masks(
-            _as_keep(key_padding_mask, query.dtype), _as_keep(attn_mask, query.dtype), causal
-        )
-
-    def _project(
-        self, x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None
-    ) -> torch.Tensor:
-        projected = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
-        # (B, h, T, d_k)
-        return projected if b is None else projected + b.unsqueeze(1)
+            _as_keep(key_padding_mask, query.dtype, padding=True),
+            _as_keep(attn_mask, query.dtype),
+            causal_mask(T_q, T_k, device=query.device) if is_causal else None)
 
     def forward(
         self,
-        query: Shaped("B T_q d_model", floating=True, dtype_of="module"),
-        key: Shaped("B T_k kdim", floating=True, dtype_of="module"),
-        value: Shaped("B T_k vdim", floating=True, dtype_of="module"),
-        key_padding_mask: KeyPaddingMask("T_k", of="key") | None = None,
-        need_weights: Flag = True,
-        attn_mask: AttentionMask("T_q", "T_k", of="query and key") | None = None,
-        average_attn_weights: Flag = True,
-        is_causal: Flag = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        query: Float[Tensor, "B T_q {self.d_model}"],
+        key: Float[Tensor, "B T_k {self.kdim}"],
+        value: Float[Tensor, "B T_k {self.vdim}"],
+        key_padding_mask: KeyPaddingMask | None = None,
+        need_weights: bool = True,
+        attn_mask: AttentionMask | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[Float[Tensor, "B T_q {self.d_model}"], Weights | None]:
         """Return ``(output, weights)`` (shapes in the class docstring).
 
         Args:
@@ -301,30 +311,21 @@ class MultiHeadAttention(nn.Module):
             is_causal: also apply the causal mask (query :math:`i` sees keys
                 :math:`j \\le i`); unlike torch, needs no ``attn_mask``.
         """
-        mask = self._mask(query, key, key_padding_mask, attn_mask, is_causal)
-        output, weights = self._attend(query, key, value, mask)
-        if not need_weights:
-            return output, None
-        return output, weights.mean(dim=1) if average_attn_weights else weights
-
-    def _attend(
-        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-        mask: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`forward` of checked arguments: the output and every head's weights."""
         B, T_q, _ = query.shape
-        # (B, h, T_q, d_k)  (eq-attn-head)
-        Q = self._project(query, self.W_Q, self.b_Q)
-        K = self._project(key, self.W_K, self.b_K)  # (B, h, T_k, d_k)
-        V = self._project(value, self.W_V, self.b_V)  # (B, h, T_k, d_v)
+        # (B, h, T_q, d_k), (B, h, T_k, d_k), (B, h, T_k, d_v)  (eq-attn-head)
+        Q = project_heads(query, self.W_Q, self.b_Q)
+        K = project_heads(key, self.W_K, self.b_K)
+        V = project_heads(value, self.W_V, self.b_V)
+        mask = self._merge_masks(query, key, key_padding_mask, attn_mask, is_causal)
         dropout_p = self.dropout if self.training else 0.0
-        scale = 1.0 / math.sqrt(Q.shape[-1])
-        heads, weights = _sdpa(Q, K, V, mask, scale, dropout_p)  # (B, h, T_q, d_v)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask, dropout_p)
         concat = heads.transpose(1, 2).reshape(B, T_q, -1)  # (B, T_q, h*d_v)
         output = concat @ self.W_O  # (B, T_q, d_model)  (eq-attn-multihead)
         if self.b_O is not None:
             output = output + self.b_O
-        return output, weights
+        if not need_weights:
+            return output, None
+        return output, weights.mean(dim=1) if average_attn_weights else weights
 
     def extra_repr(self) -> str:
         return (

@@ -12,10 +12,11 @@ padded), ``D`` features per instance, ``H`` hidden units of the scoring network.
 from __future__ import annotations
 
 import torch
-from torch import nn
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
 
-from seqbook._contracts import PositiveInt, Shaped
-from seqbook.attention.masking import Mask, _masked_softmax
+from seqbook._checks import check_positive_int
+from seqbook.attention.masking import masked_softmax
 
 __all__ = ["AttentionPooling"]
 
@@ -54,8 +55,10 @@ class AttentionPooling(nn.Module):
         True
     """
 
-    def __init__(self, input_size: PositiveInt, hidden_size: PositiveInt) -> None:
+    def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()
+        check_positive_int("input_size", input_size)
+        check_positive_int("hidden_size", hidden_size)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.W = nn.Linear(input_size, hidden_size)  # W and b
@@ -63,13 +66,13 @@ class AttentionPooling(nn.Module):
 
     def forward(
         self,
-        bags: Shaped("B N input_size", floating=True, dtype_of="module"),
-        mask: Mask("B N", ndim=2, of="bags (B, N)") | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        bags: Float[Tensor, "B N {self.input_size}"],
+        mask: Bool[Tensor, "B N"] | None = None,
+    ) -> tuple[Float[Tensor, "B {self.input_size}"], Float[Tensor, "B N"]]:
         """Return ``(pooled, weights)`` for each bag (shapes in the class docstring)."""
         # (B, N)  (eq-attn-bag)
         scores = self.w(torch.tanh(self.W(bags))).squeeze(-1)
-        weights = _masked_softmax(scores, mask)  # (B, N)
+        weights = masked_softmax(scores, mask)  # (B, N)
         pooled = (weights.unsqueeze(-1) * bags).sum(dim=1)  # (B, D)
         return pooled, weights
 

@@ -31,47 +31,35 @@ few configurations at a time, so that memory stays small for any batch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    Dims,
-    InstanceOf,
-    IntAtLeast,
-    NonNegativeInt,
-    NonNegativeReal,
-    PositiveInt,
-    RandomGenerator,
-    Shaped,
-)
+from seqbook._checks import check_int, check_positive_int, check_real
+from seqbook.attractor._values import check_device, check_finite
 
 __all__ = ["BareSelfAttention"]
 
-
-class _KeyMask(Dims):
-    """A mask of tokens (see :class:`~seqbook._contracts.Dims`) that leaves every
-    configuration two tokens at least: a spin never attends to itself and needs another
-    one to attend to."""
-
-    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        value = super().check_in(name, value, call, bound)
-        if (value.sum(-1) < 2).any():
-            raise ValueError(f"{name} must allow at least two tokens per configuration: a "
-                             "spin never attends to itself and needs another one to attend to")
-        return value
-
-
-# The contracts of the public methods: finite configurations of the model's N spins of
-# dimension d in the couplings' dtype and device, and a mask of their tokens.
-Spins = Shaped("B num_tokens dim", floating=True, finite=True, dtype_of="module",
-               device_of="module")
-KeyMask = Annotated[torch.Tensor,  # True = attend; on the couplings' device
-                    _KeyMask("B num_tokens", dtype=torch.bool, device_of="module")]
+# Configurations of the model's N spins of dimension d (in the couplings' dtype), a
+# mask of their tokens (True = may be attended to), scores or weights (B, N, N) with
+# row i for the query spin i, and local energies (B, N).
+Spins: TypeAlias = Float[Tensor, "B {self.num_tokens} {self.dim}"]
+KeyMask: TypeAlias = Bool[Tensor, "B {self.num_tokens}"]
+Scores: TypeAlias = Float[Tensor, "B {self.num_tokens} {self.num_tokens}"]
+Energies: TypeAlias = Float[Tensor, "B {self.num_tokens}"]
 
 # Elements of one chunk's (B, N, N, d) intermediate: about 64 MB in float32.
 _CHUNK_ELEMENTS = 16_000_000
+
+
+def _energy_lam(lam: float) -> float:
+    """``lam`` if it is > 0: the energies' -(1/lam) log sum exp diverges at lam = 0."""
+    if not check_real("lam", lam) > 0:
+        raise ValueError(f"lam must be > 0 for the energies (-(1/lam) log sum exp diverges "
+                         f"at lam = 0), got {lam}")
+    return lam
 
 
 class BareSelfAttention(nn.Module):
@@ -116,98 +104,83 @@ class BareSelfAttention(nn.Module):
 
     def __init__(
         self,
-        num_tokens: IntAtLeast(2),
-        dim: PositiveInt,
-        lam: NonNegativeReal = 1.0,
-        gamma: NonNegativeReal = 1.0,
-        generator: RandomGenerator = None,
+        num_tokens: int,
+        dim: int,
+        lam: float = 1.0,
+        gamma: float = 1.0,
+        generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        self.num_tokens = num_tokens
-        self.dim = dim
-        self.lam = lam
-        self.gamma = gamma
+        self.num_tokens = check_int("num_tokens", num_tokens, min_value=2)
+        self.dim = check_positive_int("dim", dim)
+        self.lam = check_real("lam", lam, min_value=0.0)
+        self.gamma = check_real("gamma", gamma, min_value=0.0)
         N, d = self.num_tokens, self.dim
         J = (torch.rand(N, N, d, d, generator=generator) - 0.5) / d  # in [-1/2d, 1/2d]
         J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
         self.J = nn.Parameter(J)  # (N, N, d, d)
 
-    # ------------------------------------------------------------- the math
-    def _partners(self, S: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+    # ------------------------------------------------------------ plumbing
+    def _chunk(self) -> int:
+        """Configurations per chunk: their (B, N, N, d) terms stay near _CHUNK_ELEMENTS."""
+        return max(1, _CHUNK_ELEMENTS // (self.num_tokens**2 * self.dim))
+
+    def _chunked(self, fn: Callable[..., Tensor], x: Tensor, *others: Tensor | None) -> Tensor:
+        """``fn`` on a few configurations at a time (the first dimension of each tensor)."""
+        size = self._chunk()
+        return torch.cat([
+            fn(x[i : i + size], *(None if t is None else t[i : i + size] for t in others))
+            for i in range(0, len(x), size)
+        ])
+
+    # ------------------------------------------------------------ public API
+    def check_spins(self, x: Spins, key_mask: KeyMask | None = None, name: str = "x") -> Spins:
+        """What the types cannot say: the spins ``x`` (the argument ``name``) and the mask
+        are on the couplings' device, the spins are finite, and the mask leaves every
+        configuration two tokens at least (a spin never attends to itself and needs
+        another one to attend to). Returns ``x``.
+        """
+        for arg, value in ((name, x), ("key_mask", key_mask)):
+            check_device(arg, value, self.J.device, of="the module's parameters")
+        check_finite(name, x)
+        if key_mask is not None and (key_mask.sum(-1) < 2).any():
+            raise ValueError("key_mask must allow at least two tokens per configuration: a "
+                             "spin never attends to itself and needs another one to attend to")
+        return x
+
+    def partners(self, S: Scores, key_mask: KeyMask | None = None) -> Scores:
         """Scores (or logits) with -inf where j = i or where token j is masked."""
-        N = self.num_tokens
-        excluded = torch.eye(N, dtype=torch.bool, device=S.device)  # j = i
+        excluded = torch.eye(self.num_tokens, dtype=torch.bool, device=S.device)  # j = i
         if key_mask is not None:
             excluded = excluded | ~key_mask[:, None, :]  # (B, N, N)
         return S.masked_fill(excluded, float("-inf"))
 
-    def _field(
-        self, x: torch.Tensor, key_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        Jx = torch.einsum("ijde,bje->bijd", self.J, x)  # (B, N, N, d): J_ij x_j
-        S = torch.einsum("bid,bijd->bij", x, Jx)  # (B, N, N): x_i^T J_ij x_j
-        # (eq-attr-alpha)
-        alpha = torch.softmax(self._partners(self.lam * S, key_mask), dim=-1)
-        return torch.einsum("bij,bijd->bid", alpha, Jx)  # (eq-attr-field)
-
-    def _step(
-        self, x: torch.Tensor, key_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        y = self._field(x, key_mask) + self.gamma * x  # (eq-attr-dynamics)
-        # (eq-attr-normalize)
-        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-
-    def _energies(
-        self, x: torch.Tensor, others: torch.Tensor, lam: float
-    ) -> torch.Tensor:
-        S = torch.einsum("bid,ijde,bje->bij", x, self.J, others)  # (B, N, N)
-        # the local energies, eq. (eq-attr-local-energy)
-        return -torch.logsumexp(self._partners(lam * S, None), dim=-1) / lam
-
-    # ------------------------------------------------------------ plumbing
-    def _chunked(
-        self, fn: Callable[..., torch.Tensor], *tensors: torch.Tensor | None
-    ) -> torch.Tensor:
-        """``fn`` on a few configurations at a time (the first dimension of each tensor)."""
-        B = tensors[0].shape[0]
-        size = max(1, _CHUNK_ELEMENTS // (self.num_tokens**2 * self.dim))
-        if B <= size:
-            return fn(*tensors)
-        parts = [
-            fn(*(None if t is None else t[start : start + size] for t in tensors))
-            for start in range(0, B, size)
-        ]
-        return torch.cat(parts)
-
-    # ------------------------------------------------------------ public API
-    def scores(self, x: Spins) -> torch.Tensor:
-        r"""The scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}\mathbf x_j`, :math:`-\infty` for
-        :math:`j = i`.
+    def scores(self, x: Spins, others: Spins | None = None) -> Scores:
+        r"""The scores :math:`S_{ij} = \mathbf x_i^\top J_{ij}\mathbf y_j`, :math:`-\infty` for
+        :math:`j = i`, with the other spins :math:`\mathbf y` = ``others`` (default ``x``).
 
         Shapes:
-            x: ``(B, N, d)``.
+            x, others: ``(B, N, d)``.
             returns: ``(B, N, N)``, row ``i`` for the query spin ``i``.
         """
+        y = x if others is None else self.check_spins(others, name="others")
+        if len(self.check_spins(x)) > self._chunk():  # a large batch: in pieces
+            return self._chunked(self.scores, x, y)
+        return self.partners(torch.einsum("bid,ijde,bje->bij", x, self.J, y))
 
-        def scores(x: torch.Tensor) -> torch.Tensor:
-            return self._partners(torch.einsum("bid,ijde,bje->bij", x, self.J, x), None)
-
-        return self._chunked(scores, x)
-
-    def attention(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
+    def attention(self, x: Spins, key_mask: KeyMask | None = None) -> Scores:
         r"""The attention mask :math:`\alpha_{i\leftarrow j}` of eq. (eq-attr-alpha).
 
         Shapes:
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, N)``; each row sums to 1 and has a zero diagonal.
         """
-        def attention(x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
-            S = torch.einsum("bid,ijde,bje->bij", x, self.J, x)
-            return torch.softmax(self._partners(self.lam * S, key_mask), dim=-1)
+        if len(self.check_spins(x, key_mask)) > self._chunk():  # a large batch: in pieces
+            return self._chunked(self.attention, x, key_mask)
+        S = torch.einsum("bid,ijde,bje->bij", x, self.J, x)
+        return torch.softmax(self.partners(self.lam * S, key_mask), dim=-1)
 
-        return self._chunked(attention, x, key_mask)
-
-    def local_field(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
+    def local_field(self, x: Spins, key_mask: KeyMask | None = None) -> Spins:
         r"""The local fields
         :math:`\mathbf h_i = \sum_{j\ne i}\alpha_{i\leftarrow j}J_{ij}\mathbf x_j`.
 
@@ -215,22 +188,30 @@ class BareSelfAttention(nn.Module):
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``.
         """
-        return self._chunked(self._field, x, key_mask)
+        if len(self.check_spins(x, key_mask)) > self._chunk():  # a large batch
+            return self._chunked(self.local_field, x, key_mask)  # in pieces
+        Jx = torch.einsum("ijde,bje->bijd", self.J, x)  # (B, N, N, d): J_ij x_j
+        S = torch.einsum("bid,bijd->bij", x, Jx)  # (B, N, N): x_i^T J_ij x_j
+        # (eq-attr-alpha)
+        alpha = torch.softmax(self.partners(self.lam * S, key_mask), dim=-1)
+        return torch.einsum("bij,bijd->bid", alpha, Jx)  # (eq-attr-field)
 
-    def step(self, x: Spins, key_mask: KeyMask | None = None) -> torch.Tensor:
+    def step(self, x: Spins, key_mask: KeyMask | None = None) -> Spins:
         r"""One parallel update of all spins, eq. (eq-attr-dynamics), back on the sphere.
 
         Shapes:
             x: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(B, N, d)``, unit vectors.
         """
-        return self._chunked(self._step, x, key_mask)
+        y = self.local_field(x, key_mask) + self.gamma * x  # (eq-attr-dynamics)
+        # (eq-attr-normalize)
+        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
-    @torch.no_grad()
     def run(
-        self, x0: Spins, steps: NonNegativeInt, key_mask: KeyMask | None = None
-    ) -> torch.Tensor:
-        """Iterate the dynamics ``steps`` times and return the whole trajectory.
+        self, x0: Spins, steps: int, key_mask: KeyMask | None = None
+    ) -> Float[Tensor, "{steps+1} B {self.num_tokens} {self.dim}"]:
+        """Iterate the dynamics ``steps`` times and return the whole trajectory (no
+        gradients are recorded).
 
         ``key_mask`` applies to the **first** step only: masked tokens (zero vectors,
         no information) are not attended to until they have been predicted once.
@@ -239,14 +220,15 @@ class BareSelfAttention(nn.Module):
             x0: ``(B, N, d)``; key_mask: ``(B, N)``.
             returns: ``(steps + 1, B, N, d)``, the initial state first.
         """
-        states = [x0]
-        for t in range(steps):
-            states.append(self._chunked(self._step, states[-1], key_mask if t == 0 else None))
-        return torch.stack(states)  # (S + 1, B, N, d)
+        check_int("steps", steps, min_value=0)
+        states = [self.check_spins(x0, key_mask, name="x0")]
+        with torch.no_grad():
+            for t in range(steps):
+                states.append(self.step(states[-1], key_mask if t == 0 else None))
+            return torch.stack(states)  # (S + 1, B, N, d)
 
-    def local_energies(
-        self, x: Spins, others: Spins | None = None, lam: NonNegativeReal | None = None
-    ) -> torch.Tensor:
+    def local_energies(self, x: Spins, others: Spins | None = None,
+                       lam: float | None = None) -> Energies:
         r"""The local energies :math:`e_i` of eq. (eq-attr-local-energy).
 
         .. math::
@@ -269,15 +251,12 @@ class BareSelfAttention(nn.Module):
             x, others: ``(B, N, d)``.
             returns: ``(B, N)``.
         """
-        if others is None:
-            others = x
-        lam = self.lam if lam is None else lam
-        if lam == 0:
-            raise ValueError("lam must be > 0 for the energies (-(1/lam) log sum exp diverges "
-                             "at lam = 0), got 0.0")
-        return self._chunked(lambda x, y: self._energies(x, y, lam), x, others)
+        lam = _energy_lam(self.lam if lam is None else lam)
+        S = self.scores(x, others)  # (B, N, N), -inf where j = i
+        # the local energies, eq. (eq-attr-local-energy)
+        return -torch.logsumexp(lam * S, dim=-1) / lam
 
-    def energy(self, x: torch.Tensor, lam: float | None = None) -> torch.Tensor:
+    def energy(self, x: Spins, lam: float | None = None) -> Float[Tensor, " B"]:
         r"""The total energy :math:`E(\mathbf x) = \sum_i e_i`, eq. (eq-attr-total-energy).
 
         Shapes:
@@ -291,7 +270,3 @@ class BareSelfAttention(nn.Module):
             f"num_tokens={self.num_tokens}, dim={self.dim}, lam={self.lam:g}, "
             f"gamma={self.gamma:g}"
         )
-
-
-# The contract of the functions that take a model (training, spectrum, storage).
-BareModel = InstanceOf(BareSelfAttention, what="a seqbook.attractor.BareSelfAttention")

@@ -24,31 +24,24 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    InstanceOf,
-    IntAtLeast,
-    MultipleOf,
-    NonNegativeReal,
-    OneOf,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    Shaped,
-)
+from seqbook._checks import check_choice, check_int, check_positive_int, check_real
+from seqbook.attractor._values import check_pixels
 from seqbook.attractor.embedding import (
     PatchEmbedding,
     image_to_patches,
     patches_to_image,
 )
-from seqbook.attractor.tasks import Fraction, _add_noise, _mask_tokens
+from seqbook.attractor.tasks import TASKS, add_noise, mask_tokens
 from seqbook.train import History, fit
 from seqbook.transformer import EncoderBlock, positional_encoding
-from seqbook.utils import CheckpointName, find_checkpoint, seeded_generator, shifted_seed
+from seqbook.utils import find_checkpoint, seeded_generator, shifted_seed
 
 __all__ = [
     "BaselineConfig",
@@ -70,21 +63,32 @@ __all__ = [
 #: tokens and the noise variance per pixel (:func:`corrupt`'s defaults).
 FRACTION, VARIANCE = 0.3, 0.7
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-# The input of both baselines: the patch vectors s_i of a PatchEmbedding of their patches.
-PatchVectors = Shaped("B num_tokens patch_dim", floating=True)
+# The input of both baselines: the patch vectors s_i of a PatchEmbedding of their
+# patches; what the blocks work on, tokens of width d_model; the pixels of every patch.
+PatchVectors: TypeAlias = Float[Tensor, "B {self.num_tokens} {self.patch_dim}"]
+Hidden: TypeAlias = Float[Tensor, "B {self.num_tokens} {self.d_model}"]
+PatchPixels: TypeAlias = Float[Tensor, "B {self.num_tokens} {self.a}"]
 
 
 @dataclass
 class BaselineConfig:
     """The architecture of a baseline (stored in its checkpoint)."""
 
-    kind: OneOf("block", "vit") = "block"  # "block": one block, iterated; "vit": once
-    patch_size: PositiveInt = 4  # the paper's transformers work best with 4 x 4 patches
-    image_size: MultipleOf("patch_size") = 28  # whole patches
-    d_model: PositiveInt = 64
-    num_heads: PositiveInt = 4
-    d_ff: PositiveInt = 128  # hidden width of the MLP
-    num_layers: PositiveInt = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
+    kind: str = "block"  # "block": one block, iterated; "vit": once
+    patch_size: int = 4  # the paper's transformers work best with 4 x 4 patches
+    image_size: int = 28  # whole patches
+    d_model: int = 64
+    num_heads: int = 4
+    d_ff: int = 128  # hidden width of the MLP
+    num_layers: int = 5  # ViT depth (the paper's ViT has 5 layers); 1 for "block"
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, ("block", "vit"))
+        for name in ("patch_size", "image_size", "d_model", "num_heads", "d_ff", "num_layers"):
+            check_positive_int(name, getattr(self, name))
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size must be a multiple of patch_size = "
+                             f"{self.patch_size}, got {self.image_size}")
 
 
 class PatchTransformer(nn.Module):
@@ -100,27 +104,30 @@ class PatchTransformer(nn.Module):
         config: the architecture (:class:`BaselineConfig`).
     """
 
-    def __init__(self, config: InstanceOf(BaselineConfig)) -> None:
+    def __init__(self, config: BaselineConfig) -> None:
         super().__init__()
         self.config = config
         self.patch_size, self.image_size = config.patch_size, config.image_size
         self.a = self.patch_size**2
         self.patch_dim = 2 * self.a  # numbers of a patch vector s_i
         self.num_tokens = (self.image_size // self.patch_size) ** 2
-        d_model = config.d_model
+        self.d_model = d_model = config.d_model
         self.embed = nn.Linear(self.patch_dim, d_model)  # F, trained
         self.unembed = nn.Linear(d_model, self.a)  # F_out, trained
         self.register_buffer("pe", positional_encoding(self.num_tokens, d_model))  # (N, d_model)
+        self.pe: Tensor
 
-    def encode(self, s: torch.Tensor) -> torch.Tensor:
+    def encode(self, s: PatchVectors) -> Hidden:
         """Patch vectors ``(B, N, 2a)`` to tokens ``(B, N, d_model)``, with positions."""
         return self.embed(s) + self.pe  # (B, N, d_model)
 
-    def decode(self, h: torch.Tensor) -> torch.Tensor:
+    def decode(self, h: Hidden) -> PatchPixels:
         """Pixels of every patch, unclipped (the training target is the clean image)."""
         return self.unembed(h - self.pe)  # (B, N, a)
 
-    def to_image(self, pixels: torch.Tensor) -> torch.Tensor:
+    def to_image(
+        self, pixels: Float[Tensor, "*batch {self.num_tokens} {self.a}"]
+    ) -> Float[Tensor, "*batch {self.image_size} {self.image_size}"]:
         """Patches of pixels as images, clipped to [0, 1].
 
         Shapes:
@@ -151,28 +158,33 @@ class RecurrentTransformer(PatchTransformer):
         ((2, 49, 16), (5, 2, 28, 28))
     """
 
-    def __init__(self, config: InstanceOf(BaselineConfig) | None = None) -> None:
+    def __init__(self, config: BaselineConfig | None = None) -> None:
         config = config or BaselineConfig()
         super().__init__(config)
         self.block = EncoderBlock(
             config.d_model, config.num_heads, config.d_ff, 0.0, norm_first=True
         )
 
-    def forward(self, s: PatchVectors, steps: PositiveInt = 5) -> torch.Tensor:
+    def forward(self, s: PatchVectors, steps: int = 5) -> PatchPixels:
+        check_positive_int("steps", steps)
         h = self.encode(s)
         for _ in range(steps):
             h = self.block(h)  # (eq-attr-block)  (B, N, d_model)
         return self.decode(h)
 
-    @torch.no_grad()
-    def run(self, s: PatchVectors, steps: PositiveInt) -> torch.Tensor:
-        """The reconstructed images after every iteration ``t = 1, ..., steps``."""
-        h = self.encode(s)
-        images = []
-        for _ in range(steps):
-            h = self.block(h)  # (B, N, d_model)
-            images.append(self.to_image(self.decode(h)))
-        return torch.stack(images)  # (S, B, H, W)
+    def run(
+        self, s: PatchVectors, steps: int
+    ) -> Float[Tensor, "{steps} B {self.image_size} {self.image_size}"]:
+        """The reconstructed images after every iteration ``t = 1, ..., steps`` (no
+        gradients are recorded)."""
+        check_positive_int("steps", steps)
+        with torch.no_grad():
+            h = self.encode(s)
+            images = []
+            for _ in range(steps):
+                h = self.block(h)  # (B, N, d_model)
+                images.append(self.to_image(self.decode(h)))
+            return torch.stack(images)  # (S, B, H, W)
 
 
 class VisionTransformer(PatchTransformer):
@@ -192,7 +204,7 @@ class VisionTransformer(PatchTransformer):
         (2, 28, 28)
     """
 
-    def __init__(self, config: InstanceOf(BaselineConfig) | None = None) -> None:
+    def __init__(self, config: BaselineConfig | None = None) -> None:
         config = config or BaselineConfig(kind="vit")
         super().__init__(config)
         self.blocks = nn.ModuleList(
@@ -200,19 +212,21 @@ class VisionTransformer(PatchTransformer):
             for _ in range(config.num_layers)
         )
 
-    def forward(self, s: PatchVectors) -> torch.Tensor:
+    def forward(self, s: PatchVectors) -> PatchPixels:
         h = self.encode(s)
         for block in self.blocks:
             h = block(h)  # (B, N, d_model)
         return self.decode(h)
 
-    @torch.no_grad()
-    def reconstruct(self, s: torch.Tensor) -> torch.Tensor:
-        """The reconstructed images, clipped to [0, 1]."""
-        return self.to_image(self(s))  # (B, H, W)
+    def reconstruct(
+        self, s: PatchVectors
+    ) -> Float[Tensor, "B {self.image_size} {self.image_size}"]:
+        """The reconstructed images, clipped to [0, 1] (no gradients are recorded)."""
+        with torch.no_grad():
+            return self.to_image(self(s))  # (B, H, W)
 
 
-def build_baseline(config: InstanceOf(BaselineConfig)) -> RecurrentTransformer | VisionTransformer:
+def build_baseline(config: BaselineConfig) -> RecurrentTransformer | VisionTransformer:
     """The baseline that ``config.kind`` names ("block" or "vit").
 
     Example:
@@ -223,14 +237,14 @@ def build_baseline(config: InstanceOf(BaselineConfig)) -> RecurrentTransformer |
 
 
 def corrupt(
-    images: Shaped("B embedding.height embedding.width", floating=True, finite=True,
-                   min_value=0, max_value=1),
-    task: OneOf('mask', 'denoise'),
-    embedding: InstanceOf(PatchEmbedding),
-    fraction: Fraction = FRACTION,
-    variance: NonNegativeReal = VARIANCE,
-    generator: RandomGenerator = None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+    images: Float[Tensor, "B {embedding.height} {embedding.width}"],
+    task: str,
+    embedding: PatchEmbedding,
+    fraction: float = FRACTION,
+    variance: float = VARIANCE,
+    generator: torch.Generator | None = None,
+) -> tuple[Float[Tensor, "B {embedding.num_tokens} {2*embedding.a}"],
+           Bool[Tensor, "B {embedding.num_tokens}"] | None]:
     """The corrupted patch vectors of a task, and the visible-token mask ("mask" only).
 
     ``task="mask"``: a ``fraction`` of the patch vectors set to zero;
@@ -246,29 +260,22 @@ def corrupt(
         >>> tuple(s.shape), visible.sum().item()
         ((2, 49, 32), 68)
     """
+    check_pixels("images", images), check_choice("task", task, TASKS)
     images = images.to(embedding.F.dtype)
-    return _corrupt(images, task, embedding, fraction, variance, generator)
-
-
-def _corrupt(
-    images: torch.Tensor, task: str, embedding: PatchEmbedding, fraction: float,
-    variance: float, generator: torch.Generator | None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
     if task == "mask":
-        return _mask_tokens(embedding._spins(images), fraction, generator)
-    return embedding._spins(_add_noise(images, variance, generator)), None
+        return mask_tokens(embedding.spins(images), fraction, generator)
+    return embedding.spins(add_noise(images, variance, generator)), None
 
 
 def train_baseline(
-    model: InstanceOf(RecurrentTransformer, VisionTransformer),
-    images: Shaped("P model.image_size model.image_size", floating=True, finite=True,
-                   min_value=0, max_value=1),
-    task: OneOf('mask', 'denoise'),
+    model: RecurrentTransformer | VisionTransformer,
+    images: Float[Tensor, "P {model.image_size} {model.image_size}"],
+    task: str,
     epochs: int = 20,
-    batch_size: PositiveInt = 64,
-    lr: PositiveReal = 1e-3,
-    min_steps: PositiveInt = 3,
-    max_steps: IntAtLeast("min_steps") = 7,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    min_steps: int = 3,
+    max_steps: int = 7,
     seed: int = 0,
     progress: bool = True,
 ) -> History:
@@ -294,23 +301,28 @@ def train_baseline(
     Returns:
         The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
     """
+    check_pixels("images", images), check_choice("task", task, TASKS)
+    check_positive_int("batch_size", batch_size), check_positive_int("min_steps", min_steps)
+    if check_int("max_steps", max_steps) < min_steps:
+        raise ValueError(f"max_steps must be >= min_steps = {min_steps}, got {max_steps}")
+    check_real("lr", lr, min_value=0.0, strict_min=True)
     embedding = PatchEmbedding(model.patch_size, image_size=model.image_size).to(images.device)
-    images = images.to(embedding.F.dtype)  # the mini-batches are corrupted unchecked
+    images = images.to(embedding.F.dtype)
     generator = seeded_generator(seed)
     draw = random.Random(shifted_seed(seed))
 
-    def batches() -> list[torch.Tensor]:
+    def batches() -> list[Tensor]:
         return [
             images[k] for k in torch.randperm(len(images), generator=generator).split(batch_size)
         ]
 
-    def loss_fn(m: nn.Module, clean: torch.Tensor) -> torch.Tensor:
-        s, _ = _corrupt(clean, task, embedding, FRACTION, VARIANCE, generator)
+    def loss_fn(m: nn.Module, clean: Tensor) -> Tensor:
+        s, _ = corrupt(clean, task, embedding, FRACTION, VARIANCE, generator)
         if isinstance(m, RecurrentTransformer):
             pixels = m(s, steps=draw.randint(min_steps, max_steps))  # tau ~ Unif{3..7}
         else:
             pixels = m(s)
-        target = image_to_patches(clean, m.patch_size)  # (B, N, a)
+        target = image_to_patches(clean, model.patch_size)  # (B, N, a)
         return F.mse_loss(pixels, target)
 
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -319,8 +331,7 @@ def train_baseline(
 
 
 def save_baseline(
-    model: InstanceOf(RecurrentTransformer, VisionTransformer), path: str | Path,
-    **info: object,
+    model: RecurrentTransformer | VisionTransformer, path: str | Path, **info: object,
 ) -> Path:
     """Save a baseline's configuration and weights (as float16, to keep files small).
 
@@ -335,7 +346,7 @@ def save_baseline(
 
 
 def load_baseline(
-    name_or_path: CheckpointName,
+    name_or_path: str | Path,
 ) -> tuple[RecurrentTransformer | VisionTransformer, dict]:
     """Load a saved baseline in eval mode, with the ``info`` saved with it.
 

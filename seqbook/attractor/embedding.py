@@ -23,13 +23,14 @@ the pixels exactly.
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._checks import check_positive_int, check_tensor
-from seqbook._contracts import Check, MultipleOf, NonNegativeInt, PositiveInt, Shaped
+from seqbook._checks import check_int, check_positive_int
+from seqbook.attractor._values import check_grid, check_pixels
 
 __all__ = [
     "PatchEmbedding",
@@ -39,8 +40,12 @@ __all__ = [
     "spins_to_pixels",
 ]
 
+# Images of the embedding's size, and the unit spins it makes of them.
+SizedImages: TypeAlias = Float[Tensor, "B {self.height} {self.width}"]
+Tokens: TypeAlias = Float[Tensor, "B {self.num_tokens} {self.dim}"]
 
-def _check_image_size(name: str, value: object) -> tuple[int, int]:
+
+def _check_image_size(name: str, value: int | tuple[int, int]) -> tuple[int, int]:
     """``(H, W)``: one positive int for square images, or a pair of them."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value, value)
@@ -49,18 +54,9 @@ def _check_image_size(name: str, value: object) -> tuple[int, int]:
     return check_positive_int("height", value[0]), check_positive_int("width", value[1])
 
 
-# Pixels in [0, 1] (grey levels, NaN refused): of any shape, of images (B, H, W); an
-# image size.
-Pixels = Shaped("...", floating=True, finite=True, min_value=0, max_value=1)
-Images = Shaped("B H W", floating=True, finite=True, min_value=0, max_value=1)
-ImageSize = Annotated[tuple, Check(_check_image_size)]
-
-
 def image_to_patches(
-    images: Shaped("B H W", floating=True, min_size={"H": 1, "W": 1},
-                   multiple_of={"H": "patch_size", "W": "patch_size"}),
-    patch_size: PositiveInt,
-) -> torch.Tensor:
+    images: Float[Tensor, "B H W"], patch_size: int
+) -> Float[Tensor, "B N {patch_size**2}"]:
     r"""Cut images into non-overlapping square patches, read row by row.
 
     Args:
@@ -78,22 +74,19 @@ def image_to_patches(
         tensor([[0., 1., 4., 5.],
                 [2., 3., 6., 7.]])
     """
-    return _image_to_patches(images, patch_size)
-
-
-def _image_to_patches(images: torch.Tensor, P: int) -> torch.Tensor:
-    B, H, W = images.shape
+    P = check_positive_int("patch_size", patch_size)
+    B, H, W = check_grid("images", images, P).shape
     grid = images.reshape(B, H // P, P, W // P, P)  # (B, H/P, P, W/P, P)
     grid = grid.permute(0, 1, 3, 2, 4)  # (B, H/P, W/P, P, P)
     return grid.reshape(B, (H // P) * (W // P), P * P)  # (B, N, a)
 
 
 def patches_to_image(
-    patches: torch.Tensor,
-    patch_size: PositiveInt,
-    height: MultipleOf("patch_size"),
-    width: MultipleOf("patch_size"),
-) -> torch.Tensor:
+    patches: Float[Tensor, "B N {patch_size**2}"],
+    patch_size: int,
+    height: int,
+    width: int,
+) -> Float[Tensor, "B {height} {width}"]:
     """Put patches back together: the inverse of :func:`image_to_patches`.
 
     Shapes:
@@ -105,19 +98,20 @@ def patches_to_image(
         >>> torch.equal(patches_to_image(image_to_patches(image, 2), 2, 6, 4), image)
         True
     """
-    P = patch_size
-    N = (height // P) * (width // P)
-    check_tensor("patches", patches, shape=("B", N, P * P))
-    return _patches_to_image(patches, P, height, width)
-
-
-def _patches_to_image(patches: torch.Tensor, P: int, height: int, width: int) -> torch.Tensor:
-    B = patches.shape[0]
+    P = check_positive_int("patch_size", patch_size)
+    for name, size in (("height", height), ("width", width)):
+        if check_positive_int(name, size) % P:
+            raise ValueError(f"{name} must be a multiple of patch_size = {P} (the "
+                             f"argument patch_size), got {size}")
+    B, N = patches.shape[:2]
+    if N != (height // P) * (width // P):
+        raise ValueError(f"patches must have shape (B, {(height // P) * (width // P)}, "
+                         f"{P * P}) for {height} x {width} images, got {tuple(patches.shape)}")
     grid = patches.reshape(B, height // P, width // P, P, P)  # (B, H/P, W/P, P, P)
     return grid.permute(0, 1, 3, 2, 4).reshape(B, height, width)  # (B, H, W)
 
 
-def pixel_spins(pixels: Pixels) -> torch.Tensor:
+def pixel_spins(pixels: Float[Tensor, "*shape"]) -> Float[Tensor, "*shape 2"]:
     r"""Each pixel :math:`p \in [0, 1]` as the unit vector :math:`(p, 1-p)/\lVert(p, 1-p)\rVert`.
 
     Shapes:
@@ -130,15 +124,12 @@ def pixel_spins(pixels: Pixels) -> torch.Tensor:
                 [0.7071, 0.7071],
                 [1.0000, 0.0000]])
     """
-    return _pixel_spins(pixels)
-
-
-def _pixel_spins(p: torch.Tensor) -> torch.Tensor:
+    p = check_pixels("pixels", pixels)  # in [0, 1]
     pair = torch.stack([p, 1 - p], dim=-1)  # (..., 2): (p, 1 - p)
     return pair / pair.norm(dim=-1, keepdim=True)  # (eq-attr-pixel-spin)
 
 
-def spins_to_pixels(spins: Shaped("... 2", floating=True)) -> torch.Tensor:
+def spins_to_pixels(spins: Float[Tensor, "*shape 2"]) -> Float[Tensor, "*shape"]:
     r"""The pixel of each 2-vector :math:`(u, v)`: the inverse of :func:`pixel_spins`.
 
     The angle :math:`\varphi = \operatorname{atan2}(u, v)` is clamped to the quarter
@@ -155,10 +146,6 @@ def spins_to_pixels(spins: Shaped("... 2", floating=True)) -> torch.Tensor:
         >>> spins_to_pixels(torch.tensor([[0.6, 0.8], [2.0, 2.0], [-1.0, 3.0]]))
         tensor([0.4286, 0.5000, 0.0000])
     """
-    return _spins_to_pixels(spins)
-
-
-def _spins_to_pixels(spins: torch.Tensor) -> torch.Tensor:
     phi = torch.atan2(spins[..., 0], spins[..., 1])  # (...) in (-pi, pi]
     # angles below -3 pi / 4 are nearer to the arc's end pi / 2, going around
     phi = torch.where(phi < -0.75 * math.pi, phi + 2 * math.pi, phi).clamp(0.0, math.pi / 2)
@@ -202,20 +189,21 @@ class PatchEmbedding(nn.Module):
 
     def __init__(
         self,
-        patch_size: PositiveInt = 2,
-        dim: PositiveInt | None = None,
-        image_size: ImageSize = 28,
-        seed: NonNegativeInt = 0,
+        patch_size: int = 2,
+        dim: int | None = None,
+        image_size: int | tuple[int, int] = 28,
+        seed: int = 0,
     ) -> None:
         super().__init__()
-        self.height, self.width = image_size  # (H, W), from an int or a pair
+        check_positive_int("patch_size", patch_size), check_int("seed", seed, min_value=0)
+        self.height, self.width = _check_image_size("image_size", image_size)  # (H, W)
         if self.height % patch_size or self.width % patch_size:
             raise ValueError(f"image_size must be divisible by patch_size = {patch_size}, "
                              f"got {self.height} x {self.width}")
         self.patch_size = patch_size
         self.a = self.patch_size**2  # pixels per patch
         self.num_tokens = (self.height // self.patch_size) * (self.width // self.patch_size)
-        self.dim = 2 * self.a if dim is None else dim
+        self.dim = 2 * self.a if dim is None else check_positive_int("dim", dim)
         if self.dim < 2 * self.a:  # two numbers per pixel of a patch
             raise ValueError(f"dim must be >= 2a = {2 * self.a}, got {self.dim}")
         # Not seeded_generator: the committed checkpoints were trained in this basis, so
@@ -224,24 +212,20 @@ class PatchEmbedding(nn.Module):
         gaussian = torch.randn(self.dim, 2 * self.a, generator=generator, dtype=torch.float64)
         F, _ = torch.linalg.qr(gaussian)  # (d, 2a), orthonormal columns
         self.register_buffer("F", F.float())
+        self.F: Tensor
 
-    def spins(
-        self,
-        images: Shaped("B height width", floating=True, finite=True, min_value=0, max_value=1),
-    ) -> torch.Tensor:
+    def spins(self, images: SizedImages) -> Float[Tensor, "B {self.num_tokens} {2*self.a}"]:
         r"""The patch vectors :math:`\mathbf s_i` (pixel spins, concatenated).
 
         Shapes:
-            images: ``(B, H, W)``.
+            images: ``(B, H, W)``, pixels in [0, 1].
             returns: ``(B, N, 2a)``.
         """
-        return self._spins(images)
+        check_pixels("images", images)
+        patches = image_to_patches(images.to(self.F.dtype), self.patch_size)  # (B, N, a)
+        return pixel_spins(patches).flatten(-2)  # (B, N, 2a)
 
-    def _spins(self, images: torch.Tensor) -> torch.Tensor:
-        patches = _image_to_patches(images.to(self.F.dtype), self.patch_size)  # (B, N, a)
-        return _pixel_spins(patches).flatten(-2)  # (B, N, 2a)
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
+    def forward(self, images: SizedImages) -> Tokens:
         r"""Embed images as unit spins :math:`\mathbf x_i = F\mathbf s_i/\sqrt a`.
 
         Shapes:
@@ -251,7 +235,7 @@ class PatchEmbedding(nn.Module):
         s = self.spins(images)  # (B, N, 2a)
         return s @ self.F.T / math.sqrt(self.a)  # (eq-attr-embed)  (B, N, d)
 
-    def decode(self, x: Shaped("B num_tokens dim", floating=True)) -> torch.Tensor:
+    def decode(self, x: Tokens) -> SizedImages:
         r"""De-embed spins into images: :math:`\mathbf s_i = \sqrt a\, F^\top\mathbf x_i`, then
         pixels.
 
@@ -264,8 +248,8 @@ class PatchEmbedding(nn.Module):
             returns: ``(B, H, W)``.
         """
         s = math.sqrt(self.a) * x @ self.F  # (B, N, 2a)
-        pixels = _spins_to_pixels(s.unflatten(-1, (self.a, 2)))  # (B, N, a)
-        return _patches_to_image(pixels, self.patch_size, self.height, self.width)
+        pixels = spins_to_pixels(s.unflatten(-1, (self.a, 2)))  # (B, N, a)
+        return patches_to_image(pixels, self.patch_size, self.height, self.width)
 
     def extra_repr(self) -> str:
         return (

@@ -24,18 +24,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Float
+from torch import Tensor
 from tqdm.auto import tqdm
 
-from seqbook._contracts import (
-    CallableAs,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    Shaped,
+from seqbook._checks import (
+    check_callable,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
 )
-from seqbook.attractor.bare import BareModel, BareSelfAttention
+from seqbook.attractor._values import check_device, check_not_empty
+from seqbook.attractor.bare import BareSelfAttention
 from seqbook.train import History
 from seqbook.utils import Timer
 
@@ -50,16 +53,25 @@ __all__ = [
 # The (B, N, N, d) terms alpha_ij xi_j of one chunk of a large batch: about 64 MB.
 _TERMS = 16_000_000
 
+# Configurations of the model's N spins of dimension d, and couplings of its shape.
+Configurations: TypeAlias = Float[Tensor, "B {model.num_tokens} {model.dim}"]
+Couplings: TypeAlias = Float[
+    Tensor, "{model.num_tokens} {model.num_tokens} {model.dim} {model.dim}"
+]
 
-# Finite configurations (one at least) of the model's N spins of dimension d, in its
-# couplings' dtype and device.
-Configurations = Shaped("B model.num_tokens model.dim", floating=True, finite=True,
-                        min_size={"B": 1}, dtype_of="model", device_of="model")
+
+def _check_data(model: BareSelfAttention, xi: Tensor, lam: float) -> None:
+    """What the types cannot say: ``lam > 0``, and ``xi`` holds one configuration at
+    least, in the couplings' dtype and on their device."""
+    check_real("lam", lam, min_value=0.0, strict_min=True)
+    check_not_empty("xi", xi, "configuration")
+    check_same_dtype("xi", xi, model.J.dtype, of="the model's couplings")
+    check_device("xi", xi, model.J.device, of="the model's couplings")
 
 
 def pseudo_likelihood_loss(
-    model: BareModel, xi: Configurations, lam: PositiveReal = 5.0
-) -> torch.Tensor:
+    model: BareSelfAttention, xi: Configurations, lam: float = 5.0
+) -> Float[Tensor, ""]:
     r"""The mean total energy of the configurations ``xi``, eq. (eq-attr-pl-loss).
 
     Differentiable with respect to the couplings by autograd (a one-layer model: no
@@ -81,13 +93,13 @@ def pseudo_likelihood_loss(
         >>> torch.allclose(loss, model.energy(xi, lam=5.0).mean())
         True
     """
+    _check_data(model, xi, lam)
     return model.local_energies(xi, lam=lam).sum(-1).mean()  # (eq-attr-pl-loss)
 
 
-@torch.no_grad()
 def pseudo_likelihood_gradient(
-    model: BareModel, xi: Configurations, lam: PositiveReal = 5.0
-) -> tuple[torch.Tensor, torch.Tensor]:
+    model: BareSelfAttention, xi: Configurations, lam: float = 5.0
+) -> tuple[Float[Tensor, ""], Couplings]:
     r"""The loss of eq. (eq-attr-pl-loss) and its gradient in closed form, eq. (eq-attr-pl-grad).
 
     :math:`\partial\mathcal L/\partial J_{ij} = -\frac1B\sum_\mu
@@ -107,48 +119,41 @@ def pseudo_likelihood_gradient(
         >>> torch.allclose(grad, model.J.grad, atol=1e-6)
         True
     """
-    return _loss_and_gradient(model, xi, lam)
-
-
-def _loss_and_gradient(
-    model: BareSelfAttention, xi: torch.Tensor, lam: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`pseudo_likelihood_gradient` on checked arguments, a large batch in chunks."""
-    B, N, d = xi.shape
-    if B * N * N * d > _TERMS:  # a large batch: the mean of the chunks' means
-        chunks = xi.split(max(1, _TERMS // (N * N * d)))
-        parts = [(len(c), _loss_and_gradient(model, c, lam)) for c in chunks]
-        return tuple(sum(n * part[k] for n, part in parts) / B for k in (0, 1))
-    return _pseudo_likelihood_gradient(model.J.detach(), xi, lam, model._partners)
-
-
-def _pseudo_likelihood_gradient(
-    J: torch.Tensor, xi: torch.Tensor, lam: float, partners: Callable
-) -> tuple[torch.Tensor, torch.Tensor]:
-    # (B, N, N): xi_i^T J_ij xi_j
-    S = torch.einsum("bid,ijde,bje->bij", xi, J, xi)
-    logits = partners(lam * S, None)  # j != i
+    _check_data(model, xi, lam)  # lam > 0; B >= 1, in the couplings' dtype
+    if xi.numel() * xi.shape[1] > _TERMS:  # (B, N, N, d) terms: in chunks
+        return _mean_of_chunks(model, xi, lam)
+    S = torch.einsum("bid,ijde,bje->bij", xi, model.J.detach(), xi)  # (B, N, N)
+    logits = model.partners(lam * S)  # j != i
     # (eq-attr-pl-loss)
     loss = -(torch.logsumexp(logits, dim=-1) / lam).sum(-1).mean()
     alpha = torch.softmax(logits, dim=-1)  # (B, N, N)
-    # (B, N, N, d): alpha_ij xi_j
-    weighted = alpha.unsqueeze(-1) * xi.unsqueeze(1)
-    # (eq-attr-pl-grad)
-    grad = -torch.einsum("bid,bije->ijde", xi, weighted) / len(xi)
+    w = alpha.unsqueeze(-1) * xi.unsqueeze(1)  # (B, N, N, d): alpha_ij xi_j
+    grad = -torch.einsum("bid,bije->ijde", xi, w) / len(xi)  # (eq-attr-pl-grad)
     return loss, grad
 
 
+def _mean_of_chunks(
+    model: BareSelfAttention, xi: Tensor, lam: float
+) -> tuple[Tensor, Tensor]:
+    """:func:`pseudo_likelihood_gradient` of a large batch: the mean of its chunks'."""
+    B, N, d = xi.shape
+    chunks = xi.split(max(1, _TERMS // (N * N * d)))
+    parts = [(len(c), pseudo_likelihood_gradient(model, c, lam)) for c in chunks]
+    loss, grad = (sum(n * part[k] for n, part in parts) / B for k in (0, 1))
+    return loss, grad  # type: ignore[return-value]
+
+
 def train_pseudo_likelihood(
-    model: BareModel,
+    model: BareSelfAttention,
     xi: Configurations,
-    epochs: PositiveInt = 1,
-    batch_size: PositiveInt = 32,
-    lr: PositiveReal = 5.0,
-    lam: PositiveReal = 5.0,
-    clip: PositiveReal = 1.0,
-    generator: RandomGenerator = None,
+    epochs: int = 1,
+    batch_size: int = 32,
+    lr: float = 5.0,
+    lam: float = 5.0,
+    clip: float = 1.0,
+    generator: torch.Generator | None = None,
     progress: bool = True,
-    on_step: CallableAs("on_step(steps)", nargs=1) | None = None,
+    on_step: Callable[[int], object] | None = None,
 ) -> History:
     r"""Minimise the energy of the training data by SGD on the couplings, with the paper's
     precautions.
@@ -199,7 +204,14 @@ def train_pseudo_likelihood(
         >>> math.isclose(model.J.norm().item(), norm, rel_tol=1e-5)
         True
     """
+    check_positive_int("epochs", epochs), check_positive_int("batch_size", batch_size)
+    for name, value in dict(lr=lr, clip=clip).items():
+        check_real(name, value, min_value=0.0, strict_min=True)
+    if on_step is not None:
+        check_callable("on_step", on_step, signature="on_step(steps)", nargs=1)
+    _check_data(model, xi, lam)
     J, norm = model.J.data, model.J.data.norm()  # the norm is kept fixed
+    diagonal = torch.arange(model.num_tokens, device=J.device)
     history = History()
     kwargs = {} if progress else {"disable": True}
     with Timer() as timer:
@@ -207,8 +219,14 @@ def train_pseudo_likelihood(
             order = torch.randperm(xi.shape[0], generator=generator).to(xi.device)
             losses = []
             for batch in order.split(batch_size):
-                loss, grad = _loss_and_gradient(model, xi[batch], lam)
-                history.grad_norm.append(_sgd_step(J, grad, lr, clip, norm))
+                # one projected SGD step on J, in place
+                loss, g = pseudo_likelihood_gradient(model, xi[batch], lam)
+                g_norm = g.norm().item()
+                g_hat = g * min(1.0, clip / max(g_norm, 1e-30))  # clipped to norm c
+                J.sub_(lr * g_hat)  # (eq-attr-sgd)
+                J[diagonal, diagonal] = 0.0  # J_ii = 0
+                J.mul_(norm / J.norm())  # (eq-attr-sgd): back to the norm of J^(0)
+                history.grad_norm.append(g_norm)
                 losses.append(loss.item())
                 if not math.isfinite(losses[-1]):
                     raise FloatingPointError("the pseudo-likelihood loss is not finite")
@@ -220,24 +238,9 @@ def train_pseudo_likelihood(
     return history
 
 
-def _sgd_step(
-    J: torch.Tensor, g: torch.Tensor, lr: float, clip: float, norm: torch.Tensor
-) -> float:
-    """One projected SGD step on ``J``, in place; returns the norm of ``g`` before clipping."""
-    g_norm = g.norm().item()
-    g_hat = g * min(1.0, clip / max(g_norm, 1e-30))  # clipped to norm c
-    J.sub_(lr * g_hat)  # (eq-attr-sgd)
-    N = J.shape[0]
-    J[torch.arange(N), torch.arange(N)] = 0.0  # J_ii = 0
-    J.mul_(norm / J.norm())  # (eq-attr-sgd): back to the norm of J^(0)
-    return g_norm
-
-
-@torch.no_grad()
 def hebbian_couplings(
-    xi: Shaped("P N d", floating=True, min_size={"P": 1}),
-    norm: PositiveReal | None = None,
-) -> torch.Tensor:
+    xi: Float[Tensor, "P N d"], norm: float | None = None
+) -> Float[Tensor, "N N d d"]:
     r"""The plain Hebbian couplings of the data: the training gradient at uniform attention.
 
     .. math::
@@ -265,8 +268,10 @@ def hebbian_couplings(
         >>> tuple(J.shape), round(J.norm().item(), 4), J[0, 0].abs().max().item()
         ((4, 4, 2, 2), 3.0, 0.0)
     """
-    P, N, d = xi.shape
-    flat = xi.reshape(P, N * d)  # (P, N d)
+    if norm is not None:
+        check_real("norm", norm, min_value=0.0, strict_min=True)
+    P, N, d = check_not_empty("xi", xi, "configuration").shape
+    flat = xi.detach().reshape(P, N * d)  # (P, N d)
     C = (flat.T @ flat / P).view(N, d, N, d)  # (eq-attr-hebb)  (N, d, N, d)
     J = C.permute(0, 2, 1, 3).contiguous()  # (N, N, d, d): J_ij = <xi_i xi_j^T>
     J[torch.arange(N), torch.arange(N)] = 0.0

@@ -20,11 +20,14 @@ by :math:`|\mu_2|/|\mu_1|` per step, a time scale :math:`1/\ln(|\mu_1|/|\mu_2|)`
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Complex, Float, Shaped
+from torch import Tensor
 
-from seqbook._contracts import NonNegativeInt, PositiveInt, Shaped
-from seqbook.attractor.bare import BareModel, BareSelfAttention
+from seqbook._checks import check_int, check_positive_int
+from seqbook.attractor.bare import BareSelfAttention
 
 __all__ = [
     "coupling_matrix",
@@ -35,9 +38,14 @@ __all__ = [
     "power_operator",
 ]
 
+# A square matrix of the model's N d numbers, and rows of attention weights.
+Operator: TypeAlias = Float[
+    Tensor, "{model.num_tokens*model.dim} {model.num_tokens*model.dim}"
+]
+AttentionRows: TypeAlias = Float[Tensor, "*batch N"]
 
-@torch.no_grad()
-def coupling_matrix(model: BareModel) -> torch.Tensor:
+
+def coupling_matrix(model: BareSelfAttention) -> Operator:
     r"""The couplings as one :math:`Nd \times Nd` matrix, :math:`M_{(i,a),(j,b)} = (J_{ij})_{ab}`.
 
     ``M @ x.flatten()`` is :math:`\sum_j J_{ij}\mathbf x_j` for every token :math:`i`.
@@ -52,16 +60,11 @@ def coupling_matrix(model: BareModel) -> torch.Tensor:
         >>> torch.allclose(coupling_matrix(model) @ x.flatten(), field.flatten())
         True
     """
-    return _coupling_matrix(model)
-
-
-def _coupling_matrix(model: BareSelfAttention) -> torch.Tensor:
     N, d = model.num_tokens, model.dim
     return model.J.detach().permute(0, 2, 1, 3).reshape(N * d, N * d)  # (N d, N d)
 
 
-@torch.no_grad()
-def power_operator(model: BareModel) -> torch.Tensor:
+def power_operator(model: BareSelfAttention) -> Operator:
     r"""The linear map of one step at uniform attention, :math:`A = \gamma I + M/(N-1)`,
     eq. (eq-attr-power).
 
@@ -75,14 +78,12 @@ def power_operator(model: BareModel) -> torch.Tensor:
         >>> torch.allclose(model.step(x), torch.nn.functional.normalize(y, dim=-1))
         True
     """
-    M = _coupling_matrix(model)
+    M = coupling_matrix(model)  # (N d, N d)
     eye = torch.eye(M.shape[0], dtype=M.dtype, device=M.device)
     return model.gamma * eye + M / (model.num_tokens - 1)  # (eq-attr-power)
 
 
-def effective_partners(
-    alpha: Shaped("... N", floating=True, min_value=0),
-) -> torch.Tensor:
+def effective_partners(alpha: AttentionRows) -> Float[Tensor, "*batch"]:
     r"""How many partners a spin listens to: :math:`n_i = 1 / \sum_j \alpha_{i\leftarrow j}^2`,
     eq. (eq-attr-partners).
 
@@ -96,18 +97,19 @@ def effective_partners(
         >>> effective_partners(torch.tensor([[0.0, 0.5, 0.5], [0.0, 1.0, 0.0]]))
         tensor([2., 1.])
     """
-    if alpha.numel() and not torch.allclose(
-        alpha.sum(-1), alpha.new_ones(()), atol=1e-4
-    ):
+    if alpha.numel() and alpha.min() < 0:
+        raise ValueError("alpha must hold values in [0, inf] (weights), got "
+                         f"{alpha.min().item():.4g}")
+    rows = alpha.sum(-1)
+    if alpha.numel() and not torch.allclose(rows, rows.new_ones(()), atol=1e-4):
         raise ValueError("alpha must hold weights whose rows sum to 1 (an "
                          f"attention matrix), got shape {tuple(alpha.shape)}")
     return 1.0 / (alpha**2).sum(-1)  # (eq-attr-partners)
 
 
-@torch.no_grad()
 def leading_modes(
-    model: BareModel, k: PositiveInt = 2, vectors: NonNegativeInt | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
+    model: BareSelfAttention, k: int = 2, vectors: int | None = None
+) -> tuple[Complex[Tensor, " {k}"], Complex[Tensor, "V {model.num_tokens} {model.dim}"]]:
     r"""The ``k`` eigenvalues of largest modulus of :math:`A` (eq. (eq-attr-power)) and their
     eigenvectors.
 
@@ -138,9 +140,10 @@ def leading_modes(
         (True, (1, 4, 2))
     """
     N, d = model.num_tokens, model.dim
+    check_positive_int("k", k)
     if k > N * d:
         raise ValueError(f"k must be <= N d = {N * d}, got {k}")
-    if vectors is not None and vectors > k:
+    if vectors is not None and check_int("vectors", vectors, min_value=0) > k:
         raise ValueError(f"vectors must be <= k = {k}, got {vectors}")
     A = power_operator(model).double()
     if vectors is None or vectors == k:
@@ -169,7 +172,9 @@ def _eigenvector(A: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     return v[:, 0].to(mu.dtype)
 
 
-def mode_spins(v: Shaped("N d"), reference: Shaped("N d", floating=True)) -> torch.Tensor:
+def mode_spins(
+    v: Shaped[Tensor, "N d"], reference: Float[Tensor, "N d"]
+) -> Float[Tensor, "N d"]:
     r"""A real eigenvector as a configuration of unit spins, with the sign that agrees with
     ``reference``.
 
@@ -197,7 +202,7 @@ def mode_spins(v: Shaped("N d"), reference: Shaped("N d", floating=True)) -> tor
     return torch.nn.functional.normalize(v, dim=-1)
 
 
-def forgetting_time(eigenvalues: Shaped("K", min_size={"K": 2})) -> float:
+def forgetting_time(eigenvalues: Shaped[Tensor, " K"]) -> float:
     r"""The time scale :math:`\tau = 1/\ln(|\mu_1|/|\mu_2|)` of a power iteration,
     eq. (eq-attr-tau).
 
@@ -210,10 +215,10 @@ def forgetting_time(eigenvalues: Shaped("K", min_size={"K": 2})) -> float:
         >>> round(forgetting_time(torch.tensor([2.0, 1.0])), 4)
         1.4427
     """
+    check_int("len(eigenvalues)", len(eigenvalues), min_value=2)  # K >= 2
     first, second = eigenvalues.abs()[:2].tolist()
     if not first > second > 0:
-        raise ValueError(
-            "eigenvalues must be sorted by decreasing modulus with |mu_1| > "
-            f"|mu_2| > 0, got moduli {first:.6g} and {second:.6g}"
-        )
+        raise ValueError("eigenvalues must be sorted by decreasing modulus: "
+                         f"|mu_1| > |mu_2| > 0, got moduli {first:.6g} and "
+                         f"{second:.6g}")
     return 1.0 / math.log(first / second)  # (eq-attr-tau)

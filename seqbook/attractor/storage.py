@@ -24,17 +24,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import InstanceOf, Shaped
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import CHECKPOINTS
-from seqbook.utils import CheckpointName, find_checkpoint
+from seqbook.utils import find_checkpoint
 
 __all__ = ["compress_couplings", "expand_couplings", "load_bare", "save_bare"]
 
 
-@torch.no_grad()
-def compress_couplings(J: Shaped("N N d d")) -> dict[str, torch.Tensor]:
+def compress_couplings(J: Float[Tensor, "N N d d"]) -> dict[str, Tensor]:
     """Every block of ``J`` as int8 codes times its own float32 scale.
 
     Shapes:
@@ -59,7 +59,7 @@ def compress_couplings(J: Shaped("N N d d")) -> dict[str, torch.Tensor]:
     return {"shape": torch.tensor([N, d]), "codes": codes, "scales": scales.float()}
 
 
-def expand_couplings(stored: dict[str, torch.Tensor]) -> torch.Tensor:
+def expand_couplings(stored: dict[str, Tensor]) -> Float[Tensor, "N N d d"]:
     """The couplings ``(N, N, d, d)`` (float32) from :func:`compress_couplings`' dict."""
     try:
         N, d = (int(v) for v in stored["shape"])
@@ -71,12 +71,14 @@ def expand_couplings(stored: dict[str, torch.Tensor]) -> torch.Tensor:
     return J.float()
 
 
-def save_bare(model: InstanceOf(BareSelfAttention), path: str | Path, **info: object) -> Path:
+def save_bare(
+    model: BareSelfAttention, path: str | Path, info: dict[str, object] | None = None
+) -> Path:
     """Save a bare self-attention compressed (:func:`compress_couplings`), with ``info``.
 
     ``info`` holds what the chapter needs besides the couplings (the training recipe,
-    the loss, tables of curves measured during training, ...): tensors, numbers,
-    strings, lists and dicts of them.
+    the loss, tables of curves measured during training, ...): tensors (of any dtypes:
+    float16 images beside float32 curves), numbers, strings, lists and dicts of them.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,14 +91,14 @@ def save_bare(model: InstanceOf(BareSelfAttention), path: str | Path, **info: ob
                 "gamma": model.gamma,
             },
             "couplings": compress_couplings(model.J),
-            "info": info,
+            "info": {} if info is None else info,
         },
         path,
     )
     return path
 
 
-def load_bare(name_or_path: CheckpointName = "bare") -> tuple[BareSelfAttention, dict]:
+def load_bare(name_or_path: str | Path = "bare") -> tuple[BareSelfAttention, dict]:
     """Load a saved bare self-attention (float32) and the ``info`` saved with it.
 
     Args:

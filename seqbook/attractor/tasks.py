@@ -21,30 +21,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Bool, Float
+from torch import Tensor
 
-from seqbook._contracts import (
-    InstanceOf,
-    IntIn,
-    NonNegativeInt,
-    NonNegativeReal,
-    OneOf,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    RealIn,
-    Shaped,
-    TensorOf,
-)
+from seqbook._checks import check_choice, check_int, check_positive_int, check_real
+from seqbook.attractor._values import check_pixels
 from seqbook.attractor.bare import BareSelfAttention
-from seqbook.attractor.embedding import (
-    Images,
-    PatchEmbedding,
-    _patches_to_image,
-    image_to_patches,
-    patches_to_image,
-)
+from seqbook.attractor.embedding import PatchEmbedding, image_to_patches, patches_to_image
 from seqbook.data import mnist5k, split_dataset
 
 __all__ = [
@@ -63,14 +49,18 @@ __all__ = [
 
 TASKS = ("mask", "denoise")
 
+# Grey-level images (pixels in [0, 1], which the functions check).
+Images: TypeAlias = Float[Tensor, "B H W"]
 
-# A share of the tokens to mask, in [0, 1): some tokens must stay visible.
-Fraction = RealIn(0.0, 1.0, strict_max=True)
+
+def _check_fraction(fraction: float) -> float:
+    """A share of the tokens to mask, in [0, 1): some tokens must stay visible."""
+    return check_real("fraction", fraction, min_value=0.0, max_value=1.0, strict_max=True)
 
 
 def mnist_split(
-    train_size: IntIn(1, 4000) = 4000, test_size: IntIn(1, 1000) = 1000, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
+    train_size: int = 4000, test_size: int = 1000, seed: int = 0
+) -> tuple[Float[Tensor, "{train_size} 28 28"], Float[Tensor, "{test_size} 28 28"]]:
     """Disjoint training and test digits from :func:`seqbook.data.mnist5k`.
 
     The 5,000 digits are split 4,000 / 1,000, with the same share of every class in
@@ -91,6 +81,8 @@ def mnist_split(
         >>> tuple(train.shape), tuple(test.shape)
         ((100, 28, 28), (10, 28, 28))
     """
+    check_int("train_size", train_size, min_value=1, max_value=4000)
+    check_int("test_size", test_size, min_value=1, max_value=1000)
     images, labels = mnist5k()
     train, _, test = split_dataset(
         list(range(len(labels))), 0.0, 0.2, seed=seed, stratify=lambda k: int(labels[k])
@@ -99,10 +91,10 @@ def mnist_split(
 
 
 def mask_tokens(
-    tokens: Shaped("B N D", floating=True),
-    fraction: Fraction = 0.3,
-    generator: RandomGenerator = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    tokens: Float[Tensor, "B N D"],
+    fraction: float = 0.3,
+    generator: torch.Generator | None = None,
+) -> tuple[Float[Tensor, "B N D"], Bool[Tensor, "B N"]]:
     """Set a random ``fraction`` of the tokens of each configuration to zero.
 
     Exactly ``round(fraction * N)`` tokens per configuration, chosen uniformly.
@@ -122,22 +114,16 @@ def mask_tokens(
         >>> visible.sum(-1).tolist(), masked[~visible].abs().sum().item()
         ([7, 7], 0.0)
     """
-    return _mask_tokens(tokens, fraction, generator)
-
-
-def _mask_tokens(
-    tokens: torch.Tensor, fraction: float, generator: torch.Generator | None
-) -> tuple[torch.Tensor, torch.Tensor]:
     B, N, _ = tokens.shape
-    count = int(round(fraction * N))
+    count = int(round(_check_fraction(fraction) * N))
     ranks = torch.rand(B, N, generator=generator).argsort(-1).argsort(-1)  # random ranks
     visible = (ranks >= count).to(tokens.device)  # (B, N)
     return tokens * visible.unsqueeze(-1), visible
 
 
 def add_noise(
-    images: Images, variance: NonNegativeReal = 0.7, generator: RandomGenerator = None
-) -> torch.Tensor:
+    images: Images, variance: float = 0.7, generator: torch.Generator | None = None
+) -> Images:
     r"""Gaussian noise on every pixel, rescaled to the original variance, clipped to [0, 1].
 
     .. math::
@@ -163,12 +149,7 @@ def add_noise(
         >>> tuple(noisy.shape), 0.0 <= noisy.min().item() and noisy.max().item() <= 1.0
         ((4, 28, 28), True)
     """
-    return _add_noise(images, variance, generator)
-
-
-def _add_noise(
-    images: torch.Tensor, variance: float, generator: torch.Generator | None
-) -> torch.Tensor:
+    check_pixels("images", images), check_real("variance", variance, min_value=0.0)
     noise = torch.randn(images.shape, generator=generator).to(images)
     noisy = images + math.sqrt(variance) * noise  # (B, H, W)
     mean = noisy.mean((1, 2), keepdim=True)
@@ -177,9 +158,8 @@ def _add_noise(
 
 
 def mse_curve(
-    reconstructions: Shaped("S B H W", floating=True, dtype_of="images"),
-    images: Shaped("B H W", floating=True),
-) -> torch.Tensor:
+    reconstructions: Float[Tensor, "S B H W"], images: Images
+) -> Float[Tensor, " S"]:
     """Mean squared error per pixel of each step's reconstruction.
 
     Args:
@@ -200,8 +180,8 @@ def mse_curve(
 
 
 def patch_variance(
-    images: Images, patch_size: PositiveInt, tokens: TensorOf(2) | None = None
-) -> torch.Tensor:
+    images: Images, patch_size: int, tokens: Bool[Tensor, "B N"] | None = None
+) -> Float[Tensor, " M"]:
     """The variance of the pixels inside each patch (population variance).
 
     Args:
@@ -219,14 +199,15 @@ def patch_variance(
         >>> patch_variance(image, 2)
         tensor([0.2500, 0.0000])
     """
+    check_pixels("images", images)
     patches = image_to_patches(images, patch_size)  # (B, N, a)
     variances = patches.var(-1, unbiased=False)  # (B, N)
     if tokens is None:
         return variances.flatten()
-    if tokens.dtype != torch.bool or tokens.shape != variances.shape:
+    if tokens.shape != variances.shape:
         raise ValueError(
-            f"tokens must be a boolean tensor of shape {tuple(variances.shape)}, "
-            f"got {tokens.dtype} of shape {tuple(tokens.shape)}"
+            f"tokens must be a boolean tensor of shape {tuple(variances.shape)} (one per "
+            f"patch), got shape {tuple(tokens.shape)}"
         )
     return variances[tokens.to(variances.device)]
 
@@ -246,9 +227,9 @@ class CorruptedDigits:
     """
 
     task: str
-    clean: torch.Tensor
-    corrupted: torch.Tensor
-    visible: torch.Tensor | None
+    clean: Float[Tensor, "B H W"]
+    corrupted: Float[Tensor, "B H W"]
+    visible: Bool[Tensor, "B N"] | None
     patch_size: int
 
     @property
@@ -264,11 +245,11 @@ class CorruptedDigits:
 
 def corrupt_digits(
     images: Images,
-    task: OneOf(*TASKS),
-    patch_size: PositiveInt = 2,
-    fraction: Fraction = 0.3,
-    variance: NonNegativeReal = 0.7,
-    generator: RandomGenerator = None,
+    task: str,
+    patch_size: int = 2,
+    fraction: float = 0.3,
+    variance: float = 0.7,
+    generator: torch.Generator | None = None,
 ) -> CorruptedDigits:
     """Corrupt clean digits for one task.
 
@@ -286,19 +267,20 @@ def corrupt_digits(
         >>> tuple(digits.visible.shape), (~digits.visible).sum(-1).tolist()
         ((2, 196), [59, 59])
     """
+    check_pixels("images", images), check_choice("task", task, TASKS)
+    _check_fraction(fraction), check_real("variance", variance, min_value=0.0)
     patches = image_to_patches(images, patch_size)  # (B, N, a); checks the grid
     if task == "denoise":
-        noisy = _add_noise(images, variance, generator)
+        noisy = add_noise(images, variance, generator)
         return CorruptedDigits(task, images, noisy, None, patch_size)
-    hidden, visible = _mask_tokens(patches, fraction, generator)
+    hidden, visible = mask_tokens(patches, fraction, generator)
     _, H, W = images.shape
-    hidden_image = _patches_to_image(hidden, patch_size, H, W)
+    hidden_image = patches_to_image(hidden, patch_size, H, W)
     return CorruptedDigits(task, images, hidden_image, visible, patch_size)
 
 
 def evaluation_set(
-    task: OneOf(*TASKS), seed: NonNegativeInt = 0, num_images: PositiveInt = 32,
-    patch_size: PositiveInt = 2,
+    task: str, seed: int = 0, num_images: int = 32, patch_size: int = 2,
 ) -> CorruptedDigits:
     """The chapter's evaluation digits: test digits of :func:`mnist_split`, corrupted with a seed.
 
@@ -320,6 +302,8 @@ def evaluation_set(
         >>> torch.equal(a.corrupted, b.corrupted), tuple(a.clean.shape)
         (True, (4, 28, 28))
     """
+    check_choice("task", task, TASKS), check_int("seed", seed, min_value=0)
+    check_positive_int("num_images", num_images), check_positive_int("patch_size", patch_size)
     if (seed + 1) * num_images > 1000:
         raise ValueError(
             f"(seed + 1) * num_images must be <= 1000 (the test digits), got "
@@ -333,13 +317,12 @@ def evaluation_set(
     return corrupt_digits(images, task, patch_size, generator=generator)
 
 
-@torch.no_grad()
 def bare_reconstructions(
-    model: InstanceOf(BareSelfAttention),
-    embedding: InstanceOf(PatchEmbedding),
-    digits: InstanceOf(CorruptedDigits, what="CorruptedDigits"),
-    steps: NonNegativeInt,
-) -> torch.Tensor:
+    model: BareSelfAttention,
+    embedding: PatchEmbedding,
+    digits: CorruptedDigits,
+    steps: int,
+) -> Float[Tensor, "{steps+1} B {embedding.height} {embedding.width}"]:
     """The images after ``t = 0, 1, ..., steps`` iterations of the bare self-attention.
 
     The corrupted digits are embedded as spins; masked tokens are zero vectors that are
@@ -356,25 +339,25 @@ def bare_reconstructions(
         >>> tuple(bare_reconstructions(model, PatchEmbedding(2), digits, 3).shape)
         (4, 2, 28, 28)
     """
+    check_int("steps", steps, min_value=0)
     if digits.visible is not None and digits.patch_size != embedding.patch_size:
         raise ValueError(
             f"digits were masked with patch_size {digits.patch_size} but the embedding "
             f"uses patch_size {embedding.patch_size}"
         )
-    x0 = embedding(digits.corrupted).to(model.J)  # (B, N, d)
-    visible = None if digits.visible is None else digits.visible.to(x0.device)  # (B, N)
-    if visible is not None:
-        x0 = x0 * visible.unsqueeze(-1)  # masked tokens: zero vectors
-    states = model.run(x0, steps, key_mask=visible)  # (S + 1, B, N, d)
-    images = torch.stack([embedding.decode(x.to(embedding.F)) for x in states[1:]])
-    return torch.cat([digits.corrupted[None], images])  # (S + 1, B, H, W)
+    with torch.no_grad():
+        x0 = embedding(digits.corrupted).to(model.J)  # (B, N, d)
+        visible = None if digits.visible is None else digits.visible.to(x0.device)  # (B, N)
+        if visible is not None:
+            x0 = x0 * visible.unsqueeze(-1)  # masked tokens: zero vectors
+        states = model.run(x0, steps, key_mask=visible)  # (S + 1, B, N, d)
+        images = torch.stack([embedding.decode(x.to(embedding.F)) for x in states[1:]])
+        return torch.cat([digits.corrupted[None], images])  # (S + 1, B, H, W)
 
 
 def mean_fill(
-    digits: InstanceOf(CorruptedDigits, what="CorruptedDigits"),
-    mean_image: Shaped("digits.height digits.width", floating=True, finite=True, min_value=0,
-                       max_value=1),
-) -> torch.Tensor:
+    digits: CorruptedDigits, mean_image: Float[Tensor, "{digits.height} {digits.width}"]
+) -> Float[Tensor, "B {digits.height} {digits.width}"]:
     """A baseline for masked prediction: every masked patch takes the pixels of ``mean_image``.
 
     Shapes:
@@ -386,6 +369,7 @@ def mean_fill(
         >>> mean_fill(digits, torch.ones(4, 4)).sum().item()
         8.0
     """
+    check_pixels("mean_image", mean_image)
     if digits.visible is None:
         raise ValueError("digits must be CorruptedDigits of the task 'mask' (with a visible mask)")
     P = digits.patch_size
@@ -396,7 +380,7 @@ def mean_fill(
     return patches_to_image(filled, P, H, W)
 
 
-def blur(images: Images, sigma: PositiveReal) -> torch.Tensor:
+def blur(images: Images, sigma: float) -> Images:
     r"""A baseline for denoising: a Gaussian blur of standard deviation ``sigma`` pixels.
 
     The kernel is truncated at :math:`3\sigma` and renormalised near the borders (the
@@ -414,12 +398,13 @@ def blur(images: Images, sigma: PositiveReal) -> torch.Tensor:
         >>> round(out[0, 2, 2].item(), 3), bool(out[0, 2, 1] > 0)
         (0.162, True)
     """
+    check_pixels("images", images), check_real("sigma", sigma, min_value=0.0, strict_min=True)
     radius = max(1, math.ceil(3 * sigma))
     offsets = torch.arange(-radius, radius + 1, dtype=images.dtype, device=images.device)
     kernel = torch.exp(-(offsets**2) / (2 * sigma**2))
     kernel = kernel / kernel.sum()
 
-    def smooth(x: torch.Tensor) -> torch.Tensor:  # (B, H, W): along both axes
+    def smooth(x: Tensor) -> Tensor:  # (B, H, W): along both axes
         x = torch.nn.functional.conv2d(x[:, None], kernel.view(1, 1, 1, -1), padding=(0, radius))
         return torch.nn.functional.conv2d(x, kernel.view(1, 1, -1, 1), padding=(radius, 0))[:, 0]
 

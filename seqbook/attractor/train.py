@@ -80,8 +80,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import NonNegativeInt, RandomGenerator, Shaped
+from seqbook._checks import check_int
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.baselines import (
     CHECKPOINTS,
@@ -122,7 +124,9 @@ BARE_VARIANTS = (
 )
 
 
-def hebbian_split(J: torch.Tensor, hebbian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def hebbian_split(
+    J: Float[Tensor, "N N d d"], hebbian: Float[Tensor, "N N d d"]
+) -> tuple[Float[Tensor, "N N d d"], Float[Tensor, "N N d d"]]:
     """``J`` as its component along ``hebbian`` (a multiple of it) plus the rest.
 
     Example:
@@ -141,9 +145,9 @@ BARE4_TRAIN_SIZE = 1000  # the chapter's live training digits
 
 
 def bare4_run(
-    generator: RandomGenerator,
-    train_spins: Shaped("P 49 32", floating=True),
-    eval_sets: NonNegativeInt = 3,
+    generator: torch.Generator | None,
+    train_spins: Float[Tensor, "P 49 32"],
+    eval_sets: int = 3,
     seed: int = -1,
 ) -> dict:
     """One short bare run on 4 x 4 patches, and what the chapter reads of it.
@@ -161,6 +165,7 @@ def bare4_run(
         ``{"seed", "step_loss", "variance", "cosine"}``, one value per set for the
         last two.
     """
+    check_int("eval_sets", eval_sets, min_value=0)
     embedding4 = PatchEmbedding(patch_size=4)
     model4 = BareSelfAttention(embedding4.num_tokens, embedding4.dim, generator=generator)
     history = train_pseudo_likelihood(model4, train_spins, lr=5.0, generator=generator,
@@ -169,6 +174,7 @@ def bare4_run(
     variance, cosine = [], []
     for s in range(eval_sets):
         digits4 = evaluation_set("mask", s, patch_size=4)
+        assert digits4.visible is not None  # masked prediction
         hidden = ~digits4.visible
         images = bare_reconstructions(model4, embedding4, digits4, 3)
         best = int(mse_curve(images, digits4.clean).argmin())
@@ -280,18 +286,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------- the bare model
-@torch.no_grad()
 def measure_bare(
     model: BareSelfAttention,
     embedding: PatchEmbedding,
-    mean_digit: torch.Tensor,
-    hebbian: torch.Tensor,
+    mean_digit: Float[Tensor, "{embedding.height} {embedding.width}"],
+    hebbian: Float[Tensor, "{model.num_tokens} {model.num_tokens} {model.dim} {model.dim}"],
     steps: int = 60,
     eval_sets: int = 3,
     variants: Sequence[tuple[str, float, float, str]] = BARE_VARIANTS,
     num_images: int = 32,
     long_steps: int = 400,
-) -> dict[str, torch.Tensor]:
+) -> dict[str, Tensor]:
     """What the chapter reports about a bare model at one moment of its training.
 
     Returns a dict of tensors:
@@ -314,55 +319,57 @@ def measure_bare(
     - ``hebbian`` ``(2,)``: the cosine between J and ``hebbian``, and the norm of J's
       component along it.
     """
-    N, d = model.num_tokens, model.dim
-    J = model.J.detach()
-    along, rest = hebbian_split(J, hebbian)
-    couplings = {"trained": J, "hebbian": along, "rest": rest}
-    curves = torch.full((len(variants), len(TASKS), eval_sets, steps + 1), float("nan"))
-    for v, (_, lam, gamma, which) in enumerate(variants):
-        dynamics = BareSelfAttention(N, d, lam=lam, gamma=gamma)
-        dynamics.J.copy_(couplings[which])
-        for k, task in enumerate(TASKS):
-            for s in range(eval_sets):
-                digits = evaluation_set(task, s, num_images, embedding.patch_size)
-                images = bare_reconstructions(dynamics, embedding, digits, steps)
-                curves[v, k, s] = mse_curve(images, digits.clean)
-    evaluation = BareSelfAttention(N, d, lam=1.0)
-    evaluation.J.copy_(J)
-    mu, modes = leading_modes(evaluation, k=4)
-    reference = embedding(mean_digit[None])[0]
-    if modes[0].imag.abs().max() <= 1e-8 * modes[0].abs().max():
-        mode_image = embedding.decode(mode_spins(modes[0], reference)[None])[0]
-    else:  # a complex leading pair has no single real direction
-        mode_image = torch.full_like(mean_digit, float("nan"))
-    clean = evaluation_set("mask", 0, num_images).clean
-    partners = torch.zeros(2, 3)
-    for row, lam in enumerate((1.0, 5.0)):
-        hot = BareSelfAttention(N, d, lam=lam)
-        hot.J.copy_(J)
-        n = effective_partners(hot.attention(embedding(clean))).flatten()
-        partners[row] = torch.stack([n.median(), n.quantile(0.1), n.min()])
-    starts = [evaluation_set(task, 0, 4) for task in TASKS]
-    runs = torch.cat(
-        [bare_reconstructions(evaluation, embedding, digits, long_steps) for digits in starts], 1
-    )
-    ends = runs[-1]  # (8, H, W)
-    to_mean = ((runs - mean_digit) ** 2).mean((2, 3))  # (long_steps + 1, 8)
-    pairwise = ((ends[:, None] - ends[None]) ** 2).mean((2, 3))
-    block_norms = J.double().flatten(2).norm(dim=-1).flatten().sort(descending=True).values ** 2
-    share = block_norms.cumsum(0) / block_norms.sum()
-    return {
-        "curves": curves,
-        "eigenvalues": torch.view_as_real(mu).float(),
-        "mode_image": mode_image.half(),
-        "partners": partners,
-        "attractor_image": ends.mean(0).half(),
-        "attractor": torch.stack([to_mean[-1].max(), pairwise.max()]).float(),
-        "to_mean": to_mean.mean(1).float(),
-        "concentration": torch.tensor([float((share < 0.99).sum() + 1), share[N - 1].item()]),
-        "hebbian": torch.tensor([(J * hebbian).sum().item() / (J.norm() * hebbian.norm()).item(),
-                                 along.norm().item()]),
-    }
+    with torch.no_grad():  # measurements only
+        N, d = model.num_tokens, model.dim
+        J = model.J.detach()
+        along, rest = hebbian_split(J, hebbian)
+        couplings = {"trained": J, "hebbian": along, "rest": rest}
+        curves = torch.full((len(variants), len(TASKS), eval_sets, steps + 1), float("nan"))
+        for v, (_, lam, gamma, which) in enumerate(variants):
+            dynamics = BareSelfAttention(N, d, lam=lam, gamma=gamma)
+            dynamics.J.copy_(couplings[which])
+            for k, task in enumerate(TASKS):
+                for s in range(eval_sets):
+                    digits = evaluation_set(task, s, num_images, embedding.patch_size)
+                    images = bare_reconstructions(dynamics, embedding, digits, steps)
+                    curves[v, k, s] = mse_curve(images, digits.clean)
+        evaluation = BareSelfAttention(N, d, lam=1.0)
+        evaluation.J.copy_(J)
+        mu, modes = leading_modes(evaluation, k=4)
+        reference = embedding(mean_digit[None])[0]
+        if modes[0].imag.abs().max() <= 1e-8 * modes[0].abs().max():
+            mode_image = embedding.decode(mode_spins(modes[0], reference)[None])[0]
+        else:  # a complex leading pair has no single real direction
+            mode_image = torch.full_like(mean_digit, float("nan"))
+        clean = evaluation_set("mask", 0, num_images).clean
+        partners = torch.zeros(2, 3)
+        for row, lam in enumerate((1.0, 5.0)):
+            hot = BareSelfAttention(N, d, lam=lam)
+            hot.J.copy_(J)
+            n = effective_partners(hot.attention(embedding(clean))).flatten()
+            partners[row] = torch.stack([n.median(), n.quantile(0.1), n.min()])
+        starts = [evaluation_set(task, 0, 4) for task in TASKS]
+        runs = torch.cat([bare_reconstructions(evaluation, embedding, digits, long_steps)
+                          for digits in starts], 1)
+        ends = runs[-1]  # (8, H, W)
+        to_mean = ((runs - mean_digit) ** 2).mean((2, 3))  # (long_steps + 1, 8)
+        pairwise = ((ends[:, None] - ends[None]) ** 2).mean((2, 3))
+        block_norms = J.double().flatten(2).norm(dim=-1).flatten().sort(descending=True).values ** 2
+        share = block_norms.cumsum(0) / block_norms.sum()
+        return {
+            "curves": curves,
+            "eigenvalues": torch.view_as_real(mu).float(),
+            "mode_image": mode_image.half(),
+            "partners": partners,
+            "attractor_image": ends.mean(0).half(),
+            "attractor": torch.stack([to_mean[-1].max(), pairwise.max()]).float(),
+            "to_mean": to_mean.mean(1).float(),
+            "concentration": torch.tensor([float((share < 0.99).sum() + 1), share[N - 1].item()]),
+            "hebbian": torch.tensor([
+                (J * hebbian).sum().item() / (J.norm() * hebbian.norm()).item(),
+                along.norm().item(),
+            ]),
+        }
 
 
 def train_bare(args: argparse.Namespace) -> Path:
@@ -434,8 +441,7 @@ def train_bare(args: argparse.Namespace) -> Path:
         a = mse_curve(bare_reconstructions(final, embedding, digits, args.steps), digits.clean)
         b = mse_curve(bare_reconstructions(stored, embedding, digits, args.steps), digits.clean)
         gap = max(gap, (a - b).abs().max().item())
-    path = save_bare(
-        final, args.out / "bare.pt",
+    path = save_bare(final, args.out / "bare.pt", dict(
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, lam_train=5.0, clip=1.0,
         train_size=args.train_size, steps_per_epoch=per_epoch, seeds=list(args.seeds),
         cpu_seconds=seconds, compression_gap=gap, epochs_per_seed=[args.epochs] * len(args.seeds),
@@ -444,7 +450,7 @@ def train_bare(args: argparse.Namespace) -> Path:
         variants=[name for name, *_ in BARE_VARIANTS], tasks=list(TASKS),
         step_loss=torch.stack(step_losses),
         **{key: torch.stack(values) for key, values in tables.items()},
-    )
+    ))
     print(f"bare: {len(args.seeds)} seeds, CPU seconds of training {[round(s) for s in seconds]}, "
           f"compression changes the curves by at most {gap:.1e} -> {path}", flush=True)
     return path
@@ -563,7 +569,7 @@ def store_couplings(couplings: Path, base: Path, out: Path, steps: int = 60) -> 
         k: checkpoint["config"][k] for k in ("lam", "gamma")})
     with torch.no_grad():
         model.J.copy_(made["J"])
-    save_bare(model, out / "bare.pt", **info)
+    save_bare(model, out / "bare.pt", info)
     stored, _ = load_bare(out / "bare.pt")
     embedding = PatchEmbedding(patch_size=2)
     table = info["curves"][0, -1, info["variants"].index("attention")]  # (2, E, T + 1)
@@ -583,7 +589,7 @@ def store_couplings(couplings: Path, base: Path, out: Path, steps: int = 60) -> 
         f"({made['cpu_seconds']:.0f} CPU s; step losses within {made['loss_gap']:.1e} of the "
         f"table's run), stored as int8 per block"
     )
-    save_bare(model, out / "bare.pt", **info)
+    save_bare(model, out / "bare.pt", info)
     print(f"stored couplings rerun within {gap:.1e} of the table -> {out / 'bare.pt'}", flush=True)
     return out / "bare.pt"
 
@@ -672,9 +678,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     if args.merge:
         paths = [merge_bare(args.merge, args.out)]
     elif args.store:
-        paths = [store_couplings(*args.store, args.out, args.steps)]
+        paths = [store_couplings(args.store[0], args.store[1], args.out, args.steps)]
     elif args.extend:
-        paths = [extend_bare(*args.extend, args.out)]
+        paths = [extend_bare(args.extend[0], args.extend[1], args.out)]
     elif args.retrain:
         paths = [retrain_couplings(args.retrain, args.out)]
     elif args.bare4:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import InstanceOf, MultipleOf, PositiveInt
+from seqbook._checks import check_positive_int
 from seqbook.costs.measure import count_flops
 from seqbook.language_model.cache import KVCache
 from seqbook.language_model.mixers import MixerLM
@@ -36,19 +38,21 @@ def state_bytes(state: object) -> int:
     return 0  # None: a recurrent layer's zero state before the first token
 
 
-def _one_step(model: nn.Module) -> Callable[[torch.Tensor, object], tuple[torch.Tensor, object]]:
+Step = Callable[[Int[Tensor, " 1"], Any], tuple[Float[Tensor, "1 V"], Any]]
+
+
+def _one_step(model: nn.Module) -> Step:
     """A function (token ids (1,), state) -> (scores (1, V), state) for the model."""
     if isinstance(model, MixerLM):
         return model.step
     return lambda ids, state: (lambda out: (out[0][:, -1], out[1]))(model(ids[:, None], state))
 
 
-@torch.no_grad()
 def generation_profile(
-    model: InstanceOf(nn.Module),
-    num_tokens: MultipleOf("block_size"),
-    block_size: PositiveInt = 64,
-    repeats: PositiveInt = 3,
+    model: nn.Module,
+    num_tokens: int,
+    block_size: int = 64,
+    repeats: int = 3,
 ) -> dict[str, list]:
     """Generate ``num_tokens`` tokens greedily, one at a time, and measure each block.
 
@@ -74,27 +78,35 @@ def generation_profile(
         >>> profile["position"], profile["state_bytes"]   # h, c, the last embedding
         ([0, 4], [96, 96])
     """
+    for name, count in dict(num_tokens=num_tokens, block_size=block_size,
+                            repeats=repeats).items():
+        check_positive_int(name, count)
+    if num_tokens % block_size:
+        raise ValueError(f"num_tokens must be a multiple of block_size = {block_size}, got "
+                         f"{num_tokens}")
     was_training = model.training
     model.eval()
     step = _one_step(model)
-    state = model.init_state(1)
-    token = torch.zeros(1, dtype=torch.long, device=next(model.parameters()).device)
+    lm: Any = model  # init_state: what torch's Module type does not know
     profile: dict[str, list] = {"position": [], "seconds_per_token": [],
                                 "flops_per_token": [], "state_bytes": []}
-    for position in range(0, num_tokens, block_size):
-        profile["flops_per_token"].append(count_flops(lambda: step(token, _copy(state))))
-        fastest = float("inf")
-        for _ in range(repeats):  # the same block from the same state each time
-            s, t = _copy(state), token
-            start = time.perf_counter()
-            for _ in range(block_size):
-                logits, s = step(t, s)
-                t = logits.argmax(-1)
-            fastest = min(fastest, (time.perf_counter() - start) / block_size)
-        state, token = s, t
-        profile["position"].append(position)
-        profile["seconds_per_token"].append(fastest)
-        profile["state_bytes"].append(state_bytes(state))
+    with torch.no_grad():
+        state = lm.init_state(1)
+        token = torch.zeros(1, dtype=torch.long, device=next(model.parameters()).device)
+        for position in range(0, num_tokens, block_size):
+            profile["flops_per_token"].append(count_flops(lambda: step(token, _copy(state))))
+            fastest = float("inf")
+            for _ in range(repeats):  # the same block from the same state each time
+                s, t = _copy(state), token
+                start = time.perf_counter()
+                for _ in range(block_size):
+                    logits, s = step(t, s)
+                    t = logits.argmax(-1)
+                fastest = min(fastest, (time.perf_counter() - start) / block_size)
+            state, token = s, t
+            profile["position"].append(position)
+            profile["seconds_per_token"].append(fastest)
+            profile["state_bytes"].append(state_bytes(state))
     model.train(was_training)
     return profile
 

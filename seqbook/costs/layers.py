@@ -14,16 +14,10 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    Flag,
-    InstanceOf,
-    IntAtLeast,
-    MultipleOf,
-    PositiveInt,
-    Shaped,
-)
+from seqbook._checks import check_bool, check_int, check_positive_int
 from seqbook.attention import MultiHeadAttention, causal_mask
 
 __all__ = ["CausalConvolution", "SelfAttentionLayer", "convolution_stack", "attention_stack"]
@@ -59,13 +53,10 @@ class CausalConvolution(nn.Module):
         True
     """
 
-    def __init__(
-        self,
-        d: PositiveInt,
-        kernel_size: PositiveInt = 3,
-        dilation: PositiveInt = 1,
-    ) -> None:
+    def __init__(self, d: int, kernel_size: int = 3, dilation: int = 1) -> None:
         super().__init__()
+        for name, size in dict(d=d, kernel_size=kernel_size, dilation=dilation).items():
+            check_positive_int(name, size)
         self.d = d
         self.kernel_size = kernel_size
         self.dilation = dilation
@@ -73,25 +64,18 @@ class CausalConvolution(nn.Module):
         self.W = nn.Parameter(torch.empty(kernel_size, d, d).uniform_(-bound, bound))
         self.b = nn.Parameter(torch.empty(d).uniform_(-bound, bound))
 
-    def forward(
-        self, x: Shaped("B n d", floating=True, dtype_of="module")
-    ) -> torch.Tensor:
-        return self._convolve(x)
-
-    def _convolve(self, x: torch.Tensor) -> torch.Tensor:
-        """The convolution of a checked ``x``."""
+    def forward(self, x: Float[Tensor, "B n {self.d}"]
+                ) -> Float[Tensor, "B n {self.d}"]:
         n, k, delta = x.shape[1], self.kernel_size, self.dilation
         padded = F.pad(x, (0, 0, (k - 1) * delta, 0))  # (B, (k-1) delta + n, d)
-        y = self.b
+        y: Tensor = self.b
         for j in range(k):  # tap j reads x_{t - j delta}  (eq-cost-conv)
             shift = (k - 1 - j) * delta
             y = y + padded[:, shift : shift + n] @ self.W[j].T  # (B, n, d)
         return y
 
     @classmethod
-    def from_torch(
-        cls, module: InstanceOf(nn.Conv1d, what="a torch.nn.Conv1d")
-    ) -> "CausalConvolution":
+    def from_torch(cls, module: nn.Conv1d) -> CausalConvolution:
         """A copy of an ``nn.Conv1d`` with ``in_channels == out_channels`` and a bias, in
         the module's training mode.
 
@@ -143,32 +127,35 @@ class SelfAttentionLayer(nn.Module):
         (3, 5, 8)
     """
 
-    def __init__(
-        self, d: MultipleOf("num_heads"), num_heads: PositiveInt = 4, causal: Flag = False
-    ) -> None:
+    def __init__(self, d: int, num_heads: int = 4, causal: bool = False) -> None:
         super().__init__()
+        check_positive_int("d", d), check_positive_int("num_heads", num_heads)
+        check_bool("causal", causal)
+        if d % num_heads:
+            raise ValueError(f"d must be a multiple of num_heads = {num_heads}, got {d}")
         self.d = d
         self.attention = MultiHeadAttention(d, num_heads)
         self.causal = causal
 
-    def forward(self, x: Shaped("B n d", floating=True, dtype_of="module")) -> torch.Tensor:
+    def forward(self, x: Float[Tensor, "B n {self.d}"]) -> Float[Tensor, "B n {self.d}"]:
         # torch's attn_mask of a multi-head attention is True where attention is forbidden
         future = ~causal_mask(x.shape[1], device=x.device) if self.causal else None  # (n, n)
         return self.attention(x, x, x, attn_mask=future, need_weights=False)[0]  # (B, n, d)
 
 
-def attention_stack(d: int, num_layers: PositiveInt, num_heads: int = 4) -> nn.Sequential:
+def attention_stack(d: int, num_layers: int, num_heads: int = 4) -> nn.Sequential:
     """``num_layers`` self-attention layers, one after the other.
 
     Example:
         >>> tuple(attention_stack(8, 3, num_heads=2)(torch.randn(1, 4, 8)).shape)
         (1, 4, 8)
     """
+    check_positive_int("num_layers", num_layers)
     return nn.Sequential(*(SelfAttentionLayer(d, num_heads) for _ in range(num_layers)))
 
 
-def convolution_stack(d: int, num_layers: PositiveInt, kernel_size: IntAtLeast(2) = 3,
-                      dilated: Flag = False) -> nn.Sequential:
+def convolution_stack(d: int, num_layers: int, kernel_size: int = 3,
+                      dilated: bool = False) -> nn.Sequential:
     r"""``num_layers`` causal convolutions; dilated: layer :math:`l` has :math:`\delta = k^l`.
 
     With contiguous kernels (:math:`\delta = 1`) a stack of :math:`L` layers sees
@@ -180,6 +167,8 @@ def convolution_stack(d: int, num_layers: PositiveInt, kernel_size: IntAtLeast(2
         >>> [layer.dilation for layer in stack]
         [1, 2, 4]
     """
+    check_positive_int("num_layers", num_layers)
+    check_int("kernel_size", kernel_size, min_value=2), check_bool("dilated", dilated)
     return nn.Sequential(*(
         CausalConvolution(d, kernel_size, kernel_size**layer if dilated else 1)
         for layer in range(num_layers)

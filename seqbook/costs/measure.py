@@ -17,18 +17,21 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
+from jaxtyping import Float
+from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqbook._contracts import CallableAs, IntAtLeast, PositiveInt, SequenceOf, TensorOf
+from seqbook._checks import check_callable, check_int, check_positive_int, check_sequence
 
 __all__ = ["count_flops", "count_operations", "cpu_seconds", "path_length", "power_law_exponent"]
 
 
-def count_flops(fn: CallableAs()) -> int:
+def count_flops(fn: Callable[[], Any]) -> int:
     """The floating-point operations of ``fn()`` counted by PyTorch's ``FlopCounterMode``.
 
     Matrix products count 2 operations per multiply-add; element-wise operations
@@ -49,12 +52,13 @@ class _OperationCounter(TorchDispatchMode):
         super().__init__()
         self.operations = 0
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
         self.operations += 1
         return func(*args, **(kwargs or {}))
 
 
-def count_operations(fn: CallableAs()) -> int:
+def count_operations(fn: Callable[[], Any]) -> int:
     """How many tensor operations ``fn()`` runs, one after the other.
 
     Counts every operation that reaches PyTorch's dispatcher (``aten::mm``,
@@ -75,9 +79,7 @@ def count_operations(fn: CallableAs()) -> int:
     return counter.operations
 
 
-def cpu_seconds(
-    fns: SequenceOf("a sequence of callables", of=Callable), repeats: PositiveInt = 3
-) -> list[float]:
+def cpu_seconds(fns: Sequence[Callable[[], Any]], repeats: int = 3) -> list[float]:
     """The fastest of ``repeats`` runs of each function, in CPU seconds of this thread.
 
     The functions are run in rounds (all once, then all again, ...), so that a busy
@@ -89,6 +91,10 @@ def cpu_seconds(
         >>> fast < slow
         True
     """
+    check_sequence("fns", fns, what="a sequence of callables")
+    for i, fn in enumerate(fns):
+        check_callable(f"fns[{i}]", fn)
+    check_positive_int("repeats", repeats)
     best = [math.inf] * len(fns)
     for _ in range(repeats):
         for i, fn in enumerate(fns):
@@ -99,9 +105,9 @@ def cpu_seconds(
 
 
 def path_length(
-    output_at_depth: CallableAs("output_at_depth(x, depth)", nargs=2),
-    x: TensorOf(3, floating=True),
-    max_depth: PositiveInt,
+    output_at_depth: Callable[[Tensor, int], Tensor],
+    x: Float[Tensor, "B n d"],
+    max_depth: int,
 ) -> int:
     r"""The smallest depth at which the last output depends on the first input.
 
@@ -126,6 +132,9 @@ def path_length(
         >>> path_length(shift, x, max_depth=10)     # y_t = x_{t-D}: x_1 reaches y_5 at D = 4
         4
     """
+    check_callable("output_at_depth", output_at_depth, signature="output_at_depth(x, depth)",
+                   nargs=2)
+    check_positive_int("max_depth", max_depth)
     for depth in range(1, max_depth + 1):
         x_req = x.detach().clone().requires_grad_(True)
         y = output_at_depth(x_req, depth)
@@ -138,7 +147,7 @@ def path_length(
 def power_law_exponent(
     sizes: Sequence[float],
     costs: Sequence[float],
-    last: IntAtLeast(2) = 3,
+    last: int = 3,
 ) -> float:
     r"""The exponent :math:`p` of :math:`\text{cost} \propto \text{size}^p`, fitted on the largest
     sizes.
@@ -152,6 +161,7 @@ def power_law_exponent(
         >>> round(power_law_exponent([1, 2, 4, 8], [3, 12, 48, 192]), 6)
         2.0
     """
+    check_int("last", last, min_value=2)
     if len(sizes) != len(costs) or len(sizes) < last:
         raise ValueError(f"sizes and costs must have the same length, at least last={last}; "
                          f"got {len(sizes)} and {len(costs)}")

@@ -7,20 +7,22 @@ features per time step.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import torch
+from jaxtyping import Bool, Int, Shaped
+from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
-from seqbook._contracts import NonNegativeInt, Real, SequenceOf, Shaped
+from seqbook._checks import check_int, check_real, check_sequence
 
 __all__ = ["pad_batch", "lengths_to_mask"]
 
 
 def lengths_to_mask(
-    lengths: Shaped("B", floating=False, min_value=0, max_value="max_len"),
-    max_len: NonNegativeInt | None = None,
-) -> torch.Tensor:
+    lengths: Int[Tensor, " B"], max_len: int | None = None
+) -> Bool[Tensor, "B T"]:
     """Boolean mask that is True at the real (non-padding) positions.
 
     Args:
@@ -35,21 +37,23 @@ def lengths_to_mask(
         tensor([[ True,  True,  True],
                 [ True, False, False]])
     """
+    if max_len is not None:
+        check_int("max_len", max_len, min_value=0)
+    if lengths.numel() and not torch.compiler.is_compiling():
+        low, high = int(lengths.min()), int(lengths.max())
+        if low < 0 or (max_len is not None and high > max_len):
+            top = "inf" if max_len is None else f"max_len = {max_len}"
+            raise ValueError(f"lengths must hold values in [0, {top}] (lengths of sequences), "
+                             f"got values from {low} to {high}")
     if max_len is None:
         max_len = int(lengths.max()) if lengths.numel() else 0
-    return _lengths_to_mask(lengths, max_len)
-
-
-def _lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
-    """:func:`lengths_to_mask` for checked lengths ``(B,)`` and ``max_len``."""
     positions = torch.arange(max_len, device=lengths.device)  # (T,)
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
 
 
 def pad_batch(
-    sequences: SequenceOf("a list of sequences (lists of ids or tensors)", non_empty=True),
-    pad_value: Real = 0,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    sequences: Sequence[Tensor | Iterable[Any]], pad_value: float = 0
+) -> tuple[Shaped[Tensor, "B T *D"], Int[Tensor, " B"], Bool[Tensor, "B T"]]:
     """Stack sequences of different lengths into one padded, batch-first tensor.
 
     Args:
@@ -71,6 +75,9 @@ def pad_batch(
         >>> lengths.tolist(), mask.sum().item()
         ([3, 1], 4)
     """
+    check_sequence("sequences", sequences, what="a list of sequences (lists of ids or tensors)",
+                   non_empty=True)
+    check_real("pad_value", pad_value)
     tensors = []
     for b, seq in enumerate(sequences):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (Iterable, torch.Tensor)):
@@ -96,4 +103,4 @@ def pad_batch(
         tensors = [t.to(dtype) for t in tensors]
     lengths = torch.tensor([t.shape[0] for t in tensors], dtype=torch.long)
     padded = pad_sequence(tensors, batch_first=True, padding_value=pad_value)  # (B, T[, D])
-    return padded, lengths, _lengths_to_mask(lengths, padded.shape[1])
+    return padded, lengths, lengths_to_mask(lengths, padded.shape[1])

@@ -10,11 +10,10 @@ words ("-nen", "-ová") become single tokens and rare words are still spelled ou
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from seqbook._checks import check_sequence
-from seqbook._contracts import Check, NonNegativeInt
+from seqbook._checks import check_int, check_sequence
 
 __all__ = ["learn_bpe", "apply_bpe"]
 
@@ -25,7 +24,7 @@ def _check_word(name: str, word: object) -> str:
     return word
 
 
-def _check_words(name: str, words: object) -> list[str]:
+def _check_words(name: str, words: Any) -> list[str]:
     check_sequence(name, words, what="a list of str words", iterable=True)
     return [_check_word(f"{name}[{i}]", word) for i, word in enumerate(words)]
 
@@ -38,11 +37,6 @@ def _check_merges(name: str, merges: object) -> list[tuple[str, str]]:
         ):
             raise TypeError(f"{name}[{i}] must be a (str, str) pair, got {pair!r}")
     return merges
-
-
-Word = Annotated[str, Check(_check_word)]  # a non-empty str
-Words = Annotated[Sequence[str], Check(_check_words)]  # a list of non-empty str
-Merges = Annotated[Sequence[tuple[str, str]], Check(_check_merges)]  # (str, str) pairs
 
 
 def _merge(symbols: list[str], pair: tuple[str, str]) -> list[str]:
@@ -58,7 +52,7 @@ def _merge(symbols: list[str], pair: tuple[str, str]) -> list[str]:
     return merged
 
 
-def learn_bpe(words: Words, num_merges: NonNegativeInt) -> list[tuple[str, str]]:
+def learn_bpe(words: Iterable[str], num_merges: int) -> list[tuple[str, str]]:
     r"""Learn up to ``num_merges`` byte-pair merges from a list of words.
 
     Each word starts as its characters. At every step the adjacent pair of symbols that
@@ -83,6 +77,8 @@ def learn_bpe(words: Words, num_merges: NonNegativeInt) -> list[tuple[str, str]]
         >>> learn_bpe(words, num_merges=3)       # e s: 9 times, es t: 9, l o: 7
         [('e', 's'), ('es', 't'), ('l', 'o')]
     """
+    words = _check_words("words", words)  # non-empty str
+    check_int("num_merges", num_merges, min_value=0)
     vocab = Counter(tuple(word) for word in words)  # symbols -> count
     merges: list[tuple[str, str]] = []
     for _ in range(num_merges):
@@ -101,7 +97,7 @@ def learn_bpe(words: Words, num_merges: NonNegativeInt) -> list[tuple[str, str]]
     return merges
 
 
-def apply_bpe(word: Word, merges: Merges) -> list[str]:
+def apply_bpe(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
     """Split ``word`` into subword tokens by applying ``merges`` in their learned order.
 
     Args:
@@ -116,6 +112,7 @@ def apply_bpe(word: Word, merges: Merges) -> list[str]:
         >>> apply_bpe("lowest", learn_bpe(words, num_merges=3))
         ['lo', 'w', 'est']
     """
+    _check_word("word", word), _check_merges("merges", merges)
     symbols = list(word)
     for pair in merges:
         symbols = _merge(symbols, pair)

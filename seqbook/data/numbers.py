@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from num2words import CONVERTER_CLASSES, num2words
 
-from seqbook._contracts import NonNegativeInt, OneOf, PositiveInt
+from seqbook._checks import check_choice, check_int, check_positive_int
 from seqbook.data.splits import Splits
 
 __all__ = ["NumberPair", "number_translation", "spell_number"]
@@ -30,6 +30,7 @@ class NumberPair(NamedTuple):
 
 def _check_split_sizes(max_number: int, num_valid: int, num_test: int, num_train: int) -> None:
     """The three splits fit in the ``max_number + 1`` numbers."""
+    check_positive_int("num_train", num_train)
     if num_train + num_valid + num_test > max_number + 1:
         raise ValueError(
             f"num_train + num_valid + num_test must be <= max_number + 1 = {max_number + 1}, "
@@ -37,23 +38,31 @@ def _check_split_sizes(max_number: int, num_valid: int, num_test: int, num_train
         )
 
 
-#: A num2words language code, e.g. ``"en"``, ``"de"``, ``"fr"``.
-Language = OneOf(*sorted(CONVERTER_CLASSES))
+#: The num2words language codes, e.g. ``"en"``, ``"de"``, ``"fr"``.
+LANGUAGES = tuple(sorted(CONVERTER_CLASSES))
 
 
-def spell_number(number: NonNegativeInt, lang: Language = "en") -> str:
+def _check_counts(max_number: int, num_valid: int, num_test: int, seed: int) -> None:
+    """The sizes and the seed of a data set of numbers, each an int >= 0."""
+    for name, value in dict(max_number=max_number, num_valid=num_valid, num_test=num_test,
+                            seed=seed).items():
+        check_int(name, value, min_value=0)
+
+
+def spell_number(number: int, lang: str = "en") -> str:
     """Spell ``number`` in words, e.g. ``spell_number(34, "de") == "vierunddreißig"``."""
+    check_int("number", number, min_value=0), check_choice("lang", lang, LANGUAGES)
     return num2words(number, lang=lang)
 
 
 def number_translation(
-    src: Language = "en",
-    tgt: Language = "de",
-    max_number: NonNegativeInt = 9999,
-    num_valid: NonNegativeInt = 500,
-    num_test: NonNegativeInt = 500,
-    num_train: PositiveInt | None = None,
-    seed: NonNegativeInt = 0,
+    src: str = "en",
+    tgt: str = "de",
+    max_number: int = 9999,
+    num_valid: int = 500,
+    num_test: int = 500,
+    num_train: int | None = None,
+    seed: int = 0,
 ) -> Splits[NumberPair]:
     """Pairs (number, words in ``src``, words in ``tgt``) split disjointly by number.
 
@@ -78,6 +87,8 @@ def number_translation(
         >>> spell_number(34, "en"), spell_number(34, "de")
         ('thirty-four', 'vierunddreißig')
     """
+    check_choice("src", src, LANGUAGES), check_choice("tgt", tgt, LANGUAGES)
+    _check_counts(max_number, num_valid, num_test, seed)
     available = max_number + 1 - num_valid - num_test
     if available < 1:
         raise ValueError(f"num_valid + num_test must leave at least one of the max_number + 1 = "

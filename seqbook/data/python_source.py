@@ -13,7 +13,7 @@ import sysconfig
 from pathlib import Path
 from typing import NamedTuple
 
-from seqbook._contracts import NonNegativeInt, PositiveInt
+from seqbook._checks import check_int, check_positive_int
 from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["SourceFile", "python_source_corpus"]
@@ -44,11 +44,11 @@ def _stdlib_files() -> list[Path]:
 
 
 def python_source_corpus(
-    num_chars: PositiveInt = 300_000,
-    max_file_chars: PositiveInt = 30_000,
+    num_chars: int = 300_000,
+    max_file_chars: int = 30_000,
     valid_fraction: float = 0.1,
     test_fraction: float = 0.1,
-    seed: NonNegativeInt = 0,
+    seed: int = 0,
 ) -> Splits[SourceFile]:
     """Standard-library source files, split disjointly *by file*.
 
@@ -71,6 +71,9 @@ def python_source_corpus(
         >>> sum(len(f.text) for split in corpus for f in split) >= 20_000
         True
     """
+    check_positive_int("num_chars", num_chars)
+    check_positive_int("max_file_chars", max_file_chars)
+    check_int("seed", seed, min_value=0)
     split_dataset([], valid_fraction, test_fraction, seed=seed)  # checks the fractions first
     files = _stdlib_files()
     random.Random(seed).shuffle(files)

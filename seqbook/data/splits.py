@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from seqbook._contracts import (
-    CallableAs,
-    NonNegativeInt,
-    NonNegativeReal,
-    SequenceOf,
-)
+from seqbook._checks import check_callable, check_int, check_real, check_sequence
 
 __all__ = ["Splits", "split_dataset"]
 
@@ -36,11 +31,11 @@ class Splits(Generic[T]):
 
 
 def split_dataset(
-    items: SequenceOf("a sequence (e.g. a list)"),
-    valid_fraction: NonNegativeReal = 0.1,
-    test_fraction: NonNegativeReal = 0.1,
-    seed: NonNegativeInt = 0,
-    stratify: CallableAs("stratify(item)", nargs=1) | None = None,
+    items: Sequence[T],
+    valid_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    seed: int = 0,
+    stratify: Callable[[T], Hashable] | None = None,
 ) -> Splits[T]:
     """Shuffle ``items`` with ``seed`` and cut them into disjoint train/valid/test lists.
 
@@ -57,6 +52,12 @@ def split_dataset(
         >>> len(train), len(valid), len(test), sorted(train + valid + test) == list(range(10))
         (6, 2, 2, True)
     """
+    check_sequence("items", items, what="a sequence (e.g. a list)")
+    for name, fraction in (("valid_fraction", valid_fraction), ("test_fraction", test_fraction)):
+        check_real(name, fraction, min_value=0.0, max_value=1.0, strict_max=True)
+    check_int("seed", seed, min_value=0)
+    if stratify is not None:
+        check_callable("stratify", stratify, signature="stratify(item)", nargs=1)
     if valid_fraction + test_fraction >= 1:
         raise ValueError(
             "valid_fraction + test_fraction must be < 1 so that training data remains, "

@@ -13,10 +13,11 @@ from __future__ import annotations
 import importlib
 import random
 import warnings
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Annotated, NamedTuple
+from typing import NamedTuple
 
-from seqbook._contracts import Check, NonNegativeInt, PositiveInt
+from seqbook._checks import check_int, check_positive_int
 from seqbook.data.splits import Splits, split_dataset
 
 __all__ = ["Surname", "SURNAME_LOCALES", "surnames"]
@@ -61,7 +62,7 @@ def _locale_surnames(locale: str) -> frozenset[str]:
     return frozenset(name.strip() for name in names if name.strip())
 
 
-def _check_languages(name: str, languages: object) -> list[str] | tuple[str, ...]:
+def _check_languages(name: str, languages: object) -> Sequence[str]:
     """A non-empty list of labels of :data:`SURNAME_LOCALES`."""
     if (isinstance(languages, str) or not isinstance(languages, (list, tuple))
             or not languages or not all(isinstance(lang, str) for lang in languages)):
@@ -75,11 +76,11 @@ def _check_languages(name: str, languages: object) -> list[str] | tuple[str, ...
 
 
 def surnames(
-    languages: Annotated[list[str], Check(_check_languages)] | None = None,
-    per_language: PositiveInt = 180,
+    languages: Sequence[str] | None = None,
+    per_language: int = 180,
     valid_fraction: float = 0.1,
     test_fraction: float = 0.1,
-    seed: NonNegativeInt = 0,
+    seed: int = 0,
 ) -> Splits[Surname]:
     """A balanced (surname, locale label) data set, split with the same balance in each split.
 
@@ -104,6 +105,8 @@ def surnames(
     """
     if languages is None:
         languages = list(SURNAME_LOCALES)
+    _check_languages("languages", languages)
+    check_positive_int("per_language", per_language), check_int("seed", seed, min_value=0)
     pools = {lang: _locale_surnames(SURNAME_LOCALES[lang]) for lang in languages}
     examples: list[Surname] = []
     rng = random.Random(seed)

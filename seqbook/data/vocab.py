@@ -6,12 +6,13 @@ import numbers
 import re
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Annotated
+from typing import Any, SupportsIndex
 
 import torch
+from jaxtyping import Int
+from torch import Tensor
 
-from seqbook._checks import check_sequence
-from seqbook._contracts import Check, Flag, InstanceOf, OneOf, PositiveInt, SequenceOf
+from seqbook._checks import check_choice, check_positive_int, check_sequence
 
 __all__ = ["Vocab", "tokenize"]
 
@@ -20,9 +21,7 @@ __all__ = ["Vocab", "tokenize"]
 _WORD_PATTERN = re.compile(r"\w+|[^\w\s]")
 
 
-def tokenize(
-    text: InstanceOf(str, what="a str"), level: OneOf('char', 'word') = "char"
-) -> list[str]:
+def tokenize(text: str, level: str = "char") -> list[str]:
     """Split ``text`` into tokens at the character or the word level.
 
     Args:
@@ -36,6 +35,7 @@ def tokenize(
         >>> tokenize("abc")
         ['a', 'b', 'c']
     """
+    check_choice("level", level, ("char", "word"))
     if level == "char":
         return list(text)
     return _WORD_PATTERN.findall(text)
@@ -49,7 +49,7 @@ def _check_iterable(name: str, value: object, *, of: str, hint: str = "") -> Ite
     return value
 
 
-def _check_tokens(name: str, tokens: object) -> Sequence:
+def _check_tokens(name: str, tokens: Any) -> Sequence:
     """A sequence of tokens, not a str of several characters (which would be split)."""
     if isinstance(tokens, str) and len(tokens) != 1:
         raise TypeError(f"{name} must be a sequence of tokens, got the str {tokens!r}; "
@@ -64,17 +64,15 @@ def _check_id(name: str, i: object, size: int) -> int:
         i = i.item()
     if isinstance(i, bool) or not isinstance(i, numbers.Integral):
         raise TypeError(f"{name} must hold int ids, got {i!r} ({type(i).__name__})")
+    i = int(i)
     if not 0 <= i < size:
         raise ValueError(f"{name} must hold ids in [0, {size}), got {i}")
-    return int(i)
+    return i
 
 
-Corpus = Annotated[Iterable[Sequence[str]], Check(
-    _check_iterable, of="token sequences", hint="; wrap it, e.g. Vocab([tokenize(text)])")]
-Tokens = Annotated[Sequence[str], Check(_check_tokens)]
-Ids = SequenceOf("an iterable of int ids", iterable=True, tensor=True)  # a 1-D tensor too
 # what a TypeError of counting or looking up tokens says: which token cannot be hashed
-HASHABLE = {"what": "a sequence of hashable tokens (str)", "iterable": True, "of": Hashable}
+HASHABLE: dict[str, Any] = {
+    "what": "a sequence of hashable tokens (str)", "iterable": True, "of": Hashable}
 
 
 class Vocab:
@@ -100,8 +98,10 @@ class Vocab:
     PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
     SPECIALS = (PAD, BOS, EOS, UNK)
 
-    def __init__(self, corpus: Corpus, min_freq: PositiveInt = 1) -> None:
-        self.min_freq = min_freq
+    def __init__(self, corpus: Iterable[Sequence[str]], min_freq: int = 1) -> None:
+        _check_iterable("corpus", corpus, of="token sequences",
+                        hint="; wrap it, e.g. Vocab([tokenize(text)])")
+        self.min_freq = check_positive_int("min_freq", min_freq)
         counts: Counter[str] = Counter()
         for position, tokens in enumerate(corpus):
             _check_tokens(f"corpus[{position}]", tokens)  # a str would be split
@@ -143,8 +143,11 @@ class Vocab:
         """All tokens, in id order (specials first)."""
         return list(self._id_to_token)
 
-    def encode(self, tokens: Tokens, add_bos: Flag = False, add_eos: Flag = False) -> list[int]:
+    def encode(
+        self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False
+    ) -> list[int]:
         """Map tokens to ids, optionally framed by ``<bos>`` and ``<eos>``."""
+        _check_tokens("tokens", tokens)  # a str of several characters would be split
         try:
             ids = [self[token] for token in tokens]
         except TypeError:  # not iterable, or an unhashable token: say which
@@ -152,8 +155,11 @@ class Vocab:
             raise
         return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
 
-    def decode(self, ids: Ids, skip_specials: Flag = True) -> list[str]:
+    def decode(
+        self, ids: Int[Tensor, " T"] | Iterable[SupportsIndex], skip_specials: bool = True
+    ) -> list[str]:
         """Map ids back to tokens; stops at the first ``<eos>`` when skipping specials."""
+        check_sequence("ids", ids, what="an iterable of int ids", iterable=True, tensor=True)
         tokens = []
         for i in ids:
             i = _check_id("ids", i, len(self))

@@ -6,38 +6,36 @@ Shape letters: ``N`` sentences, ``K`` beams (the beam size ``k``), ``t`` prefix 
 
 from __future__ import annotations
 
-import torch
+from typing import Any, Protocol
 
-from seqbook._contracts import (
-    Device,
-    Flag,
-    NonNegativeInt,
-    NonNegativeReal,
-    PositiveInt,
-)
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+
+from seqbook._checks import check_positive_int, check_real
 from seqbook.decoding.common import (
-    EndToken,
     Hypotheses,
-    Step,
-    _length_normalized,
-    _reorder_state,
+    StepFn,
+    _check_search,
     call_step,
+    length_normalized,
+    reorder_state,
     strip,
 )
 
-__all__ = ["beam_search"]
+__all__ = ["beam_search", "beam_step"]
 
 
 def beam_search(
-    step_fn: Step,
-    bos: NonNegativeInt,
-    eos: EndToken,
-    beam_size: PositiveInt,
-    max_len: PositiveInt,
-    length_penalty: NonNegativeReal = 0.0,
-    batch_size: PositiveInt = 1,
-    device: Device = None,
-    trace: Flag = False,
+    step_fn: StepFn,
+    bos: int,
+    eos: int,
+    beam_size: int,
+    max_len: int,
+    length_penalty: float = 0.0,
+    batch_size: int = 1,
+    device: torch.device | str | None = None,
+    trace: bool = False,
 ) -> Hypotheses:
     r"""Keep the ``beam_size`` best prefixes of every sentence at every step.
 
@@ -85,6 +83,9 @@ def beam_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
+    device = _check_search(step_fn, bos, eos, max_len, batch_size, device)
+    check_positive_int("beam_size", beam_size)
+    check_real("length_penalty", length_penalty, min_value=0.0)
     N, K, alpha = batch_size, beam_size, length_penalty
     prefixes = torch.full((N, K, 1), bos, dtype=torch.long, device=device)  # (N, K, 1)
     # all beams start as the same prefix; only the first is alive, or the k best
@@ -97,23 +98,25 @@ def beam_search(
     for t in range(1, max_len + 1):
         log_probs, state = call_step(step_fn, prefixes, state, eos, V)  # (N, K, V)
         V = log_probs.shape[-1]
-        log_probs = log_probs.to(log_prob.device)
+        # the log-probabilities in the dtype of their sum (float32 at least)
+        dtype = torch.promote_types(log_prob.dtype, log_probs.dtype)
+        log_prob, log_probs = log_prob.to(dtype), log_probs.to(log_prob.device, dtype)
         candidates += int((~finished & (log_prob > float("-inf"))).sum()) * V
         # a finished beam has one continuation, itself: <eos> again at no cost
-        stay = torch.full((V,), float("-inf"), device=log_prob.device)
+        stay = torch.full((V,), float("-inf"), device=log_prob.device, dtype=dtype)
         stay[eos] = 0.0
         log_probs = torch.where(finished.unsqueeze(-1), stay, log_probs)  # (N, K, V)
-        parent, token, log_prob, length = _beam_step(log_prob, length, finished, log_probs, t,
-                                                     alpha)
+        parent, token, log_prob, length = beam_step(log_prob, length, finished, log_probs, t,
+                                                    alpha)
         finished = finished.gather(1, parent) | (token == eos)
         prefixes = prefixes.gather(1, parent.unsqueeze(-1).expand(-1, -1, t))  # (N, K, t)
         prefixes = torch.cat([prefixes, token.unsqueeze(-1)], dim=-1)  # (N, K, t + 1)
-        state = _reorder_state(state, parent)
+        state = reorder_state(state, parent)
         if trace:
             steps.append((prefixes.clone(), log_prob.clone()))
         if bool(finished.all()):
             break
-    score = _length_normalized(log_prob, length, alpha)  # (N, K)
+    score = length_normalized(log_prob, length, alpha)  # (N, K)
     best = score.argmax(dim=1)  # (N,)
     rows = torch.arange(N, device=best.device)
     tokens = [strip(row[1:], eos) for row in prefixes[rows, best].tolist()]
@@ -122,24 +125,41 @@ def beam_search(
     )
 
 
-def _beam_step(
-    log_prob: torch.Tensor, length: torch.Tensor, finished: torch.Tensor,
-    log_probs: torch.Tensor, t: int, alpha: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One step of :func:`beam_search`: the ``K`` best of the ``K V`` extensions.
+def beam_step(
+    log_prob: Float[Tensor, "N K"],
+    length: Int[Tensor, "N K"],
+    finished: Bool[Tensor, "N K"],
+    log_probs: Float[Tensor, "N K V"],
+    t: int,
+    alpha: float,
+) -> tuple[
+    Int[Tensor, "N K"], Int[Tensor, "N K"],
+    Float[Tensor, "N K"], Int[Tensor, "N K"],
+]:
+    """One step of :func:`~seqbook.decoding.beam_search`: the ``K`` best of the ``K V`` extensions.
 
     ``log_prob``, ``length``, ``finished`` ``(N, K)`` describe the beams, ``log_probs``
     ``(N, K, V)`` their next tokens (a finished beam's only finite one is ``<eos>``,
-    at 0), ``t`` the step. Returns each survivor's ``parent`` beam, ``token``,
-    ``log_prob`` and ``length``, all ``(N, K)``.
+    at 0), ``t`` the step (>= 1) and ``alpha`` the length penalty (>= 0). Returns each
+    survivor's ``parent`` beam, ``token``, ``log_prob`` and ``length``, all ``(N, K)``.
+
+    Example:
+        >>> log_prob = torch.tensor([[0.0, -1.0]])                   # (N, K)
+        >>> log_probs = torch.tensor([[[-0.5, -3.0], [-0.25, -2.0]]])  # (N, K, V)
+        >>> parent, token, new, _ = beam_step(
+        ...     log_prob, torch.zeros(1, 2, dtype=torch.long),
+        ...     torch.zeros(1, 2, dtype=torch.bool), log_probs, t=1, alpha=0.0)
+        >>> parent.tolist(), token.tolist(), new.tolist()
+        ([[0, 1]], [[0, 0]], [[-0.5, -1.25]])
     """
+    check_positive_int("t", t), check_real("alpha", alpha, min_value=0.0)
     N, K, V = log_probs.shape
     # (N, K, V)  (eq-dec-sequence-probability)
     total = log_prob.unsqueeze(-1) + log_probs
     # (N, K)
     new_length = torch.where(finished, length, torch.full_like(length, t))
     # (N, K, V)
-    ranking = _length_normalized(total, new_length.unsqueeze(-1), alpha)
+    ranking = length_normalized(total, new_length.unsqueeze(-1), alpha)
     order = torch.sort(
         ranking.view(N, K * V), dim=1, descending=True, stable=True
     ).indices
@@ -149,10 +169,22 @@ def _beam_step(
     return parent, token, new_log_prob, new_length.gather(1, parent)
 
 
+class Translator(Protocol):
+    """What :func:`search_in_eval_mode` needs of a translation model."""
+
+    training: bool
+    bos_id: int
+    eos_id: int
+
+    def step_function(self, src: Tensor, src_lengths: Tensor) -> StepFn: ...
+    def eval(self) -> Any: ...
+    def train(self, mode: bool = True) -> Any: ...
+
+
 def search_in_eval_mode(
-    model: torch.nn.Module,
-    src: torch.Tensor,
-    src_lengths: torch.Tensor,
+    model: Translator,
+    src: Int[Tensor, "N S"],
+    src_lengths: Int[Tensor, " N"],
     max_len: int,
     beam_size: int = 1,
     length_penalty: float = 0.0,

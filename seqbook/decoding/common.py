@@ -23,15 +23,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any, TypeAlias
 
 import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
 
-from seqbook._contracts import Bounded, CallableAs, NonNegativeReal, Shaped, TensorOf
+from seqbook._checks import (
+    check_callable,
+    check_device,
+    check_int,
+    check_positive_int,
+    check_real,
+)
 
 __all__ = ["Hypotheses", "StepFn", "call_step", "length_normalized", "reorder_state"]
 
-StepFn = Callable[[torch.Tensor, Any], tuple[torch.Tensor, Any]]
+#: A step function: prefixes ``(N, K, t)`` and the search's state (``None`` at the first
+#: call) to the next token's log-probabilities ``(N, K, V)`` and the new state.
+StepFn: TypeAlias = Callable[
+    [Int[Tensor, "N K t"], Any], tuple[Float[Tensor, "N K V"], Any]
+]
 
 
 @dataclass
@@ -48,30 +60,41 @@ class Hypotheses:
     """
 
     tokens: list[list[int]]
-    log_prob: torch.Tensor  # (N,)
-    score: torch.Tensor  # (N,)
-    finished: torch.Tensor  # (N,) bool
+    log_prob: Float[Tensor, " N"]
+    score: Float[Tensor, " N"]
+    finished: Bool[Tensor, " N"]
     candidates: int = 0
-    trace: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+    trace: list[tuple[Tensor, Tensor]] = field(default_factory=list)
 
     @property
-    def probability(self) -> torch.Tensor:
+    def probability(self) -> Float[Tensor, " N"]:
         """:math:`\\exp` of ``log_prob``, shape ``(N,)``."""
         return self.log_prob.exp()
 
 
-# the contract of every search's step function (see the module docstring)
-Step = CallableAs("step_fn(prefixes, state)", nargs=2)
-# the end token of every search: an id other than ``bos``. ``bos`` need not be an id the
-# step function can *predict* (a probability table may have no row for ``<bos>``, as in
-# the decoding chapter), only one it can read; ``eos`` must be a column of its output,
-# which :func:`call_step` checks at the first step, when the vocabulary size is known
-EndToken = Annotated[int, Bounded(min_value=0, other_than="bos")]
+def _check_search(
+    step_fn: object, bos: int, eos: int, max_len: int, batch_size: int, device: object
+) -> torch.device | None:
+    """The arguments every search shares (see :func:`~seqbook.decoding.greedy_search`);
+    returns the device.
+
+    ``bos`` need not be an id the step function can *predict* (a probability table may
+    have no row for ``<bos>``, as in the decoding chapter), only one it can read;
+    ``eos`` must be a column of its output, which :func:`call_step` checks at the first
+    step, when the vocabulary size is known.
+    """
+    check_callable("step_fn", step_fn, signature="step_fn(prefixes, state)", nargs=2)
+    check_int("bos", bos, min_value=0), check_int("eos", eos, min_value=0)
+    if eos == bos:
+        raise ValueError(f"eos must be different from bos, got eos = bos = {eos}")
+    check_positive_int("max_len", max_len), check_positive_int("batch_size", batch_size)
+    return check_device("device", device)
 
 
 def call_step(
-    step_fn: StepFn, prefixes: torch.Tensor, state: Any, eos: int, vocab_size: int | None
-) -> tuple[torch.Tensor, Any]:
+    step_fn: StepFn, prefixes: Int[Tensor, "N K t"], state: Any, eos: int,
+    vocab_size: int | None,
+) -> tuple[Float[Tensor, "N K V"], Any]:
     """Call ``step_fn`` and check that it kept its side of the protocol.
 
     Its output must be ``(N, K, V)`` log-probabilities: finite or :math:`-\\infty`,
@@ -108,9 +131,7 @@ def call_step(
     return log_probs, state
 
 
-def reorder_state(
-    state: Any, parent: Shaped("N K_new", floating=False, min_value=0)
-) -> Any:
+def reorder_state(state: Any, parent: Int[Tensor, "N K_new"]) -> Any:
     """Select, for each sentence ``n``, the rows ``parent[n]`` along dimension 1.
 
     Args:
@@ -122,40 +143,39 @@ def reorder_state(
         >>> reorder_state(state, torch.tensor([[2, 2, 0]]))[0].tolist()
         [[4, 5], [4, 5], [0, 1]]
     """
-    return _reorder_state(state, parent, check=True)
-
-
-def _reorder_state(state: Any, parent: torch.Tensor, check: bool = False) -> Any:
-    """:func:`reorder_state` for a ``parent`` the search made itself (``check=False``)."""
     if state is None:
         return None
-    if isinstance(state, torch.Tensor):
-        if check:
-            _check_parent(state, parent)
+    if isinstance(state, Tensor):
+        _check_parent(state, parent)
         rows = torch.arange(parent.shape[0], device=parent.device).unsqueeze(1)  # (N, 1)
         return state[rows, parent.to(state.device)]  # (N, K_new, ...)
     if isinstance(state, tuple) and hasattr(state, "_fields"):
-        return type(state)(*(_reorder_state(s, parent, check) for s in state))
+        return type(state)(*(reorder_state(s, parent) for s in state))
     if isinstance(state, (tuple, list)):
-        return type(state)(_reorder_state(s, parent, check) for s in state)
+        return type(state)(reorder_state(s, parent) for s in state)
     if isinstance(state, dict):
-        return {key: _reorder_state(value, parent, check) for key, value in state.items()}
+        return {key: reorder_state(value, parent) for key, value in state.items()}
     return state
 
 
-def _check_parent(state: torch.Tensor, parent: torch.Tensor) -> None:
+def _check_parent(state: Tensor, parent: Tensor) -> None:
+    """``state`` has ``N`` rows, as ``parent``, and ``parent`` indexes its ``K`` columns."""
     if state.dim() < 2 or state.shape[0] != parent.shape[0]:
         raise ValueError(f"a state tensor must have shape (N, K, ...) with N = "
                          f"{parent.shape[0]} (the rows of parent), got shape {tuple(state.shape)}")
-    K = state.shape[1]  # parent >= 0: its contract
-    if parent.numel() and int(parent.max()) >= K:
-        raise ValueError(f"parent must hold row indices in [0, {K}) (K, the rows of the state), "
-                         f"got indices up to {int(parent.max())}")
+    K = state.shape[1]
+    if parent.numel() and not torch.compiler.is_compiling():
+        low, high = int(parent.min()), int(parent.max())
+        if low < 0 or high >= K:
+            raise ValueError(f"parent must hold row indices in [0, {K}) (K, the rows of the "
+                             f"state), got indices from {low} to {high}")
 
 
 def length_normalized(
-    log_prob: TensorOf(floating=True), length: TensorOf(), length_penalty: NonNegativeReal
-) -> torch.Tensor:
+    log_prob: Float[Tensor, "*#shape"],
+    length: Int[Tensor, "*#shape"],
+    length_penalty: float,
+) -> Float[Tensor, "..."]:
     r"""The score :math:`\frac{1}{L^\alpha} \log P` that ranks finished sequences.
 
     Args:
@@ -168,18 +188,7 @@ def length_normalized(
         >>> length_normalized(torch.tensor([-2.0]), torch.tensor([4]), 0.5).item()
         -1.0
     """
-    try:
-        torch.broadcast_shapes(log_prob.shape, length.shape)
-    except RuntimeError:
-        raise ValueError(f"length must broadcast to log_prob's shape {tuple(log_prob.shape)}, "
-                         f"got {tuple(length.shape)}") from None
-    return _length_normalized(log_prob, length, length_penalty)
-
-
-def _length_normalized(
-    log_prob: torch.Tensor, length: torch.Tensor, alpha: float
-) -> torch.Tensor:
-    """:func:`length_normalized` for checked arguments."""
+    alpha = check_real("length_penalty", length_penalty, min_value=0.0)
     if alpha == 0:
         return log_prob
     L = length.to(log_prob.dtype).clamp(min=1)

@@ -7,35 +7,32 @@ Shape letters: ``N`` sentences, ``M`` live prefixes (the same for every sentence
 from __future__ import annotations
 
 import torch
+from jaxtyping import Float, Int
+from torch import Tensor
 
-from seqbook._contracts import (
-    Device,
-    NonNegativeInt,
-    NonNegativeReal,
-    PositiveInt,
-)
+from seqbook._checks import check_int, check_positive_int, check_real
 from seqbook.decoding.common import (
-    EndToken,
     Hypotheses,
-    Step,
-    _length_normalized,
-    _reorder_state,
+    StepFn,
+    _check_search,
     call_step,
+    length_normalized,
+    reorder_state,
     strip,
 )
 
-__all__ = ["exhaustive_search"]
+__all__ = ["exhaustive_search", "exhaustive_step"]
 
 
 def exhaustive_search(
-    step_fn: Step,
-    bos: NonNegativeInt,
-    eos: EndToken,
-    max_len: PositiveInt,
-    length_penalty: NonNegativeReal = 0.0,
-    batch_size: PositiveInt = 1,
-    device: Device = None,
-    max_prefixes: PositiveInt = 1_000_000,
+    step_fn: StepFn,
+    bos: int,
+    eos: int,
+    max_len: int,
+    length_penalty: float = 0.0,
+    batch_size: int = 1,
+    device: torch.device | str | None = None,
+    max_prefixes: int = 1_000_000,
 ) -> Hypotheses:
     r"""Enumerate every sequence of at most ``max_len`` tokens and return the best.
 
@@ -79,6 +76,9 @@ def exhaustive_search(
         >>> result.tokens, round(result.probability.item(), 2), result.candidates
         ([[0, 1]], 0.2, 16)
     """
+    device = _check_search(step_fn, bos, eos, max_len, batch_size, device)
+    check_real("length_penalty", length_penalty, min_value=0.0)
+    check_positive_int("max_prefixes", max_prefixes)
     N, alpha = batch_size, length_penalty
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, M, t)
     log_prob = torch.zeros(N, 1, device=device)  # (N, M)
@@ -90,10 +90,13 @@ def exhaustive_search(
         log_probs, state = call_step(step_fn, prefixes, state, eos, V)  # (N, M, V)
         V, M = log_probs.shape[-1], prefixes.shape[1]
         candidates += N * M * V
-        total, parent, token = _extend(log_prob, log_probs.to(log_prob.device), eos)
+        # the log-probabilities in the dtype of their sum (float32 at least)
+        dtype = torch.promote_types(log_prob.dtype, log_probs.dtype)
+        log_prob, log_probs = log_prob.to(dtype), log_probs.to(log_prob.device, dtype)
+        total, parent, token = exhaustive_step(log_prob, log_probs, eos)
         # sequences that end here: with <eos>, or any token at the last step
         ending = total if t == max_len else total[:, :, eos : eos + 1]  # (N, M, V')
-        scores = _length_normalized(ending, torch.tensor(t), alpha).reshape(N, -1)  # (N, M*V')
+        scores = length_normalized(ending, torch.tensor(t), alpha).reshape(N, -1)  # (N, M*V')
         top, where = scores.max(dim=1)  # (N,)
         better = top > best_score  # (N,)
         best_score = torch.where(better, top, best_score)
@@ -113,22 +116,32 @@ def exhaustive_search(
         log_prob = total[:, parent, token]  # (N, M_next)
         prefixes = prefixes.gather(1, parent_nm.unsqueeze(-1).expand(-1, -1, t))  # (N, M_next, t)
         prefixes = torch.cat([prefixes, token.view(1, -1, 1).expand(N, -1, 1)], dim=-1)
-        state = _reorder_state(state, parent_nm)
+        state = reorder_state(state, parent_nm)
     tokens = [strip(p, eos) for p in best_prefix]
     finished = torch.tensor([eos in p for p in best_prefix], device=best_score.device)
     return Hypotheses(tokens, best_log_prob, best_score, finished, candidates)
 
 
-def _extend(
-    log_prob: torch.Tensor, log_probs: torch.Tensor, eos: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Extend every live prefix by every token: one step of :func:`exhaustive_search`.
+def exhaustive_step(
+    log_prob: Float[Tensor, "N M"], log_probs: Float[Tensor, "N M V"], eos: int
+) -> tuple[
+    Float[Tensor, "N M V"], Int[Tensor, " M_next"], Int[Tensor, " M_next"]
+]:
+    """Extend every live prefix by every token: one step of
+    :func:`~seqbook.decoding.exhaustive_search`.
 
     ``log_prob`` ``(N, M)`` holds the prefixes' log-probabilities, ``log_probs``
     ``(N, M, V)`` their next tokens'. Returns the log-probabilities of all ``M V``
     extensions, ``(N, M, V)``, and the ``(parent, token)`` pairs ``(M_next,)`` that
     stay live: not ``<eos>``, and possible for at least one sentence.
+
+    Example:
+        >>> log_probs = torch.tensor([[[-0.5, float("-inf"), -1.0]]])   # (N, M, V)
+        >>> total, parent, token = exhaustive_step(torch.zeros(1, 1), log_probs, eos=2)
+        >>> parent.tolist(), token.tolist()         # <eos> ends, token 1 is impossible
+        ([0], [0])
     """
+    check_int("eos", eos, min_value=0, max_value=log_probs.shape[-1] - 1)
     # (N, M, V)  (eq-dec-sequence-probability)
     total = log_prob.unsqueeze(-1) + log_probs
     alive = torch.isfinite(total).any(dim=0)  # (M, V)

@@ -6,27 +6,29 @@ Shape letters: ``N`` sentences, ``t`` prefix length, ``V`` vocabulary.
 from __future__ import annotations
 
 import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
 
-from seqbook._contracts import Device, NonNegativeInt, PositiveInt
+from seqbook._checks import check_int
 from seqbook.decoding.common import (
-    EndToken,
     Hypotheses,
-    Step,
-    _length_normalized,
+    StepFn,
+    _check_search,
     call_step,
+    length_normalized,
     strip,
 )
 
-__all__ = ["greedy_search"]
+__all__ = ["greedy_search", "greedy_step"]
 
 
 def greedy_search(
-    step_fn: Step,
-    bos: NonNegativeInt,
-    eos: EndToken,
-    max_len: PositiveInt,
-    batch_size: PositiveInt = 1,
-    device: Device = None,
+    step_fn: StepFn,
+    bos: int,
+    eos: int,
+    max_len: int,
+    batch_size: int = 1,
+    device: torch.device | str | None = None,
 ) -> Hypotheses:
     r"""Decode ``batch_size`` sentences at once by always taking the argmax.
 
@@ -60,6 +62,7 @@ def greedy_search(
         >>> result.tokens, round(result.probability.item(), 2)
         ([[0, 1]], 0.2)
     """
+    device = _check_search(step_fn, bos, eos, max_len, batch_size, device)
     N = batch_size
     prefixes = torch.full((N, 1, 1), bos, dtype=torch.long, device=device)  # (N, 1, 1)
     log_prob = torch.zeros(N, device=device)
@@ -69,27 +72,46 @@ def greedy_search(
     for _ in range(max_len):
         log_probs, state = call_step(step_fn, prefixes, state, eos, V)  # (N, 1, V)
         V = log_probs.shape[-1]
-        log_probs = log_probs[:, 0].to(log_prob.device)  # (N, V)
+        # the log-probabilities in the dtype of their sum (float32 at least)
+        dtype = torch.promote_types(log_prob.dtype, log_probs.dtype)
+        log_probs = log_probs[:, 0].to(log_prob.device, dtype)  # (N, V)
+        log_prob = log_prob.to(dtype)
         candidates += int((~finished).sum()) * V
-        best, log_prob, length, finished = _greedy_step(log_probs, log_prob, length, finished, eos)
+        best, log_prob, length, finished = greedy_step(log_probs, log_prob, length, finished, eos)
         prefixes = torch.cat([prefixes, best.view(N, 1, 1)], dim=-1)  # (N, 1, t + 1)
         if bool(finished.all()):
             break
     tokens = [strip(row[1:], eos) for row in prefixes[:, 0].tolist()]
-    score = _length_normalized(log_prob, length, 0.0)
+    score = length_normalized(log_prob, length, 0.0)
     return Hypotheses(tokens, log_prob, score, finished, candidates)
 
 
-def _greedy_step(
-    log_probs: torch.Tensor, log_prob: torch.Tensor, length: torch.Tensor,
-    finished: torch.Tensor, eos: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One step of :func:`greedy_search`: the next token of every sentence.
+def greedy_step(
+    log_probs: Float[Tensor, "N V"],
+    log_prob: Float[Tensor, " N"],
+    length: Int[Tensor, " N"],
+    finished: Bool[Tensor, " N"],
+    eos: int,
+) -> tuple[
+    Int[Tensor, " N"], Float[Tensor, " N"],
+    Int[Tensor, " N"], Bool[Tensor, " N"],
+]:
+    """One step of :func:`~seqbook.decoding.greedy_search`: the next token of every sentence.
 
-    ``log_probs`` ``(N, V)``; ``log_prob``, ``length``, ``finished`` ``(N,)``. A finished
+    ``log_probs`` ``(N, V)`` are the next token's log-probabilities; ``log_prob``,
+    ``length``, ``finished`` ``(N,)`` describe the sentences so far. A finished
     sentence gets ``eos`` again, at no cost and no length. Returns the tokens ``(N,)``
     and the updated ``log_prob``, ``length``, ``finished``.
+
+    Example:
+        >>> log_probs = torch.tensor([[-0.5, -2.5, -1.5], [-2.0, -0.25, -3.0]])
+        >>> best, log_prob, length, finished = greedy_step(
+        ...     log_probs, torch.zeros(2), torch.zeros(2, dtype=torch.long),
+        ...     torch.tensor([False, True]), eos=2)
+        >>> best.tolist(), log_prob.tolist(), length.tolist()
+        ([0, 2], [-0.5, 0.0], [1, 0])
     """
+    check_int("eos", eos, min_value=0, max_value=log_probs.shape[-1] - 1)
     best = log_probs.argmax(-1)  # (N,)  (eq-dec-greedy)
     best = torch.where(finished, torch.full_like(best, eos), best)
     gained = log_probs.gather(1, best.unsqueeze(1)).squeeze(1)  # (N,)

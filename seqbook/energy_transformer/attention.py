@@ -28,19 +28,21 @@ the first term an ordinary attention whose values are the keys mapped back by
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    NonNegativeReal,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-)
-from seqbook.energy_transformer._validate import Tokens
+from seqbook._checks import check_positive_int, check_real
+from seqbook.energy_transformer._validate import Tokens, check_tokens
 
 __all__ = ["EnergyAttention"]
+
+#: a head's keys or queries ``(B, H, N, Y)``
+HeadVectors: TypeAlias = Float[Tensor, "B {self.num_heads} N {self.head_dim}"]
+#: scores or weights ``(B, H, N, N)``: row C (the query), column B (the key)
+Scores: TypeAlias = Float[Tensor, "B {self.num_heads} N N"]
 
 
 class EnergyAttention(nn.Module):
@@ -59,30 +61,36 @@ class EnergyAttention(nn.Module):
         generator: random generator of the initial weights.
 
     Shapes:
-        g: ``(B, N, D)`` normalised tokens (``N >= 2``: a token never attends to
-        itself).
-        returns: ``(B,)`` (:meth:`energy`), ``(B, N, D)`` (:meth:`update`),
-        ``(B, H, N, N)`` (:meth:`weights`).
+        g: ``(B, N, D)`` normalised tokens (at least 2: a token never attends to
+            itself).
+        returns: ``(B,)`` (:meth:`energy`), ``(B, N, D)`` (:meth:`forward`, the
+            update), ``(B, H, N, N)`` (:meth:`weights`); :meth:`scores` returns the
+            keys and queries ``(B, H, N, Y)`` and the scores ``(B, H, N, N)``.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
         >>> attention = EnergyAttention(dim=6, num_heads=2, head_dim=3, generator=g)
         >>> tokens = torch.randn(2, 5, 6, generator=g, requires_grad=True)
         >>> (grad,) = torch.autograd.grad(attention.energy(tokens).sum(), tokens)
-        >>> torch.allclose(attention.update(tokens), -grad, atol=1e-6)
+        >>> torch.allclose(attention(tokens), -grad, atol=1e-6)
         True
     """
 
     def __init__(
         self,
-        dim: PositiveInt,
-        num_heads: PositiveInt = 2,
-        head_dim: PositiveInt = 8,
-        beta: PositiveReal | None = None,
-        init_std: NonNegativeReal = 0.1,
-        generator: RandomGenerator = None,
+        dim: int,
+        num_heads: int = 2,
+        head_dim: int = 8,
+        beta: float | None = None,
+        init_std: float = 0.1,
+        generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
+        for name, size in (("dim", dim), ("num_heads", num_heads), ("head_dim", head_dim)):
+            check_positive_int(name, size)
+        if beta is not None:
+            check_real("beta", beta, min_value=0.0, strict_min=True)
+        check_real("init_std", init_std, min_value=0.0)
         self.dim = dim
         self.num_heads = num_heads
         self.head_dim = head_dim
@@ -94,10 +102,11 @@ class EnergyAttention(nn.Module):
         self.W_Q = nn.Parameter(W.clone())
         self.W_K = nn.Parameter(W.clone())
 
-    def _scores(
-        self, g: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Keys, queries and the scores beta k_B . q_C, -inf on the diagonal."""
+    def scores(self, g: Tokens) -> tuple[HeadVectors, HeadVectors, Scores]:
+        r"""The keys :math:`\mathbf k_{hB}` and queries :math:`\mathbf q_{hC}`, eq.
+        (eq-et-keys), and the scores :math:`\beta\,\mathbf k_{hB}\cdot\mathbf q_{hC}`,
+        :math:`-\infty` on the diagonal (a token never attends to itself)."""
+        check_tokens("g", g)
         K = torch.einsum("bnd,hyd->bhny", g, self.W_K)  # (eq-et-keys)  (B, H, N, Y)
         Q = torch.einsum("bnd,hyd->bhny", g, self.W_Q)  # (eq-et-keys)  (B, H, N, Y)
         S = self.beta * Q @ K.transpose(-1, -2)  # (B, H, N, N): row C, column B
@@ -105,25 +114,20 @@ class EnergyAttention(nn.Module):
         self_pair = torch.eye(N, dtype=torch.bool, device=g.device)  # B == C
         return K, Q, S.masked_fill(self_pair, float("-inf"))
 
-    def energy(self, g: Tokens) -> torch.Tensor:
+    def energy(self, g: Tokens) -> Float[Tensor, " B"]:
         """The attention energy of each configuration, eq. (eq-et-attention-energy)."""
-        return self._energy(g)
-
-    def weights(self, g: Tokens) -> torch.Tensor:
-        r"""The attention weights :math:`\omega_{hCB}` (row: query :math:`C`)."""
-        return torch.softmax(self._scores(g)[2], dim=-1)  # (B, H, N, N)
-
-    def update(self, g: Tokens) -> torch.Tensor:
-        """Minus the gradient of the energy, in closed form, eq. (eq-et-attention-update)."""
-        return self._update(g)
-
-    def _energy(self, g: torch.Tensor) -> torch.Tensor:
-        _, _, S = self._scores(g)
+        _, _, S = self.scores(g)
         lse = torch.logsumexp(S, dim=-1)  # (B, H, N): one term per query C
         return -lse.sum((1, 2)) / self.beta  # (eq-et-attention-energy)
 
-    def _update(self, g: torch.Tensor) -> torch.Tensor:
-        K, Q, S = self._scores(g)
+    def weights(self, g: Tokens) -> Scores:
+        r"""The attention weights :math:`\omega_{hCB}` (row: query :math:`C`)."""
+        return torch.softmax(self.scores(g)[2], dim=-1)  # (B, H, N, N)
+
+    def forward(self, g: Tokens) -> Tokens:
+        """The update: minus the gradient of the energy, in closed form, eq.
+        (eq-et-attention-update)."""
+        K, Q, S = self.scores(g)
         omega = torch.softmax(S, dim=-1)  # (B, H, N, N)
         from_keys = omega @ K  # (B, H, N, Y): sum_B omega_AB k_B
         from_queries = omega.transpose(-1, -2) @ Q  # sum_C omega_CA q_C

@@ -24,19 +24,13 @@ small enough :math:`\alpha`.
 from __future__ import annotations
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    NonNegativeInt,
-    NonNegativeReal,
-    OneOf,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-)
-from seqbook.energy_transformer._validate import Tokens
+from seqbook._checks import check_choice, check_int, check_real
+from seqbook.energy_transformer._validate import Tokens, check_tokens
 from seqbook.energy_transformer.attention import EnergyAttention
-from seqbook.energy_transformer.hopfield import HopfieldNetwork
+from seqbook.energy_transformer.hopfield import KINDS, HopfieldNetwork
 from seqbook.energy_transformer.layer_norm import EnergyLayerNorm
 
 __all__ = ["EnergyTransformer"]
@@ -64,8 +58,8 @@ class EnergyTransformer(nn.Module):
 
     Shapes:
         x: ``(B, N, D)`` tokens.
-        returns: ``(B,)`` (:meth:`energy`), ``(B, N, D)`` (:meth:`gradient`,
-        :meth:`step`), ``(S + 1, B, N, D)`` (:meth:`run`).
+        returns: ``(B,)`` (:meth:`energy`), ``(B, N, D)`` (:meth:`gradient`, and
+        :meth:`forward`, one step), ``(S + 1, B, N, D)`` (:meth:`run`).
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -79,16 +73,17 @@ class EnergyTransformer(nn.Module):
 
     def __init__(
         self,
-        dim: PositiveInt,
-        num_heads: PositiveInt = 2,
-        head_dim: PositiveInt = 8,
-        num_memories: PositiveInt = 64,
-        hopfield: OneOf('relu', 'softmax') = "relu",
-        beta: PositiveReal | None = None,
-        init_std: NonNegativeReal = 0.1,
-        generator: RandomGenerator = None,
+        dim: int,
+        num_heads: int = 2,
+        head_dim: int = 8,
+        num_memories: int = 64,
+        hopfield: str = "relu",
+        beta: float | None = None,
+        init_std: float = 0.1,
+        generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
+        check_choice("hopfield", hopfield, KINDS)  # the sizes: checked by the modules
         self.dim = dim
         self.norm = EnergyLayerNorm(dim)
         self.attention = EnergyAttention(dim, num_heads, head_dim, beta, init_std, generator)
@@ -96,16 +91,14 @@ class EnergyTransformer(nn.Module):
                                         generator=generator)
 
     # ------------------------------------------------------------------ energy
-    def energy(self, x: Tokens) -> torch.Tensor:
+    def energy(self, x: Tokens) -> Float[Tensor, " B"]:
         """The energy :math:`E(\\mathbf g(\\mathbf x))` of each configuration, eq.
         (eq-et-energy)."""
-        return self._energy(self.norm._g(x))
+        check_tokens("x", x)
+        g = self.norm(x)  # (eq-et-layernorm)
+        return self.attention.energy(g) + self.hopfield.energy(g)  # (eq-et-energy)
 
-    def _energy(self, g: torch.Tensor) -> torch.Tensor:
-        # (eq-et-energy)
-        return self.attention._energy(g) + self.hopfield._energy(g)
-
-    def gradient(self, g: Tokens, method: OneOf(*METHODS) = "closed") -> torch.Tensor:
+    def gradient(self, g: Tokens, method: str = "closed") -> Tokens:
         r""":math:`\partial E/\partial\mathbf g`, in closed form or by autograd.
 
         Args:
@@ -113,46 +106,44 @@ class EnergyTransformer(nn.Module):
             method: ``"closed"`` (eqs. (eq-et-attention-update) and
                 (eq-et-hopfield-update)) or ``"autograd"``.
         """
-        return self._gradient(g, method)
-
-    def _gradient(self, g: torch.Tensor, method: str) -> torch.Tensor:
+        check_choice("method", method, METHODS)
         if method == "closed":
-            return -(self.attention._update(g) + self.hopfield._update(g))
+            return -(self.attention(g) + self.hopfield(g))
         create_graph = torch.is_grad_enabled()  # to train through the dynamics
         with torch.enable_grad():
             if not g.requires_grad:
                 g = g.detach().requires_grad_(True)
-            (grad,) = torch.autograd.grad(self._energy(g).sum(), g,
-                                          create_graph=create_graph)
+            E = self.attention.energy(g) + self.hopfield.energy(g)  # (eq-et-energy)
+            (grad,) = torch.autograd.grad(E.sum(), g, create_graph=create_graph)
         return grad
 
     # ---------------------------------------------------------------- dynamics
-    def step(
-        self,
-        x: Tokens,
-        alpha: PositiveReal = 0.1,
-        method: OneOf(*METHODS) = "closed",
-    ) -> torch.Tensor:
+    def forward(
+        self, x: Tokens, alpha: float = 0.1, method: str = "closed"
+    ) -> Tokens:
         """One step of the token dynamics, eq. (eq-et-step)."""
-        return self._step(x, alpha, method)
-
-    def _step(self, x: torch.Tensor, alpha: float, method: str) -> torch.Tensor:
-        g = self.norm._g(x)  # (eq-et-layernorm)
-        return x - alpha * self._gradient(g, method)  # (eq-et-step)
+        check_tokens("x", x)
+        check_real("alpha", alpha, min_value=0.0, strict_min=True)
+        g = self.norm(x)  # (eq-et-layernorm)
+        return x - alpha * self.gradient(g, method)  # (eq-et-step)
 
     def run(
         self,
         x0: Tokens,
-        steps: NonNegativeInt,
-        alpha: PositiveReal = 0.1,
-        method: OneOf(*METHODS) = "closed",
-    ) -> torch.Tensor:
+        steps: int,
+        alpha: float = 0.1,
+        method: str = "closed",
+    ) -> Float[Tensor, "S B N {self.dim}"]:
         """``steps`` steps of the dynamics from ``x0``: the whole trajectory, ``x0`` first.
 
         Differentiable (train through it by backpropagation); wrap it in
         ``torch.no_grad()`` to only evaluate.
         """
+        check_tokens("x0", x0)
+        check_int("steps", steps, min_value=0)
+        check_real("alpha", alpha, min_value=0.0, strict_min=True)
+        check_choice("method", method, METHODS)
         states = [x0]
         for _ in range(steps):
-            states.append(self._step(states[-1], alpha, method))
+            states.append(self(states[-1], alpha, method))
         return torch.stack(states)  # (S + 1, B, N, D)

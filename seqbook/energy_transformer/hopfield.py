@@ -25,19 +25,16 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    NonNegativeReal,
-    OneOf,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-)
-from seqbook.energy_transformer._validate import Tokens
+from seqbook._checks import check_choice, check_positive_int, check_real
+from seqbook.energy_transformer._validate import Tokens, check_tokens
 from seqbook.hopfield import lse
 
 __all__ = ["HopfieldNetwork"]
+
+KINDS = ("relu", "softmax")
 
 
 class HopfieldNetwork(nn.Module):
@@ -60,27 +57,32 @@ class HopfieldNetwork(nn.Module):
 
     Shapes:
         g: ``(B, N, D)``.
-        returns: ``(B,)`` (:meth:`energy`), ``(B, N, D)`` (:meth:`update`).
+        returns: ``(B,)`` (:meth:`energy`), ``(B, N, D)`` (:meth:`forward`, the
+        update).
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
         >>> memory = HopfieldNetwork(dim=4, num_memories=8, generator=g)
         >>> tokens = torch.randn(3, 5, 4, generator=g, requires_grad=True)
         >>> (grad,) = torch.autograd.grad(memory.energy(tokens).sum(), tokens)
-        >>> torch.allclose(memory.update(tokens), -grad, atol=1e-6)
+        >>> torch.allclose(memory(tokens), -grad, atol=1e-6)
         True
     """
 
     def __init__(
         self,
-        dim: PositiveInt,
-        num_memories: PositiveInt,
-        kind: OneOf('relu', 'softmax') = "relu",
-        beta: PositiveReal = 1.0,
-        init_std: NonNegativeReal = 0.1,
-        generator: RandomGenerator = None,
+        dim: int,
+        num_memories: int,
+        kind: str = "relu",
+        beta: float = 1.0,
+        init_std: float = 0.1,
+        generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
+        check_positive_int("dim", dim), check_positive_int("num_memories", num_memories)
+        check_choice("kind", kind, KINDS)
+        check_real("beta", beta, min_value=0.0, strict_min=True)
+        check_real("init_std", init_std, min_value=0.0)
         self.dim = dim
         self.num_memories = num_memories
         self.kind = kind
@@ -88,21 +90,18 @@ class HopfieldNetwork(nn.Module):
         xi = torch.randn(self.num_memories, self.dim, generator=generator) * init_std
         self.xi = nn.Parameter(xi)  # (M, D): one memory per row
 
-    def energy(self, g: Tokens) -> torch.Tensor:
+    def energy(self, g: Tokens) -> Float[Tensor, " B"]:
         """The Hopfield energy of each configuration, eq. (eq-et-hopfield-energy)."""
-        return self._energy(g)
-
-    def update(self, g: Tokens) -> torch.Tensor:
-        """Minus the gradient of the energy, in closed form, eq. (eq-et-hopfield-update)."""
-        return self._update(g)
-
-    def _energy(self, g: torch.Tensor) -> torch.Tensor:
+        check_tokens("g", g)
         h = g @ self.xi.T  # (B, N, M): xi_mu . g_A
         if self.kind == "softmax":
             return -lse(self.beta, h).sum(-1)  # (eq-et-hopfield-softmax)
         return -0.5 * F.relu(h).pow(2).sum((1, 2))  # (eq-et-hopfield-energy)
 
-    def _update(self, g: torch.Tensor) -> torch.Tensor:
+    def forward(self, g: Tokens) -> Tokens:
+        """The update: minus the gradient of the energy, in closed form, eq.
+        (eq-et-hopfield-update)."""
+        check_tokens("g", g)
         h = g @ self.xi.T  # (B, N, M)
         if self.kind == "softmax":
             return torch.softmax(self.beta * h, dim=-1) @ self.xi  # (B, N, D)

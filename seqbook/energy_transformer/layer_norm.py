@@ -22,17 +22,18 @@ during training.
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import Dims, PositiveInt, PositiveReal
+from seqbook._checks import check_positive_int, check_real
 
 __all__ = ["EnergyLayerNorm"]
 
-_FEATURES = Dims("... dim", floating=True, dtype_of="module")
-Features = Annotated[torch.Tensor, _FEATURES]  # (..., D) of the module's dtype
+#: ``(..., D)`` features of the module's dimension (and dtype)
+Features: TypeAlias = Float[Tensor, "*batch {self.dim}"]
 
 
 class EnergyLayerNorm(nn.Module):
@@ -65,39 +66,32 @@ class EnergyLayerNorm(nn.Module):
 
     def __init__(
         self,
-        dim: PositiveInt,
-        eps: PositiveReal = 1e-5,
-        gamma: PositiveReal = 1.0,
+        dim: int,
+        eps: float = 1e-5,
+        gamma: float = 1.0,
     ) -> None:
         super().__init__()
+        check_positive_int("dim", dim)
+        check_real("eps", eps, min_value=0.0, strict_min=True)
+        check_real("gamma", gamma, min_value=0.0, strict_min=True)
         self.dim = dim
         self.eps = eps
         self.log_gamma = nn.Parameter(torch.tensor(math.log(gamma)))  # gamma > 0
         self.delta = nn.Parameter(torch.zeros(self.dim))
 
     @property
-    def gamma(self) -> torch.Tensor:
+    def gamma(self) -> Tensor:
         """The gain :math:`\\gamma = e^{\\log\\gamma} > 0`."""
         return self.log_gamma.exp()
 
-    def check(self, name: str, x: object) -> torch.Tensor:
-        """``x`` if it is a floating tensor ``(..., D)`` of the parameters' dtype."""
-        return _FEATURES.check_in(name, x, {"self": self}, {})
-
-    def forward(self, x: Features) -> torch.Tensor:
+    def forward(self, x: Features) -> Features:
         """The normalised tokens :math:`\\mathbf g`, eq. (eq-et-layernorm)."""
-        return self._g(x)
-
-    def _g(self, x: torch.Tensor) -> torch.Tensor:
         centred = x - x.mean(-1, keepdim=True)  # (..., D)
         scale = (centred.pow(2).mean(-1, keepdim=True) + self.eps).sqrt()
         return self.gamma * centred / scale + self.delta  # (eq-et-layernorm)
 
-    def lagrangian(self, x: Features) -> torch.Tensor:
+    def lagrangian(self, x: Features) -> Float[Tensor, "*batch"]:
         """The Lagrangian :math:`L(\\mathbf x)` of each token, eq. (eq-et-lagrangian)."""
-        return self._lagrangian(x)
-
-    def _lagrangian(self, x: torch.Tensor) -> torch.Tensor:
         centred = x - x.mean(-1, keepdim=True)  # (..., D)
         scale = (centred.pow(2).mean(-1) + self.eps).sqrt()  # (...)
         return self.dim * self.gamma * scale + x @ self.delta  # (eq-et-lagrangian)

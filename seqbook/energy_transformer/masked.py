@@ -28,28 +28,24 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    InstanceOf,
-    IntAtLeast,
-    MultipleOf,
-    NonNegativeInt,
-    NonNegativeReal,
-    OneOf,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    Shaped,
-    TensorOf,
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    parameter_dtype,
 )
-from seqbook.attractor import image_to_patches, patches_to_image
-from seqbook.attractor.embedding import _image_to_patches
-from seqbook.attractor.tasks import Fraction, _mask_tokens
-from seqbook.energy_transformer._validate import Tokens
+from seqbook.attractor import image_to_patches, mask_tokens, patches_to_image
+from seqbook.energy_transformer._validate import Tokens, check_tokens
 from seqbook.energy_transformer.block import EnergyTransformer
+from seqbook.energy_transformer.hopfield import KINDS
 from seqbook.train import History, fit
 from seqbook.transformer import positional_encoding
 from seqbook.utils import CheckpointName, find_checkpoint, seeded_generator
@@ -76,26 +72,38 @@ CHECKPOINTS = Path(__file__).parent / "checkpoints"
 class MaskedConfig:
     """The architecture and dynamics of a :class:`MaskedEnergyTransformer`."""
 
-    patch_size: PositiveInt = 2  # the bare attractor model's 2 x 2 patches: N = 196 tokens
-    image_size: MultipleOf("patch_size") = 28  # whole patches
-    dim: PositiveInt = 32  # token dimension D (the paper: 768)
-    num_heads: PositiveInt = 1  # H (the paper: 12)
-    head_dim: PositiveInt = 16  # Y, per head (the paper: 64)
-    num_memories: PositiveInt = 128  # M (the paper: 4 D = 3,072)
-    hopfield: OneOf("relu", "softmax") = "relu"  # the paper's choice; or "softmax"
-    steps: PositiveInt = 12  # T, steps of the dynamics (the paper: 12)
-    alpha: PositiveReal = 0.1  # step size alpha = dt / tau (the paper: 0.1)
-    init_std: NonNegativeReal = 0.2  # initial W_Q (= W_K) and Xi
+    patch_size: int = 2  # the bare attractor model's 2 x 2 patches: N = 196 tokens
+    image_size: int = 28  # whole patches: a multiple of patch_size
+    dim: int = 32  # token dimension D (the paper: 768)
+    num_heads: int = 1  # H (the paper: 12)
+    head_dim: int = 16  # Y, per head (the paper: 64)
+    num_memories: int = 128  # M (the paper: 4 D = 3,072)
+    hopfield: str = "relu"  # the paper's choice; or "softmax"
+    steps: int = 12  # T, steps of the dynamics (the paper: 12)
+    alpha: float = 0.1  # step size alpha = dt / tau (the paper: 0.1)
+    init_std: float = 0.2  # initial W_Q (= W_K) and Xi
+
+    def __post_init__(self) -> None:
+        for name in ("patch_size", "image_size", "dim", "num_heads", "head_dim",
+                     "num_memories", "steps"):
+            check_positive_int(name, getattr(self, name))
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size must be a multiple of patch_size = "
+                             f"{self.patch_size}, got {self.image_size}")
+        check_choice("hopfield", self.hopfield, KINDS)
+        check_real("alpha", self.alpha, min_value=0.0, strict_min=True)
+        check_real("init_std", self.init_std, min_value=0.0)
 
 
-Patches = Shaped("B num_tokens a", floating=True, dtype_of="module")  # (B, N, a) pixels
-Visible = Shaped("B num_tokens", dtype=torch.bool)  # (B, N), True = visible
-# (B, H, W) clean images (one at least) of the model's size and dtype
-ModelImages = Shaped("B model.image_size model.image_size", floating=True, dtype_of="model",
-                     min_size={"B": 1})
+#: ``(B, N, a)`` pixels of the patches, of the model's dtype
+Patches: TypeAlias = Float[Tensor, "B {self.num_tokens} {self.a}"]
+#: ``(B, N)``, True = visible
+Visible: TypeAlias = Bool[Tensor, "B {self.num_tokens}"]
+#: ``(B, H, W)`` clean images of the model's size
+ModelImages: TypeAlias = Float[Tensor, "B {model.image_size} {model.image_size}"]
 
 
-def grid_encoding(side: PositiveInt, dim: IntAtLeast(2)) -> torch.Tensor:
+def grid_encoding(side: int, dim: int) -> Float[Tensor, "{side}*{side} {dim}"]:
     """Sinusoidal encodings of the rows and columns of a ``side x side`` grid, side by side.
 
     The initial positional embedding: patch ``(r, c)``, token ``r * side + c``, gets the
@@ -110,6 +118,7 @@ def grid_encoding(side: PositiveInt, dim: IntAtLeast(2)) -> torch.Tensor:
         >>> grid_encoding(14, 32).shape
         torch.Size([196, 32])
     """
+    check_positive_int("side", side), check_int("dim", dim, min_value=2)
     rows = positional_encoding(side, dim // 2)  # (side, dim // 2)
     cols = positional_encoding(side, dim - dim // 2)  # (side, dim - dim // 2)
     return torch.cat([rows.repeat_interleave(side, 0), cols.repeat(side, 1)], dim=-1)
@@ -137,8 +146,8 @@ class MaskedEnergyTransformer(nn.Module):
         ((2, 196, 4), (4, 2, 196, 8))
     """
 
-    def __init__(self, config: InstanceOf(MaskedConfig) | None = None,
-                 generator: RandomGenerator = None) -> None:
+    def __init__(self, config: MaskedConfig | None = None,
+                 generator: torch.Generator | None = None) -> None:
         super().__init__()
         self.config = config = config or MaskedConfig()
         self.patch_size, self.image_size = config.patch_size, config.image_size
@@ -154,53 +163,38 @@ class MaskedEnergyTransformer(nn.Module):
             init_std=config.init_std, generator=generator,
         )
 
-    def tokens(self, patches: Patches, visible: Visible) -> torch.Tensor:
+    def tokens(self, patches: Patches, visible: Visible) -> Tokens:
         """The initial tokens :math:`\\mathbf x^{(0)}`, eq. (eq-et-tokens)."""
-        return self._tokens(patches, visible.to(patches.device))
-
-    def _tokens(self, patches: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         encoded = self.encoder(patches)  # (B, N, D)
-        x = torch.where(visible.unsqueeze(-1), encoded, self.mask_token)
+        keep = visible.unsqueeze(-1).to(encoded.device)  # (B, N, 1)
+        x = torch.where(keep, encoded, self.mask_token)
         return x + self.position  # (eq-et-tokens)  (B, N, D)
 
-    def decode(self, x: Tokens) -> torch.Tensor:
+    def decode(self, x: Tokens) -> Float[Tensor, "B N {self.a}"]:
         """The pixels of every patch read from the tokens (unclipped), eq. (eq-et-decode)."""
-        return self._decode(x)
-
-    def _decode(self, x: torch.Tensor) -> torch.Tensor:
-        g = self.block.norm._g(x)  # (eq-et-layernorm)  (B, N, D)
+        check_tokens("x", x)
+        g = self.block.norm(x)  # (eq-et-layernorm)  (B, N, D)
         return self.decoder(g)  # (eq-et-decode)  p_hat = W_dec g + b_dec  (B, N, a)
 
-    def forward(self, patches: Patches, visible: Visible,
-                steps: NonNegativeInt | None = None) -> torch.Tensor:
+    def forward(self, patches: Patches, visible: Visible, steps: int | None = None) -> Patches:
         """The predicted pixels of every patch after ``steps`` steps (default :math:`T`)."""
-        steps = self.config.steps if steps is None else steps
-        return self._forward(patches, visible.to(patches.device), steps)
-
-    def _forward(self, patches: torch.Tensor, visible: torch.Tensor, steps: int) -> torch.Tensor:
-        x = self._tokens(patches, visible)
+        steps = self.config.steps if steps is None else check_int("steps", steps, min_value=0)
+        x = self.tokens(patches, visible)
         for _ in range(steps):
-            x = self.block._step(x, self.config.alpha, "closed")  # (eq-et-step)
-        return self._decode(x)  # (B, N, a)
+            x = self.block(x, self.config.alpha)  # (eq-et-step)
+        return self.decode(x)  # (B, N, a)
 
-    def run(self, patches: Patches, visible: Visible, steps: NonNegativeInt) -> torch.Tensor:
+    def run(
+        self, patches: Patches, visible: Visible, steps: int
+    ) -> Float[Tensor, "S B {self.num_tokens} {self.dim}"]:
         """The tokens after ``t = 0, 1, ..., steps`` steps (with the model's ``alpha``)."""
-        x0 = self._tokens(patches, visible.to(patches.device))
+        check_int("steps", steps, min_value=0)
+        x0 = self.tokens(patches, visible)
         return self.block.run(x0, steps, self.config.alpha)  # (S + 1, B, N, D)
 
-    def _loss(
-        self,
-        images: torch.Tensor,
-        fraction: float,
-        generator: torch.Generator | None,
-    ) -> torch.Tensor:
-        p = _image_to_patches(images, self.patch_size)  # (B, N, a) the patches p_A
-        _, visible = _mask_tokens(p, fraction, generator)  # True in V, False in M
-        p_hat = self._forward(p, visible, self.config.steps)  # (eq-et-decode)
-        error = (p_hat - p).pow(2)  # (B, N, a)
-        return error[~visible].mean() + error[visible].mean()  # (eq-et-loss)
-
-    def to_images(self, trajectory: TensorOf(4, floating=True)) -> torch.Tensor:
+    def to_images(
+        self, trajectory: Float[Tensor, "S B {self.num_tokens} {self.dim}"]
+    ) -> Float[Tensor, "S B {self.image_size} {self.image_size}"]:
         """The images decoded from every state of a trajectory, clipped to [0, 1].
 
         Shapes:
@@ -214,11 +208,11 @@ class MaskedEnergyTransformer(nn.Module):
 
 
 def paste_visible(
-    predictions: Shaped("... B H W", floating=True),
-    images: Shaped("B H W", floating=True),
-    visible: Shaped("B *"),
-    patch_size: PositiveInt,
-) -> torch.Tensor:
+    predictions: Float[Tensor, "*lead B H W"],
+    images: Float[Tensor, "B H W"],
+    visible: Bool[Tensor, "B N"],
+    patch_size: int,
+) -> Float[Tensor, "*lead B H W"]:
     """Keep the predicted pixels of the masked patches only; visible patches from ``images``.
 
     Scores a model on what it was asked to fill in: with the visible patches pasted
@@ -238,11 +232,12 @@ def paste_visible(
                 [0., 0., 0., 0.],
                 [0., 0., 0., 0.]])
     """
+    check_positive_int("patch_size", patch_size)
     B, H, W = images.shape
     N = (H // patch_size) * (W // patch_size)
-    if visible.dtype != torch.bool or visible.shape != (B, N):
-        raise ValueError(f"visible must be a boolean tensor of shape {(B, N)}, "
-                         f"got {visible.dtype} of shape {tuple(visible.shape)}")
+    if visible.shape != (B, N):
+        raise ValueError(f"visible must have shape (B, N) = {(B, N)}, one entry per "
+                         f"{patch_size} x {patch_size} patch, got {tuple(visible.shape)}")
     lead = predictions.shape[:-3]
     flat = predictions.reshape(-1, H, W)  # (S B, H, W)
     pred = image_to_patches(flat, patch_size).view(*lead, B, N, -1)  # (..., B, N, a)
@@ -253,10 +248,20 @@ def paste_visible(
     )
 
 
+def _check_batch(model: MaskedEnergyTransformer, images: Tensor, fraction: float) -> None:
+    """What the types of :func:`masked_loss` and :func:`train_masked` cannot say."""
+    check_same_dtype("images", images, parameter_dtype(model) or images.dtype,
+                     of="the model's parameters")
+    if images.shape[0] == 0:
+        raise ValueError("images must hold at least one image (B >= 1), got shape "
+                         f"{tuple(images.shape)}")
+    check_real("fraction", fraction, min_value=0.0, max_value=1.0, strict_max=True)
+
+
 def masked_loss(
-    model: InstanceOf(MaskedEnergyTransformer), images: ModelImages, fraction: Fraction = 0.3,
-    generator: RandomGenerator = None,
-) -> torch.Tensor:
+    model: MaskedEnergyTransformer, images: ModelImages, fraction: float = 0.3,
+    generator: torch.Generator | None = None,
+) -> Float[Tensor, ""]:
     r"""The training loss: squared errors of the masked and of the visible patches after
     :math:`T` steps.
 
@@ -275,20 +280,25 @@ def masked_loss(
         images: ``(B, H, W)`` clean images.
         returns: ``()``.
     """
-    return model._loss(images, fraction, generator)
+    _check_batch(model, images, fraction)
+    p = image_to_patches(images, model.patch_size)  # (B, N, a) the patches p_A
+    _, visible = mask_tokens(p, fraction, generator)  # True in V, False in M
+    p_hat = model(p, visible)  # (eq-et-decode)
+    error = (p_hat - p).pow(2)  # (B, N, a)
+    return error[~visible].mean() + error[visible].mean()  # (eq-et-loss)
 
 
 def train_masked(
-    model: InstanceOf(MaskedEnergyTransformer),
+    model: MaskedEnergyTransformer,
     images: ModelImages,
     epochs: int = 5,
-    batch_size: PositiveInt = 32,
-    lr: PositiveReal = 5e-3,
-    fraction: Fraction = 0.3,
-    seed: NonNegativeInt = 0,
-    steps_per_epoch: PositiveInt | None = None,
+    batch_size: int = 32,
+    lr: float = 5e-3,
+    fraction: float = 0.3,
+    seed: int = 0,
+    steps_per_epoch: int | None = None,
     progress: bool = True,
-    generator: RandomGenerator = None,
+    generator: torch.Generator | None = None,
 ) -> History:
     r"""Train by backpropagation through the dynamics, with Adam and :func:`seqbook.train.fit`.
 
@@ -314,23 +324,27 @@ def train_masked(
     Returns:
         The :class:`~seqbook.train.History` of :func:`~seqbook.train.fit`.
     """
-    generator = generator or seeded_generator(seed)
+    _check_batch(model, images, fraction)
+    check_positive_int("batch_size", batch_size)
+    check_real("lr", lr, min_value=0.0, strict_min=True)
+    check_int("seed", seed, min_value=0)
+    if steps_per_epoch is not None:
+        check_positive_int("steps_per_epoch", steps_per_epoch)
+    rng = generator or seeded_generator(seed)
 
-    def batches() -> list[torch.Tensor]:
-        order = torch.randperm(len(images), generator=generator)
+    def batches() -> list[Tensor]:
+        order = torch.randperm(len(images), generator=rng)
         return [images[k] for k in order.split(batch_size)][:steps_per_epoch]
 
-    def loss_fn(m: nn.Module, clean: torch.Tensor) -> torch.Tensor:
-        return m._loss(clean, fraction, generator)
+    def loss_fn(m: MaskedEnergyTransformer, clean: Tensor) -> Tensor:
+        return masked_loss(m, clean, fraction, rng)
 
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     return fit(model, loss_fn, batches, optimizer, epochs, clip=1.0, progress=progress,
                desc="energy transformer")
 
 
-def save_masked(
-    model: InstanceOf(MaskedEnergyTransformer), path: str | Path, **info: object
-) -> Path:
+def save_masked(model: MaskedEnergyTransformer, path: str | Path, **info: object) -> Path:
     """Save a model's configuration and weights (as float16) with ``info`` beside them."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

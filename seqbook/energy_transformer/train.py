@@ -39,10 +39,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import torch
+from jaxtyping import Bool, Float
+from torch import Tensor
 
-from seqbook._contracts import PositiveInt, RandomGenerator, Shaped
+from seqbook._checks import check_positive_int
 from seqbook.attractor.bare import BareSelfAttention
 from seqbook.attractor.embedding import PatchEmbedding
 from seqbook.attractor.pseudolikelihood import train_pseudo_likelihood
@@ -78,8 +81,8 @@ COMPARISON_DIGITS, COMPARISON_STEPS, MASK_SEED, BARE_TRAIN_SIZE = 64, 20, 1, 100
 
 
 def comparison_masks(
-    spins: Shaped("B N d", floating=True),
-) -> tuple[torch.Tensor, torch.Tensor]:
+    spins: Float[Tensor, "B N d"],
+) -> tuple[Float[Tensor, "B N d"], Bool[Tensor, "B N"]]:
     """The masks of the chapter's comparison: :func:`~seqbook.attractor.mask_tokens`
     (30% of the tokens) with a generator of fixed seed 1, the same for every reader
     (not shifted by ``SEQBOOK_SEED_SHIFT``), so that the committed bare runs and a
@@ -107,22 +110,22 @@ class BareRow:
     """
 
     seed: int
-    step_loss: torch.Tensor  # (steps,)
-    curve: torch.Tensor  # (T + 1,)
-    pasted: torch.Tensor  # (T + 1,)
-    energy: torch.Tensor  # (T + 1,)
+    step_loss: Float[Tensor, " steps"]
+    curve: Float[Tensor, " T1"]  # T1 = T + 1
+    pasted: Float[Tensor, " T1"]
+    energy: Float[Tensor, " T1"]
     largest_rise: float
     rises: int
-    movement: torch.Tensor  # (T,)
+    movement: Float[Tensor, " T"]
 
 
 def bare_comparison_run(
-    generator: RandomGenerator,
-    train_spins: Shaped("P N d", floating=True),
-    x_masked: Shaped("B N d", floating=True),
-    visible: Shaped("B N"),
-    clean: Shaped("B H W", floating=True),
-    steps: PositiveInt = COMPARISON_STEPS,
+    generator: torch.Generator | None,
+    train_spins: Float[Tensor, "P N d"],
+    x_masked: Float[Tensor, "B N d"],
+    visible: Bool[Tensor, "B N"],
+    clean: Float[Tensor, "B H W"],
+    steps: int = COMPARISON_STEPS,
     seed: int = -1,
 ) -> BareRow:
     r"""Train one bare model as in attractor and run it on the masked digits.
@@ -141,6 +144,7 @@ def bare_comparison_run(
         steps: iterations of the dynamics.
         seed: the seed to record in the row.
     """
+    check_positive_int("steps", steps)
     embedding = PatchEmbedding(patch_size=2)
     bare = BareSelfAttention(embedding.num_tokens, embedding.dim, generator=generator)
     history = train_pseudo_likelihood(bare, train_spins, epochs=1, batch_size=32, lr=5.0,
@@ -168,6 +172,13 @@ def _row_to_json(row: BareRow) -> dict:
             for k, v in asdict(row).items()}
 
 
+def _row_from_json(row: dict[str, Any]) -> BareRow:
+    names = {f.name for f in fields(BareRow)}
+    values: dict[str, Any] = {k: torch.tensor(v) if isinstance(v, list) else v
+                              for k, v in row.items() if k in names}
+    return BareRow(**values)
+
+
 def load_bare_comparison(path: str | Path = BARE_COMPARISON) -> list[BareRow]:
     """The committed bare models beside the ETs (``--bare``), one :class:`BareRow` per seed.
 
@@ -181,10 +192,7 @@ def load_bare_comparison(path: str | Path = BARE_COMPARISON) -> list[BareRow]:
         raise FileNotFoundError(f"no bare comparison table at {path}: run python -m "
                                 "seqbook.energy_transformer.train --bare")
     table = json.loads(path.read_text(encoding="utf-8"))
-    names = {f.name for f in fields(BareRow)}
-    return [BareRow(**{k: torch.tensor(v) if isinstance(v, list) else v
-                       for k, v in row.items() if k in names})
-            for row in table["rows"]]
+    return [_row_from_json(row) for row in table["rows"]]
 
 
 def bare_table(argv: Sequence[str] | None, args: argparse.Namespace) -> Path:

@@ -17,7 +17,8 @@ different networks; the code they share lives here, tested once:
   forgetting runs (:func:`long_lag_run`, :func:`value_stream_run`) and the committed
   result tables they compute (:func:`load_first_symbol_table`,
   :func:`load_chrono_table`, :func:`load_value_stream_table`);
-- CPU timing and operation counts (:func:`fastest_cpu_times`, :func:`count_flops`).
+- forward and backward passes to time (:func:`forward_backward`; the timer and the
+  operation counts are :mod:`seqbook.costs`'s).
 """
 
 from seqbook.experiments.classifier import (
@@ -39,8 +40,6 @@ from seqbook.experiments.long_lag import (
 )
 from seqbook.experiments.results import load_table, save_table
 from seqbook.experiments.timing import (
-    count_flops,
-    fastest_cpu_times,
     forward_backward,
     forward_backward_ms,
 )
@@ -67,8 +66,6 @@ __all__ = [
     "ValueStreamTask",
     "accuracy",
     "classify_loss",
-    "count_flops",
-    "fastest_cpu_times",
     "forward_backward",
     "forward_backward_ms",
     "load_chrono_table",

@@ -1,4 +1,4 @@
-"""What the experiment modules share: the ignore label and the generator contract."""
+"""What the experiment modules share: the ignore label and one CPU thread."""
 
 from __future__ import annotations
 
@@ -7,15 +7,8 @@ from contextlib import contextmanager
 
 import torch
 
-from seqbook._contracts import InstanceOf
-
 #: Target of a step without a loss, as ``F.cross_entropy``'s default ``ignore_index``.
 IGNORE = -100
-
-
-#: A task's generator: a ``torch.Generator``, never None (the tasks draw only from it).
-Generator = InstanceOf(torch.Generator, what="a torch.Generator (e.g. torch.Generator()"
-                       ".manual_seed(0))")
 
 
 @contextmanager

@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -47,7 +48,7 @@ DIM = 100
 #: The numbers of stored patterns.
 SIZES = (8, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024, 2048, 4096)
 #: The four memories, by the chapter's names, and their options of capacity_curve.
-MEMORY_SETTINGS = {
+MEMORY_SETTINGS: dict[str, dict[str, Any]] = {
     "classical": dict(memory="classical"),
     "polynomial, n = 3": dict(memory="poly", degree=3),
     "exponential": dict(memory="exp"),

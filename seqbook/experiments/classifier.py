@@ -15,15 +15,20 @@ recurrent-module protocol fits (``layer(x) -> (outputs, state)`` with batch-firs
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._checks import check_tensor
-from seqbook._contracts import InstanceOf, PositiveInt, TensorOf
+from seqbook._checks import check_positive_int
 from seqbook.experiments._common import IGNORE
 
 __all__ = ["LastOutputClassifier", "StepClassifier", "classify_loss", "accuracy"]
+
+#: Labels: one per sequence, or one per step (``-100`` where there is none).
+Labels: TypeAlias = Int[Tensor, " B"] | Int[Tensor, "B T"]
 
 
 class LastOutputClassifier(nn.Module):
@@ -53,18 +58,20 @@ class LastOutputClassifier(nn.Module):
 
     def __init__(
         self,
-        recurrent: InstanceOf(nn.Module, what="a torch.nn.Module"),
-        hidden_size: PositiveInt,
-        num_classes: PositiveInt,
+        recurrent: nn.Module,
+        hidden_size: int,
+        num_classes: int,
     ) -> None:
         super().__init__()
+        check_positive_int("hidden_size", hidden_size)
+        check_positive_int("num_classes", num_classes)
         if getattr(recurrent, "batch_first", True) is not True:
             raise ValueError("recurrent must be batch-first (batch_first=True), "
                              "as the book's layers are")
         self.rnn = recurrent
         self.readout = nn.Linear(hidden_size, num_classes)
 
-    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
+    def forward(self, x: Float[Tensor, "B T D"]) -> Float[Tensor, "B C"]:
         return self.readout(self.rnn(x)[0][:, -1])  # (B, C)
 
 
@@ -88,12 +95,15 @@ class StepClassifier(LastOutputClassifier):
         torch.Size([5, 12, 4])
     """
 
-    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
+    def forward(self, x: Float[Tensor, "B T D"]) -> Float[Tensor, "B T C"]:
         return self.readout(self.rnn(x)[0])  # (B, T, C)
 
 
-def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor):
-    check_tensor("y", y, floating=False)
+def _scores_and_labels(
+    model: nn.Module, x: Tensor, y: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The model's scores and the labels, one row per labelled position: ``(N, C)``,
+    ``(N,)``."""
     scores = model(x)  # (B, C) or (B, T, C)
     if scores.dim() != y.dim() + 1 or scores.shape[:-1] != y.shape:
         raise ValueError(
@@ -103,7 +113,9 @@ def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor):
     return scores.reshape(-1, scores.shape[-1]), y.reshape(-1)  # (N, C), (N,)
 
 
-def classify_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def classify_loss(
+    model: nn.Module, batch: tuple[Float[Tensor, "B T D"], Labels]
+) -> Float[Tensor, ""]:
     r"""Mean cross-entropy of ``model`` on ``batch = (x, y)``, for :func:`seqbook.train.fit`.
 
     .. math::
@@ -127,7 +139,7 @@ def classify_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
     return F.cross_entropy(scores, labels, ignore_index=IGNORE)
 
 
-def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+def accuracy(model: nn.Module, x: Float[Tensor, "B T D"], y: Labels) -> float:
     r"""Share of labelled positions where the highest score is the label.
 
     .. math::

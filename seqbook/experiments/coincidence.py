@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from jaxtyping import Float, Int
+from torch import Tensor
 
-from seqbook._contracts import PositiveInt, RealIn
-from seqbook.experiments._common import Generator
+from seqbook._checks import check_positive_int, check_real
 
 __all__ = ["CoincidenceTask"]
 
@@ -49,9 +50,13 @@ class CoincidenceTask:
         True
     """
 
-    length: PositiveInt = 40  # T, steps per sequence
-    # chance that a feature is on at a step
-    p_on: RealIn(0.0, 1.0, strict_min=True, strict_max=True) = 0.2
+    length: int = 40  # T, steps per sequence
+    p_on: float = 0.2  # chance that a feature is on at a step
+
+    def __post_init__(self) -> None:
+        check_positive_int("length", self.length)
+        check_real("p_on", self.p_on, min_value=0.0, max_value=1.0, strict_min=True,
+                   strict_max=True)
 
     @property
     def input_size(self) -> int:
@@ -65,10 +70,11 @@ class CoincidenceTask:
 
     def __call__(
         self,
-        batch: PositiveInt,
-        generator: Generator,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        batch: int,
+        generator: torch.Generator,
+    ) -> tuple[Float[Tensor, "B {self.length} 3"], Int[Tensor, " B"]]:
         """A fresh batch drawn from ``generator``: ``(x, y)``."""
+        check_positive_int("batch", batch)
         T = self.length
         x = (torch.rand(batch, T, 3, generator=generator) < self.p_on).float()  # (B, T, 3)
         x[:, :, 1] -= x[:, :, 0] * x[:, :, 1]  # no chance coincidences

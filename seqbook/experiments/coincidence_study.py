@@ -38,8 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import NonNegativeInt, PositiveInt
+from seqbook._checks import check_int, check_positive_int
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.classifier import LastOutputClassifier, accuracy
 from seqbook.experiments.coincidence import CoincidenceTask
@@ -66,8 +68,8 @@ COINCIDENCE_STEP = 12
 
 
 def coincidence_run(
-    blocks: PositiveInt,
-    seed: NonNegativeInt,
+    blocks: int,
+    seed: int,
     task: CoincidenceTask = TOY_TASK,
     max_steps: int = 400,
     lr: float = 0.03,
@@ -90,6 +92,8 @@ def coincidence_run(
         >>> result.steps, model.rnn.hidden_size
         (25, 1)
     """
+    check_positive_int("blocks", blocks)
+    check_int("seed", seed, min_value=0)
     with one_thread():
         seed_everything(seed)
         lstm = LSTM(task.input_size, blocks, forget_gate=False, input_gate_bias=-2.0)
@@ -99,7 +103,7 @@ def coincidence_run(
 
 
 def twin_sequences(task: CoincidenceTask = TOY_TASK, step: int = COINCIDENCE_STEP
-                   ) -> torch.Tensor:
+                   ) -> Float[Tensor, "2 T 3"]:
     """Two sequences with the same noise: the first of class 1 (no coincidence), the
     second with a coincidence added at ``step`` (class 0).
 
@@ -111,19 +115,22 @@ def twin_sequences(task: CoincidenceTask = TOY_TASK, step: int = COINCIDENCE_STE
         >>> (twin[:, :, 0] * twin[:, :, 1]).sum(dim=1).tolist()
         [0.0, 1.0]
     """
+    check_int("step", step, min_value=0, max_value=task.length - 1)
     xs, ys = task(8, seeded_generator(5))
     twin = xs[ys == 1][:1].repeat(2, 1, 1)  # (2, T, 3), class 1 twice
     twin[1, step, :2] = 1.0  # class 0: the coincidence
     return twin
 
 
-def coincidence_test_set(task: CoincidenceTask = TOY_TASK) -> tuple[torch.Tensor, torch.Tensor]:
+def coincidence_test_set(task: CoincidenceTask = TOY_TASK
+                         ) -> tuple[Float[Tensor, "B T 3"], Int[Tensor, " B"]]:
     """The 2,000 test sequences of :func:`~seqbook.experiments.train_until_solved`."""
     return task(2000, seeded_generator(TEST_SEED))
 
 
-def one_block_probe(model: LastOutputClassifier, twin: torch.Tensor, x_test: torch.Tensor,
-                    y_test: torch.Tensor, step: int = COINCIDENCE_STEP) -> dict[str, float]:
+def one_block_probe(model: LastOutputClassifier, twin: Float[Tensor, "2 T 3"],
+                    x_test: Float[Tensor, "B T_test 3"], y_test: Int[Tensor, " B"],
+                    step: int = COINCIDENCE_STEP) -> dict[str, float]:
     """The write at the coincidence of a one-block network, and what R_z = 0 changes.
 
     Copies the trained ``nn.LSTM`` into :class:`~seqbook.recurrent.LSTM` and traces the
@@ -137,10 +144,14 @@ def one_block_probe(model: LastOutputClassifier, twin: torch.Tensor, x_test: tor
         ``input_gate``, ``cell_input``, ``jump_ratio``, ``twin_ratio``,
         ``output_gate``, ``drift``, ``drift_cut``, ``accuracy`` and ``accuracy_cut``.
     """
+    check_int("step", step, min_value=1, max_value=twin.shape[1] - 2)
+    if not isinstance(model.rnn, nn.LSTM):
+        raise TypeError("model.rnn must be the nn.LSTM of coincidence_run, got "
+                        f"{type(model.rnn).__name__}")
     ours = LSTM.from_torch(model.rnn, forget_gate=False)
     cut = LSTM.from_torch(model.rnn, forget_gate=False)
     with torch.no_grad():
-        cut.R_z.zero_()  # no feedback from y_{t-1} into z_t
+        cut.get_parameter("R_z").zero_()  # no feedback from y_{t-1} into z_t
         trace, cut_trace = ours.trace(twin), cut.trace(twin)
     cut_model = LastOutputClassifier(cut.to_torch(), 1, model.readout.out_features)
     cut_model.readout = model.readout
@@ -159,8 +170,8 @@ def one_block_probe(model: LastOutputClassifier, twin: torch.Tensor, x_test: tor
             "accuracy_cut": accuracy(cut_model, x_test, y_test)}
 
 
-def blocks_alone(model: LastOutputClassifier, x_test: torch.Tensor,
-                 y_test: torch.Tensor) -> list[float]:
+def blocks_alone(model: LastOutputClassifier, x_test: Float[Tensor, "B T 3"],
+                 y_test: Int[Tensor, " B"]) -> list[float]:
     """The test accuracy of each block of a two-block network on its own: the other
     block's final output replaced by its average over the test sequences.
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from jaxtyping import Float, Int
+from torch import Tensor
 
-from seqbook._contracts import IndexInto, IntAtLeast, PositiveInt
-from seqbook.experiments._common import Generator
+from seqbook._checks import check_int, check_positive_int
 
 __all__ = ["FirstSymbolTask"]
 
@@ -53,10 +54,19 @@ class FirstSymbolTask:
         ((3, 10, 8), True)
     """
 
-    length: PositiveInt  # T, symbols per sequence
-    num_signals: IntAtLeast(2) = 4  # K, signal symbols (the classes)
-    num_distractors: PositiveInt = 4  # M, distractor symbols
-    signal_position: IndexInto("length") = 0  # p, where the signal sits (0 = the first step)
+    length: int  # T, symbols per sequence
+    num_signals: int = 4  # K, signal symbols (the classes)
+    num_distractors: int = 4  # M, distractor symbols
+    signal_position: int = 0  # p, where the signal sits (0 = the first step)
+
+    def __post_init__(self) -> None:
+        check_positive_int("length", self.length)
+        check_int("num_signals", self.num_signals, min_value=2)
+        check_positive_int("num_distractors", self.num_distractors)
+        check_int("signal_position", self.signal_position, min_value=0)
+        if self.signal_position >= self.length:
+            raise ValueError(f"signal_position must be < length = {self.length}, "
+                             f"got {self.signal_position}")
 
     @property
     def input_size(self) -> int:
@@ -75,10 +85,11 @@ class FirstSymbolTask:
 
     def __call__(
         self,
-        batch: PositiveInt,
-        generator: Generator,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        batch: int,
+        generator: torch.Generator,
+    ) -> tuple[Float[Tensor, "B {self.length} {self.input_size}"], Int[Tensor, " B"]]:
         """A fresh batch drawn from ``generator``: ``(x, y)``."""
+        check_positive_int("batch", batch)
         K, M, p = self.num_signals, self.num_distractors, self.signal_position
         signal = torch.randint(0, K, (batch,), generator=generator)  # (B,)
         rest = torch.randint(K, K + M, (batch, self.length - 1), generator=generator)

@@ -21,21 +21,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqbook._contracts import (
-    FiniteReal,
-    Flag,
-    InstanceOf,
-    OneOf,
-    PositiveInt,
-)
+from seqbook._checks import check_choice, check_positive_int, check_real
 from seqbook.recurrent import GRU, LSTM, chrono_init
 
 __all__ = ["LayerSpec", "recurrent_layer"]
 
 KINDS = ("rnn", "gru", "lstm")
-# a name, not OneOf(*KINDS) in the field: Sphinx's source parser cannot read a starred
-# argument in a class-level annotation (and the API pages would lose their source)
-Kind = OneOf(*KINDS)
+#: The gate biases of a spec: finite reals.
+_BIASES = ("input_gate_bias", "forget_gate_bias", "update_gate_bias", "chrono_t_max")
 
 
 @dataclass(frozen=True)
@@ -67,14 +60,17 @@ class LayerSpec:
         'LSTM, chrono T_max = 100'
     """
 
-    kind: Kind  # "rnn", "gru" or "lstm"
-    forget_gate: Flag = True  # LSTM: False is the 1997 LSTM
-    input_gate_bias: FiniteReal = 0.0  # LSTM: added to b_i
-    forget_gate_bias: FiniteReal = 0.0  # LSTM with forget gate: added to b_f
-    update_gate_bias: FiniteReal = 0.0  # GRU: added to b_z
-    chrono_t_max: FiniteReal = 0.0  # LSTM with forget gate: chrono initialisation if > 0
+    kind: str  # "rnn", "gru" or "lstm"
+    forget_gate: bool = True  # LSTM: False is the 1997 LSTM
+    input_gate_bias: float = 0.0  # LSTM: added to b_i
+    forget_gate_bias: float = 0.0  # LSTM with forget gate: added to b_f
+    update_gate_bias: float = 0.0  # GRU: added to b_z
+    chrono_t_max: float = 0.0  # LSTM with forget gate: chrono initialisation if > 0
 
     def __post_init__(self) -> None:
+        check_choice("kind", self.kind, KINDS)
+        for name in _BIASES:  # stored as floats (1 -> 1.0), as the fields say
+            object.__setattr__(self, name, check_real(name, getattr(self, name), finite=True))
         lstm_only = {
             "input_gate_bias": self.input_gate_bias,
             "forget_gate_bias": self.forget_gate_bias,
@@ -122,10 +118,10 @@ class LayerSpec:
 
 
 def recurrent_layer(
-    spec: InstanceOf(LayerSpec),
-    input_size: PositiveInt,
-    hidden_size: PositiveInt,
-) -> nn.Module:
+    spec: LayerSpec,
+    input_size: int,
+    hidden_size: int,
+) -> nn.RNN | nn.GRU | nn.LSTM:
     r"""The fused, batch-first PyTorch layer that ``spec`` describes.
 
     LSTMs and GRUs are built as :class:`~seqbook.recurrent.LSTM` /
@@ -149,6 +145,8 @@ def recurrent_layer(
         >>> bool((b_f > 0.7).all())
         True
     """
+    check_positive_int("input_size", input_size)
+    check_positive_int("hidden_size", hidden_size)
     D = input_size
     H = hidden_size
     if spec.kind == "rnn":
@@ -156,12 +154,12 @@ def recurrent_layer(
     if spec.kind == "gru":
         layer = GRU(D, H)
         with torch.no_grad():
-            layer.b_z.add_(spec.update_gate_bias)
+            layer.get_parameter("b_z").add_(spec.update_gate_bias)
         return layer.to_torch()
-    layer = LSTM(D, H, forget_gate=spec.forget_gate, input_gate_bias=spec.input_gate_bias)
+    lstm = LSTM(D, H, forget_gate=spec.forget_gate, input_gate_bias=spec.input_gate_bias)
     if spec.forget_gate:
         with torch.no_grad():
-            layer.b_f.add_(spec.forget_gate_bias)
+            lstm.get_parameter("b_f").add_(spec.forget_gate_bias)
     if spec.chrono_t_max:
-        chrono_init(layer, spec.chrono_t_max)
-    return layer.to_torch()
+        chrono_init(lstm, spec.chrono_t_max)
+    return lstm.to_torch()

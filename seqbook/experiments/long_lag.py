@@ -29,8 +29,7 @@ from pathlib import Path
 
 import torch
 
-from seqbook._checks import check_positive_int
-from seqbook._contracts import NonNegativeInt, PositiveInt
+from seqbook._checks import check_int, check_positive_int
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.classifier import LastOutputClassifier
 from seqbook.experiments.first_symbol import FirstSymbolTask
@@ -50,8 +49,8 @@ __all__ = [
 
 def long_lag_run(
     spec: LayerSpec,
-    T: PositiveInt,
-    seed: NonNegativeInt,
+    T: int,
+    seed: int,
     hidden_size: int = 32,
     max_steps: int = 150,
     lr: float = 0.01,
@@ -87,6 +86,8 @@ def long_lag_run(
         >>> result.steps, 0.0 <= result.accuracy <= 1.0
         (25, True)
     """
+    check_positive_int("T", T)
+    check_int("seed", seed, min_value=0)
     task = FirstSymbolTask(T)
     with one_thread():
         seed_everything(seed)
@@ -277,19 +278,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             grid = FIRST_SYMBOL_SPECS if name == "first_symbol" else CHRONO_SPECS
             long_specs = LONG_BUDGET_SPECS if name == "first_symbol" else CHRONO_SPECS
             specs, Ts = (grid[-1:], (5,)) if args.smoke else (grid, FIRST_SYMBOL_TS)
-            records = run_grid(
+            runs = run_grid(
                 specs, Ts, seeds, max_steps=25 if args.smoke else 150, log=sys.stderr
             )
             if not args.smoke:
-                records += run_grid(
+                runs += run_grid(
                     long_specs, (100,), seeds, max_steps=LONG_BUDGET, log=sys.stderr
                 )
+            records: list[RunRecord] | list[ValueStreamRecord] = runs
         else:
             options = (
                 dict(steps=2, train_length=30, long_length=60, eval_size=4) if args.smoke else {}
             )
-            specs = STREAM_SPECS[:1] if args.smoke else STREAM_SPECS
-            records = value_stream_grid(specs, seeds, log=sys.stderr, **options)
+            records = value_stream_grid(STREAM_SPECS[:1] if args.smoke else STREAM_SPECS,
+                                        seeds, log=sys.stderr, **options)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_table(records, path)
         record(path, "seqbook.experiments", argv, threads=args.threads)

@@ -39,8 +39,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Bool, Float, Int
+from torch import Tensor, nn
 
+from seqbook._checks import check_choice, check_int, check_positive_int
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.results import RESULTS_DIR, load_table, save_table
 from seqbook.hopfield import HopfieldPooling
@@ -70,8 +72,8 @@ EPOCHS = 20
 
 
 def make_bags(
-    n: int, k: int, motif: torch.Tensor, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n: int, k: int, motif: Float[Tensor, " D"], generator: torch.Generator
+) -> tuple[Float[Tensor, "n T D"], Float[Tensor, " n"], Bool[Tensor, "n T"]]:
     """``n`` bags of ``T`` instances; the positive ones hide ``k`` needles.
 
     Shapes:
@@ -84,6 +86,10 @@ def make_bags(
         >>> tuple(bags.shape), (needles.sum(1) == 2 * y).all().item()
         ((4, 64, 8), True)
     """
+    check_positive_int("n", n)
+    check_int("k", k, min_value=0, max_value=T)
+    if motif.shape != (D,):
+        raise ValueError(f"motif must have shape (D,) = ({D},), got {tuple(motif.shape)}")
     x = torch.randn(n, T, D, generator=generator)
     y = torch.randint(0, 2, (n,), generator=generator)
     where = torch.rand(n, T, generator=generator).argsort(1)[:, :k]  # (n, k)
@@ -111,18 +117,20 @@ class BagClassifier(nn.Module):
 
     def __init__(self, pooling: str, hidden: int = 16) -> None:
         super().__init__()
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        check_choice("pooling", pooling, POOLINGS)
+        check_positive_int("hidden", hidden)
         self.pooling = pooling
+        self.in_features = D
         self.encode = nn.Sequential(nn.Linear(D, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden))
+        self.pool: nn.Module
         if pooling == "Hopfield pooling":
             self.pool = HopfieldPooling(hidden, hidden)
         elif pooling == "LSTM":
             self.pool = nn.LSTM(hidden, hidden, batch_first=True)
         self.head = nn.Linear(hidden, 1)
 
-    def forward(self, bags: torch.Tensor) -> torch.Tensor:
+    def forward(self, bags: Float[Tensor, "B T {self.in_features}"]) -> Float[Tensor, " B"]:
         e = self.encode(bags)  # (B, T, H)
         if self.pooling == "Hopfield pooling":
             z = self.pool(e)  # (B, H)
@@ -134,7 +142,8 @@ class BagClassifier(nn.Module):
 
 
 def train_bag_classifier(
-    pooling: str, bags: torch.Tensor, y: torch.Tensor, seed: int, epochs: int = EPOCHS
+    pooling: str, bags: Float[Tensor, "B T D"], y: Float[Tensor, " B"], seed: int,
+    epochs: int = EPOCHS,
 ) -> BagClassifier:
     """A :class:`BagClassifier` initialised from ``seed`` and trained with Adam (learning
     rate 3e-3) on the binary cross-entropy, in batches of 50 reshuffled every epoch.
@@ -156,28 +165,35 @@ def train_bag_classifier(
     return model.eval()
 
 
-def bag_accuracy(model: nn.Module, bags: torch.Tensor, y: torch.Tensor) -> float:
+def bag_accuracy(
+    model: nn.Module, bags: Float[Tensor, "B T D"], y: Float[Tensor, " B"]
+) -> float:
     """The share of ``bags`` whose logit has the sign of their label."""
     with torch.no_grad():
         return ((model(bags) > 0).float() == y).float().mean().item()
 
 
 def pooling_weights(
-    model: BagClassifier, bags: torch.Tensor, y: torch.Tensor, needles: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+    model: BagClassifier, bags: Float[Tensor, "B T D"], y: Float[Tensor, " B"],
+    needles: Bool[Tensor, "B T"],
+) -> tuple[Float[Tensor, "P T"], Bool[Tensor, "P T"]]:
     """The Hopfield pooling's weights over the instances of the positive bags.
 
     Shapes:
         returns: the weights ``(P, T)`` of the ``P`` positive bags and their needles
         ``(P, T)``.
     """
+    if model.pooling != "Hopfield pooling":
+        raise ValueError(f"model must pool with Hopfield pooling, got {model.pooling!r}")
     positive = y.bool()
     with torch.no_grad():
         _, p = model.pool(model.encode(bags[positive]), return_weights=True)  # (P, 1, 1, T)
     return p[:, 0, 0], needles[positive]
 
 
-def order_change(model: nn.Module, bags: torch.Tensor, order: torch.Tensor) -> float:
+def order_change(
+    model: nn.Module, bags: Float[Tensor, "B T D"], order: Int[Tensor, " T"]
+) -> float:
     """The largest change of a logit when every bag's instances are put in ``order``."""
     with torch.no_grad():
         return (model(bags) - model(bags[:, order])).abs().max().item()

@@ -33,8 +33,10 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
+from seqbook._checks import check_positive_int
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.results import RESULTS_DIR
 from seqbook.provenance import record
@@ -58,7 +60,7 @@ _PER_DEPTH, _PER_BLOCK = ("change", "top_grad", "stream"), ("grads", "w2_grads")
 
 def stack_probe(
     norm_first: bool, depth: int, d: int = 32, lr: float = 1e-3, seed: int = 0
-) -> tuple[float, torch.Tensor, float, torch.Tensor]:
+) -> tuple[float, Float[Tensor, " {depth}"], float, Float[Tensor, " {depth}"]]:
     """Probe a fresh stack of ``depth`` encoder blocks, initialised from ``seed``.
 
     A random batch (16 sequences of 10 vectors) and random targets over 10 classes,
@@ -77,10 +79,11 @@ def stack_probe(
         >>> change > 0, tuple(grads.shape), tuple(w2.shape)
         (True, (2,), (2,))
     """
+    check_positive_int("depth", depth)
     seed_everything(seed)
-    blocks = nn.ModuleList(EncoderBlock(d, 4, 2 * d, dropout=0.0,
-                                        norm_first=norm_first)
-                           for _ in range(depth))
+    stack = [EncoderBlock(d, 4, 2 * d, dropout=0.0, norm_first=norm_first)
+             for _ in range(depth)]
+    blocks = nn.ModuleList(stack)
     final = LayerNorm(d) if norm_first else nn.Identity()
     readout = nn.Linear(d, 10)
     x, target = torch.randn(16, 10, d), torch.randint(0, 10, (16, 10))
@@ -93,14 +96,21 @@ def stack_probe(
 
     before, stream = run()
     F.cross_entropy(readout(before).flatten(0, 1), target.flatten()).backward()
-    grads = [torch.cat([p.grad.flatten() for p in b.parameters()]).norm()
-             for b in blocks]
-    w2 = [b.feed_forward.linear_2.weight.grad.norm() for b in blocks]
+    grads = [torch.cat([_grad(p).flatten() for p in b.parameters()]).norm()
+             for b in stack]
+    w2 = [_grad(b.feed_forward.linear_2.weight).norm() for b in stack]
     with torch.no_grad():
         for p in blocks.parameters():
-            p -= lr * p.grad.sign()
+            p.sub_(lr * _grad(p).sign())
         change = ((run()[0] - before).norm() / before.norm()).item()
     return change, torch.stack(grads), stream, torch.stack(w2)
+
+
+def _grad(p: Tensor) -> Tensor:
+    """The gradient of ``p`` (every parameter of the probed stack has one)."""
+    if p.grad is None:
+        raise RuntimeError("a parameter of the stack received no gradient")
+    return p.grad
 
 
 def probe_grid(seeds: Iterable[int] = SEEDS, depths: Sequence[int] = DEPTHS

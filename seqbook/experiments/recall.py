@@ -24,9 +24,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from jaxtyping import Int
+from torch import Tensor
 
-from seqbook._contracts import IntAtLeast, PositiveInt, PositiveReal
-from seqbook.experiments._common import IGNORE, Generator, one_thread
+from seqbook._checks import check_choice, check_int, check_positive_int, check_real
+from seqbook.experiments._common import IGNORE, one_thread
 from seqbook.language_model.mixers import MIXERS, MixerLM, state_floats
 from seqbook.provenance import record
 from seqbook.utils import seed_everything, seeded_generator
@@ -69,25 +71,25 @@ class AssociativeRecallTask:
 
     def __init__(
         self,
-        num_pairs: PositiveInt,
-        num_keys: IntAtLeast("num_pairs") = 64,
-        num_values: PositiveInt = 64,
+        num_pairs: int,
+        num_keys: int = 64,
+        num_values: int = 64,
     ) -> None:
+        check_positive_int("num_pairs", num_pairs)
+        if check_int("num_keys", num_keys) < num_pairs:
+            raise ValueError(f"num_keys must be >= num_pairs = {num_pairs}, got {num_keys}")
+        check_positive_int("num_values", num_values)
         self.num_pairs = num_pairs
         self.num_keys = num_keys
         self.num_values = num_values
         self.vocab_size = num_keys + num_values
 
-    def __call__(self, batch: PositiveInt,
-                 generator: Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._draw(batch, generator)
-
-    def _draw(self, batch: int,
-              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, batch: int, generator: torch.Generator
+                 ) -> tuple[Int[Tensor, "B T"], Int[Tensor, "B T"]]:
+        check_positive_int("batch", batch)
         N = self.num_pairs
-        keys = torch.rand(
-            batch, self.num_keys, generator=generator
-        ).argsort(1)[:, :N]
+        keys = torch.rand(batch, self.num_keys, generator=generator)
+        keys = keys.argsort(1)[:, :N]  # N distinct keys per sequence
         values = self.num_keys + torch.randint(
             self.num_values, (batch, N), generator=generator
         )
@@ -121,11 +123,11 @@ def recall_run(
     num_pairs: int,
     d_model: int = 64,
     seed: int = 0,
-    steps: PositiveInt = 1000,
-    batch_size: PositiveInt = 32,
-    lr: PositiveReal = 3e-3,
+    steps: int = 1000,
+    batch_size: int = 32,
+    lr: float = 3e-3,
     num_layers: int = 1,
-    eval_sequences: PositiveInt = 1024,
+    eval_sequences: int = 1024,
 ) -> RecallRecord:
     """Train a one-block :class:`~seqbook.language_model.MixerLM` on
     :class:`AssociativeRecallTask` and score it.
@@ -134,6 +136,11 @@ def recall_run(
     sequences every step, on one CPU thread; accuracy over the queries of
     ``eval_sequences`` sequences drawn from a generator seeded apart from training's.
     """
+    check_choice("mixer", mixer, MIXERS)
+    for name, size in (("steps", steps), ("batch_size", batch_size),
+                       ("eval_sequences", eval_sequences)):
+        check_positive_int(name, size)
+    check_real("lr", lr, min_value=0.0, strict_min=True)
     task = AssociativeRecallTask(num_pairs)
     seed_everything(seed)
     model = MixerLM(task.vocab_size, d_model, mixer, num_layers=num_layers)
@@ -143,7 +150,7 @@ def recall_run(
     start = time.thread_time()
     with one_thread():
         for _ in range(steps):
-            ids, targets = task._draw(batch_size, generator)
+            ids, targets = task(batch_size, generator)
             loss = F.cross_entropy(model(ids).transpose(1, 2), targets)
             optimizer.zero_grad()
             loss.backward()
@@ -158,7 +165,6 @@ def recall_run(
         accuracy=round(accuracy, 4), cpu_seconds=round(time.thread_time() - start, 2))
 
 
-@torch.no_grad()
 def recall_accuracy(model: MixerLM, task: AssociativeRecallTask, sequences: int,
                     generator: torch.Generator) -> float:
     """The share of queries whose value is the model's top score."""
@@ -166,7 +172,8 @@ def recall_accuracy(model: MixerLM, task: AssociativeRecallTask, sequences: int,
     model.eval()
     ids, targets = task(sequences, generator)
     asked = targets != IGNORE
-    right = (model(ids).argmax(-1) == targets)[asked]
+    with torch.no_grad():
+        right = (model(ids).argmax(-1) == targets)[asked]
     model.train(was_training)
     return right.float().mean().item()
 

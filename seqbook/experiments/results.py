@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["RESULTS_DIR", "save_table", "load_table"]
 
@@ -21,7 +21,8 @@ RESULTS_DIR = Path(__file__).parent / "results"
 
 R = TypeVar("R")
 
-_CONVERT = {"bool": lambda s: s == "True", "int": int, "float": float, "str": str}
+_CONVERT: dict[str, Callable[[str], Any]] = {
+    "bool": lambda s: s == "True", "int": int, "float": float, "str": str}
 
 
 def save_table(records: Sequence[object], path: str | Path) -> None:
@@ -41,17 +42,18 @@ def save_table(records: Sequence[object], path: str | Path) -> None:
         True
     """
     records = list(records)
-    if not records or not dataclasses.is_dataclass(records[0]):
+    first = records[0] if records else None
+    if not dataclasses.is_dataclass(first) or isinstance(first, type):
         raise TypeError("records must be a non-empty sequence of dataclass instances")
-    kind = type(records[0])
+    kind = type(first)
     if any(type(r) is not kind for r in records):
         raise TypeError(f"records must all be {kind.__name__} instances")
-    names = [f.name for f in dataclasses.fields(kind)]
+    names = [f.name for f in dataclasses.fields(first)]
     with open(Path(path), "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names, lineterminator="\n")
         writer.writeheader()
         for record in records:
-            row = dataclasses.asdict(record)
+            row = {name: getattr(record, name) for name in names}  # scalar fields
             writer.writerow({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()})
 
 
@@ -65,6 +67,7 @@ def load_table(path: str | Path, record_type: type[R]) -> list[R]:
     Returns:
         The records, in the file's order.
     """
+    make: Callable[..., R] = record_type  # builds the rows (typed before the check)
     if not (isinstance(record_type, type) and dataclasses.is_dataclass(record_type)):
         raise TypeError(f"record_type must be a dataclass, got {record_type!r}")
     path = Path(path)
@@ -78,4 +81,4 @@ def load_table(path: str | Path, record_type: type[R]) -> list[R]:
         if set(reader.fieldnames or ()) != set(types):
             raise ValueError(f"{path} has columns {reader.fieldnames}, but "
                              f"{record_type.__name__} has fields {sorted(types)}")
-        return [record_type(**{k: _CONVERT[types[k]](v) for k, v in row.items()}) for row in reader]
+        return [make(**{k: _CONVERT[types[k]](v) for k, v in row.items()}) for row in reader]

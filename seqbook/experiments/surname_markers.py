@@ -37,13 +37,14 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import NonNegativeInt, OneOf, PositiveInt
+from seqbook._checks import check_choice, check_int, check_positive_int
 from seqbook.data import Splits, Vocab, pad_batch, surnames, tokenize
 from seqbook.data.surnames import Surname
 from seqbook.experiments._common import one_thread
@@ -73,8 +74,9 @@ MARKERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Czech": ("suffix", ("ová",)),
     "Irish": ("prefix", ("Ó", "Mac")),
 }
-Where = OneOf("suffix", "prefix")
-Variant = OneOf("intact", "marker", "control")
+#: Where a marker sits, and the three forms of a marked name.
+WHERES = ("suffix", "prefix")
+VARIANTS = ("intact", "marker", "control")
 
 
 class SurnameData(NamedTuple):
@@ -113,19 +115,24 @@ class SurnameRNN(nn.Module):
         torch.Size([2, 3])
     """
 
-    def __init__(self, vocab_size: PositiveInt, hidden_size: PositiveInt,
-                 n_classes: PositiveInt) -> None:
+    def __init__(self, vocab_size: int, hidden_size: int, n_classes: int) -> None:
         super().__init__()
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("hidden_size", hidden_size)
+        check_positive_int("n_classes", n_classes)
+        self.vocab_size = vocab_size
         self.rnn = RNN(vocab_size, hidden_size)
         self.readout = nn.Linear(hidden_size, n_classes)
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: Float[Tensor, "B T {self.vocab_size}"], lengths: Int[Tensor, " B"] | None = None
+    ) -> Float[Tensor, "B C"]:
         _, h_last = self.rnn(x, lengths=lengths)          # (1, B, H)
         return self.readout(h_last[-1])                   # (B, C)
 
 
 def encode(data: SurnameData, split: Sequence[Surname]
-           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+           ) -> tuple[Float[Tensor, "B T V"], Int[Tensor, " B"], Int[Tensor, " B"]]:
     """Names -> one-hot batch ``(B, T, V)``, lengths ``(B,)``, labels ``(B,)``.
 
     Example:
@@ -146,8 +153,18 @@ def split_accuracy(net: nn.Module, data: SurnameData, split: Sequence[Surname]) 
         return (net(x, lengths).argmax(1) == y).float().mean().item()
 
 
-def train_surname_classifier(seed: NonNegativeInt, data: SurnameData | None = None,
-                             epochs: PositiveInt = 12, with_history: bool = False
+@overload
+def train_surname_classifier(seed: int, data: SurnameData | None = ..., epochs: int = ...,
+                             with_history: Literal[False] = ...) -> SurnameRNN: ...
+
+
+@overload
+def train_surname_classifier(seed: int, data: SurnameData | None = ..., epochs: int = ...,
+                             *, with_history: Literal[True]) -> tuple[SurnameRNN, History]: ...
+
+
+def train_surname_classifier(seed: int, data: SurnameData | None = None,
+                             epochs: int = 12, with_history: bool = False
                              ) -> SurnameRNN | tuple[SurnameRNN, History]:
     """The chapter's recipe: a :class:`SurnameRNN` of 64 units trained with Adam.
 
@@ -166,6 +183,8 @@ def train_surname_classifier(seed: NonNegativeInt, data: SurnameData | None = No
         >>> net.training, net.rnn.hidden_size
         (False, 64)
     """
+    check_int("seed", seed, min_value=0)
+    check_positive_int("epochs", epochs)
     data = surname_data() if data is None else data
     train = data.names.train
     seed_everything(seed)
@@ -182,7 +201,7 @@ def train_surname_classifier(seed: NonNegativeInt, data: SurnameData | None = No
         x, lengths, y = batch
         return F.cross_entropy(model(x, lengths), y)
 
-    kept = {"accuracy": 0.0, "state": None}
+    kept: dict[str, Any] = {"accuracy": 0.0, "state": None}  # the best epoch's
 
     def keep_best(model):
         valid_acc = split_accuracy(model, data, data.names.valid)
@@ -196,7 +215,7 @@ def train_surname_classifier(seed: NonNegativeInt, data: SurnameData | None = No
     return (net.eval(), history) if with_history else net.eval()
 
 
-def late_valid_gain(valid_curve: Sequence[float], late: PositiveInt = 4) -> float:
+def late_valid_gain(valid_curve: Sequence[float], late: int = 4) -> float:
     """How much the best validation accuracy gains over the last ``late`` epochs: the
     best of ``valid_curve``'s last ``late`` values minus the best before them (the
     chapter's measure; negative when the best epoch came earlier). NaN when the curve
@@ -208,6 +227,7 @@ def late_valid_gain(valid_curve: Sequence[float], late: PositiveInt = 4) -> floa
         >>> late_valid_gain([0.5])
         nan
     """
+    check_positive_int("late", late)
     if len(valid_curve) <= late:
         return float("nan")
     return max(valid_curve[-late:]) - max(valid_curve[:-late])
@@ -220,7 +240,7 @@ def _is_marked(s: Surname) -> bool:
     return s.name.endswith(forms) if where == "suffix" else s.name.startswith(forms)
 
 
-def cut(name: str, locale: str, where: OneOf("marker", "control")) -> str:
+def cut(name: str, locale: str, where: str) -> str:
     """Cut the locale's marker (``"marker"``) or as many letters from the other end of
     the name (``"control"``). An Irish prefix is cut with the space after it.
 
@@ -230,6 +250,7 @@ def cut(name: str, locale: str, where: OneOf("marker", "control")) -> str:
         >>> cut("Mac Aogáin", "Irish", "marker"), cut("Mac Aogáin", "Irish", "control")
         ('Aogáin', 'Mac Ao')
     """
+    check_choice("where", where, VARIANTS[1:])
     if locale == "Irish":                       # a prefix: Ó or Mac + space
         k = len(name.split(" ")[0]) + 1
         return name[k:] if where == "marker" else name[:-k]
@@ -237,7 +258,7 @@ def cut(name: str, locale: str, where: OneOf("marker", "control")) -> str:
     return name[:-k] if where == "marker" else name[k:]
 
 
-def marked_names(data: SurnameData, where: Where) -> list[Surname]:
+def marked_names(data: SurnameData, where: str) -> list[Surname]:
     """The names of the validation and test splits that carry a marker at ``where``.
 
     Example:
@@ -245,14 +266,16 @@ def marked_names(data: SurnameData, where: Where) -> list[Surname]:
         >>> {s.language for s in marked_names(data, "prefix")}
         {'Irish'}
     """
+    check_choice("where", where, WHERES)
     return [s for s in data.names.valid + data.names.test if _is_marked(s)
             and (s.language == "Irish") == (where == "prefix")]
 
 
-def marked_accuracy(net: nn.Module, data: SurnameData, where: Where,
-                    variant: Variant) -> float:
+def marked_accuracy(net: nn.Module, data: SurnameData, where: str,
+                    variant: str) -> float:
     """The share of :func:`marked_names` at ``where`` that ``net`` names right, intact
     or cut (:func:`cut`)."""
+    check_choice("variant", variant, VARIANTS)
     examples = marked_names(data, where)
     cut_names = [s.name if variant == "intact" else cut(s.name, s.language, variant)
                  for s in examples]
@@ -295,8 +318,7 @@ def surname_marker_grid(seeds: Iterable[int] = SEEDS, epochs: int = 12,
                                                     with_history=True)
             seconds = time.process_time() - start
             ablation = {f"{where}_{variant}": marked_accuracy(net, data, where, variant)
-                        for where in ("suffix", "prefix")
-                        for variant in ("intact", "marker", "control")}
+                        for where in WHERES for variant in VARIANTS}
             records.append(SurnameMarkerRecord(
                 seed, epochs, split_accuracy(net, data, data.names.valid),
                 split_accuracy(net, data, data.names.test),

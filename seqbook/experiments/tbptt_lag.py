@@ -33,9 +33,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import InstanceOf, NonNegativeInt, PositiveInt
+from seqbook._checks import check_int, check_positive_int
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.results import RESULTS_DIR, load_table, save_table
 from seqbook.provenance import record
@@ -64,9 +65,8 @@ SETUPS: dict[str, tuple[int, int, int, bool]] = {
 SEEDS = (0, 1, 2, 3, 4, 5)
 
 
-def bit_stream(batch: PositiveInt, T: PositiveInt,
-               generator: InstanceOf(torch.Generator, what="a torch.Generator")
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+def bit_stream(batch: int, T: int, generator: torch.Generator
+               ) -> tuple[Float[Tensor, "{batch} {T} 1"], Int[Tensor, "{batch} {T}"]]:
     r"""``batch`` streams of ``T`` random bits, as inputs :math:`\pm 1` and targets
     :math:`y_t = x_{t-8}` (``-100``, no loss, for the first 8 steps).
 
@@ -78,14 +78,16 @@ def bit_stream(batch: PositiveInt, T: PositiveInt,
         >>> bool((y[:, 8:] == (x[:, :4, 0] > 0).long()).all()), y[0, :8].tolist()[:2]
         (True, [-100, -100])
     """
+    check_positive_int("batch", batch)
+    check_positive_int("T", T)
     bits = torch.randint(0, 2, (batch, T), generator=generator)
     targets = torch.full((batch, T), -100)      # -100: no loss here
     targets[:, LAG:] = bits[:, :-LAG]           # y_t = x_{t-8}
     return 2.0 * bits[..., None] - 1, targets   # (B, T, 1), (B, T)
 
 
-def train_tbptt(k1: PositiveInt, k2: PositiveInt, seed: NonNegativeInt = 0,
-                pieces: PositiveInt = 2, train_rnn: bool = True) -> tuple[float, int, int]:
+def train_tbptt(k1: int, k2: int, seed: int = 0,
+                pieces: int = 2, train_rnn: bool = True) -> tuple[float, int, int]:
     """Train an RNN of 16 units and a linear readout on :func:`bit_stream` with
     truncated BPTT(``k1``, ``k2``).
 
@@ -104,6 +106,10 @@ def train_tbptt(k1: PositiveInt, k2: PositiveInt, seed: NonNegativeInt = 0,
         >>> updates, n
         (63, 49152)
     """
+    check_positive_int("k1", k1)
+    check_positive_int("k2", k2)
+    check_int("seed", seed, min_value=0)
+    check_positive_int("pieces", pieces)
     seed_everything(seed)
     generator = seeded_generator(seed)
     model, readout = RNN(1, 16), nn.Linear(16, 2)

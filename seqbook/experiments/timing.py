@@ -5,66 +5,27 @@ PyTorch's fused layer, a GRU against an LSTM. Wall-clock time counts the moments
 other programs have the processor; the CPU time of the calling thread
 (``time.thread_time``) does not, so with PyTorch on one thread
 (``torch.set_num_threads(1)``) it measures the work itself. The fastest of a few runs
-is reported, because disturbances only ever add time. Operation counts
-(:func:`count_flops`) are exact and disturbed by nothing.
+is reported, because disturbances only ever add time (:func:`seqbook.costs.cpu_seconds`,
+the book's one CPU timer). Operation counts (:func:`seqbook.costs.count_flops`) are
+exact and disturbed by nothing.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-import torch
-from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
+import torch  # noqa: F401  (the examples use it)
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import CallableAs, InstanceOf, PositiveInt, TensorOf
+from seqbook.costs.measure import cpu_seconds
 
-__all__ = ["fastest_cpu_times", "forward_backward", "forward_backward_ms", "count_flops"]
-
-
-def fastest_cpu_times(
-    runs: Sequence[Callable[[], object]],
-    repeats: PositiveInt = 5,
-) -> list[float]:
-    r"""The fastest CPU time of this thread, in seconds, for each function of ``runs``.
-
-    .. math::
-        t_i = \min_{r = 1, \dots, R} \mathrm{cpu}(\texttt{runs[i]}()),
-
-    timed in ``repeats`` rounds that each call every function once, so that no function
-    is favoured by a quiet moment of the machine.
-
-    Args:
-        runs: functions without arguments.
-        repeats: rounds ``R`` (>= 1).
-
-    Returns:
-        One time per function, in seconds.
-
-    Example:
-        >>> small, large = fastest_cpu_times([lambda: sum(range(10)),
-        ...                                   lambda: sum(range(10**6))], repeats=3)
-        >>> small < large
-        True
-    """
-    runs = list(runs)
-    if not runs or not all(callable(run) for run in runs):
-        raise TypeError(
-            f"runs must be a non-empty sequence of functions without arguments, got {runs!r}"
-        )
-    best = [float("inf")] * len(runs)
-    for _ in range(repeats):
-        for i, run in enumerate(runs):
-            start = time.thread_time()
-            run()
-            best[i] = min(best[i], time.thread_time() - start)
-    return best
+__all__ = ["forward_backward", "forward_backward_ms"]
 
 
 def forward_backward(
-    module: InstanceOf(nn.Module, what="a torch.nn.Module"),
-    x: TensorOf(floating=True),
+    module: nn.Module,
+    x: Float[Tensor, "..."],
 ) -> Callable[[], None]:
     r"""A function running ``module(x)`` and back-propagating the sum of its outputs.
 
@@ -87,7 +48,7 @@ def forward_backward(
     return run
 
 
-def forward_backward_ms(module: nn.Module, x: torch.Tensor, repeats: int = 3) -> float:
+def forward_backward_ms(module: nn.Module, x: Float[Tensor, "..."], repeats: int = 3) -> float:
     """The fastest CPU time of this thread for a forward and backward pass, in ms.
 
     Args:
@@ -99,21 +60,5 @@ def forward_backward_ms(module: nn.Module, x: torch.Tensor, repeats: int = 3) ->
         >>> forward_backward_ms(nn.LSTM(2, 3, batch_first=True), torch.randn(1, 4, 2)) > 0
         True
     """
-    (seconds,) = fastest_cpu_times([forward_backward(module, x)], repeats)
+    (seconds,) = cpu_seconds([forward_backward(module, x)], repeats)
     return 1e3 * seconds
-
-
-def count_flops(fn: CallableAs("a function without arguments", nargs=0)) -> int:
-    """Floating-point operations of ``fn()``, counted by PyTorch's ``FlopCounterMode``.
-
-    Only the operations the counter knows (matrix products, convolutions, attention)
-    are counted; element-wise operations are not, and neither are fused kernels such
-    as ``nn.LSTM``'s (count the book's own modules instead).
-
-    Example:
-        >>> count_flops(lambda: torch.randn(4, 5) @ torch.randn(5, 6))   # 2 * 4 * 5 * 6
-        240
-    """
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()

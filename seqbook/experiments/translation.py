@@ -25,11 +25,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
+from jaxtyping import Bool, Float, Shaped
+from torch import Tensor, nn
 
-from seqbook._contracts import InstanceOf, IntIn, SequenceOf, Shaped, TensorOf
+from seqbook._checks import check_int, check_sequence
 from seqbook.data import NumberPair, spell_number, tokenize
 from seqbook.seq2seq import TranslationTask
 from seqbook.utils import to_device
@@ -39,9 +41,11 @@ __all__ = [
     "TeacherForcingGap",
     "accuracy_by_length",
     "first_word_source_index",
+    "free_running_right",
     "french_dix_alignment",
     "german_number_words",
     "own_translation_attention",
+    "teacher_forced_right",
     "teacher_forcing_gap",
     "tens_unit_alignment",
     "token_statistics",
@@ -69,12 +73,19 @@ def german_number_words() -> dict[str, str]:
     return words
 
 
-# the B pairs of a call, and one entry per pair in the arguments that follow them
-PairList = SequenceOf("a list of NumberPair", of=NumberPair, size="B")
-PerPair = SequenceOf("a list with one entry per pair", size="B")
+def _check_pairs(pairs: Any, non_empty: bool = False, **per_pair: Any) -> None:
+    """``pairs`` a sequence of :class:`~seqbook.data.NumberPair`, and each of
+    ``per_pair`` a sequence with one entry per pair."""
+    check_sequence("pairs", pairs, what="a list of NumberPair", of=NumberPair,
+                   non_empty=non_empty)
+    for name, values in per_pair.items():
+        check_sequence(name, values, what="a sequence with one entry per pair")
+        if len(values) != len(pairs):
+            raise ValueError(f"{name} must hold B = {len(pairs)} items (as in pairs), "
+                             f"got {len(values)}")
 
 
-def first_word_source_index(number: IntIn(0, 999_999)) -> int:
+def first_word_source_index(number: int) -> int:
     r"""The index of the English word that the German number's first word translates.
 
     English is cut into word tokens as by :func:`seqbook.data.tokenize` (hyphens and
@@ -98,6 +109,7 @@ def first_word_source_index(number: IntIn(0, 999_999)) -> int:
         >>> first_word_source_index(45_678)    # forty - five thousand, ...
         2
     """
+    check_int("number", number, min_value=0, max_value=999_999)
     english = tokenize(spell_number(number, "en"), "word")
     german = spell_number(number, "de")
     words = german_number_words()
@@ -122,8 +134,8 @@ LENGTH_BINS: tuple[tuple[int, int], ...] = ((1, 4), (5, 7), (8, 9), (10, 11), (1
 
 def accuracy_by_length(
     task: TranslationTask,
-    pairs: PairList,
-    correct: PerPair,
+    pairs: Sequence[NumberPair],
+    correct: Sequence[bool],
     bins: Sequence[tuple[int, int]] = LENGTH_BINS,
 ) -> list[float]:
     """The share of correct translations among the sources of each length bin.
@@ -144,6 +156,7 @@ def accuracy_by_length(
         >>> accuracy_by_length(task, pairs, [True] * len(pairs), bins=[(1, 3)])
         [1.0]
     """
+    _check_pairs(pairs, correct=correct)
     lengths = [len(task.source_tokens(p.source)) for p in pairs]
     shares = []
     for lo, hi in bins:
@@ -152,17 +165,17 @@ def accuracy_by_length(
     return shares
 
 
-def _peaks(weights: torch.Tensor, row: int) -> torch.Tensor:
+def _peaks(weights: Tensor, row: int) -> Tensor:
     """The key each head attends most to from ``row``: shape ``(h,)`` or ``(1,)``."""
     w = weights if weights.dim() == 3 else weights.unsqueeze(0)  # (h, T_y, T_x)
     return w[:, row].argmax(-1)
 
 
 def tens_unit_alignment(
-    weights: TensorOf((3, 4)),
+    weights: Shaped[Tensor, "B T_y T_x"] | Shaped[Tensor, "B h T_y T_x"],
     task: TranslationTask,
-    pairs: PairList,
-    hypotheses: PerPair,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
 ) -> tuple[float, float, int]:
     """How often a German translator's attention follows the unit-tens inversion.
 
@@ -182,9 +195,8 @@ def tens_unit_alignment(
     Returns:
         ``(unit share, tens share, number of pairs checked)``.
     """
-    if weights.shape[0] != len(pairs):
-        raise ValueError(f"weights must have one row per pair ({len(pairs)}), got shape "
-                         f"{tuple(weights.shape)}")
+    _check_pairs(pairs, hypotheses=hypotheses)
+    _check_rows(weights, pairs)
     unit_ok = tens_ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if not (pair.number % 100 > 20 and pair.number % 10):
@@ -202,10 +214,10 @@ def tens_unit_alignment(
 
 
 def french_dix_alignment(
-    weights: Shaped("B T_y T_x"),
+    weights: Shaped[Tensor, "B T_y T_x"],
     task: TranslationTask,
-    pairs: PairList,
-    hypotheses: PerPair,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
 ) -> tuple[float, int]:
     """How often a French translator's "dix" attends to the English unit word.
 
@@ -224,6 +236,8 @@ def french_dix_alignment(
     Returns:
         ``(share, number of pairs checked)``.
     """
+    _check_pairs(pairs, hypotheses=hypotheses)
+    _check_rows(weights, pairs)
     ok = checked = 0
     for b, (pair, hypothesis) in enumerate(zip(pairs, hypotheses)):
         if pair.number % 100 not in (77, 78, 79, 97, 98, 99):
@@ -236,17 +250,23 @@ def french_dix_alignment(
     return (ok / checked if checked else math.nan), checked
 
 
-def _device_of(model: torch.nn.Module) -> torch.device:
+def _check_rows(weights: Tensor, pairs: Sequence[NumberPair]) -> None:
+    if weights.shape[0] != len(pairs):
+        raise ValueError(f"weights must have one row per pair ({len(pairs)}), got shape "
+                         f"{tuple(weights.shape)}")
+
+
+def _device_of(model: nn.Module) -> torch.device:
     """Where the model's parameters live (the batches it reads must be there too)."""
     return next(model.parameters()).device
 
 
 def own_translation_attention(
-    model: torch.nn.Module,
+    model: nn.Module,
     task: TranslationTask,
     pairs: Sequence[NumberPair],
     hypotheses: Sequence[Sequence[str]],
-) -> torch.Tensor:
+) -> Float[Tensor, "B T_y T_x"] | Float[Tensor, "B h T_y T_x"]:
     """Teacher-forced attention of a translator fed its own translations.
 
     Feeding a model its own greedy output reproduces the weights it used while
@@ -258,18 +278,21 @@ def own_translation_attention(
     """
     from seqbook.transformer import Transformer
 
+    _check_pairs(pairs, hypotheses=hypotheses)
     batch = task.batch([p._replace(target=task.join_target(h)) for p, h in zip(pairs, hypotheses)])
     batch = to_device(batch, _device_of(model))
     with torch.no_grad():
         output = model(batch.src, batch.src_lengths, batch.tgt_in)
     if isinstance(model, Transformer):
-        return model.attention_maps()["cross"][0].cpu()  # (B, h, T_y, T_x)
+        cross = model.attention_maps()["cross"][0]
+        assert cross is not None  # the call above has just set it
+        return cross.cpu()  # (B, h, T_y, T_x)
     return output[1].cpu()  # (B, T_y, T_x)
 
 
 def token_statistics(
-    model: torch.nn.Module, task: TranslationTask, pairs: Sequence[NumberPair]
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    model: nn.Module, task: TranslationTask, pairs: Sequence[NumberPair]
+) -> tuple[Float[Tensor, " N"], Bool[Tensor, " N"], Float[Tensor, " N"]]:
     """Confidence, correctness and logit gap of every real target token.
 
     For the teacher-forced logits :math:`\\mathbf{z}` of every real target position:
@@ -280,6 +303,7 @@ def token_statistics(
         Three tensors of shape ``(N,)``, ``N`` the number of real target tokens, on
         the CPU (the batch runs on the model's device).
     """
+    _check_pairs(pairs)
     batch = to_device(task.batch(pairs), _device_of(model))
     with torch.no_grad():
         logits = model(batch.src, batch.src_lengths, batch.tgt_in)
@@ -296,9 +320,9 @@ def token_statistics(
 class TeacherForcingGap(NamedTuple):
     """One entry per reference token (each target's tokens and its ``<eos>``; ``N``)."""
 
-    teacher_forced: torch.Tensor  # (N,) bool: right given the reference prefix
-    free_running: torch.Tensor  # (N,) bool: right in the model's own translation
-    after_first_error: torch.Tensor  # (N,) bool: after its translation's first error
+    teacher_forced: Bool[Tensor, " N"]  # right given the reference prefix
+    free_running: Bool[Tensor, " N"]  # right in the model's own translation
+    after_first_error: Bool[Tensor, " N"]  # after its translation's first error
 
     def accuracies(self) -> tuple[float, float]:
         """Teacher-forced and free-running token accuracy, over all ``N`` tokens."""
@@ -307,10 +331,10 @@ class TeacherForcingGap(NamedTuple):
 
 
 def teacher_forcing_gap(
-    model: InstanceOf(torch.nn.Module, what="a translator (an nn.Module)"),
-    task: InstanceOf(TranslationTask),
-    pairs: SequenceOf("a list of NumberPair", non_empty=True, of=NumberPair, size="B"),
-    hypotheses: SequenceOf("a sequence of token lists", size="B"),
+    model: nn.Module,
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
+    hypotheses: Sequence[Sequence[str]],
 ) -> TeacherForcingGap:
     r"""Next-token accuracy from the reference prefix against the model's own translation.
 
@@ -352,17 +376,18 @@ def teacher_forcing_gap(
         >>> bool(gap.free_running.all()), bool(gap.after_first_error.any())
         (True, False)
     """
+    _check_pairs(pairs, non_empty=True, hypotheses=hypotheses)
     for h in hypotheses:
         if isinstance(h, str) or not all(isinstance(t, str) for t in h):
             raise TypeError(f"hypotheses must be lists of token strings, got {h!r}")
-    teacher = _teacher_forced_right(model, task, pairs)
-    free, after = _free_running_right(task, pairs, hypotheses)
+    teacher = teacher_forced_right(model, task, pairs)
+    free, after = free_running_right(task, pairs, hypotheses)
     return TeacherForcingGap(teacher, free, after)
 
 
-def _teacher_forced_right(
-    model: torch.nn.Module, task: TranslationTask, pairs: Sequence[NumberPair]
-) -> torch.Tensor:
+def teacher_forced_right(
+    model: nn.Module, task: TranslationTask, pairs: Sequence[NumberPair]
+) -> Bool[Tensor, " N"]:
     """Whether the argmax given the reference prefix is the reference token, ``(N,)``."""
     batch = to_device(task.batch(pairs), _device_of(model))
     with torch.no_grad():
@@ -374,11 +399,11 @@ def _teacher_forced_right(
     return (logits.argmax(-1).cpu() == batch.tgt_out.cpu())[mask]
 
 
-def _free_running_right(
+def free_running_right(
     task: TranslationTask,
     pairs: Sequence[NumberPair],
     hypotheses: Sequence[Sequence[str]],
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[Bool[Tensor, " N"], Bool[Tensor, " N"]]:
     """Whether the model's own token is the reference token, ``(N,)``, and whether the
     position comes after the translation's first wrong token, ``(N,)``."""
     eos = task.tgt_vocab.tokens[task.tgt_vocab.eos_id]

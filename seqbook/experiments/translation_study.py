@@ -145,9 +145,9 @@ def study_seed(seed: int, tasks: dict[str, TranslationTask], epochs_scale: float
 
     # transformers, with and without label smoothing
     for name, epsilon in [("transformer", 0.1), ("transformer_sharp", 0.0)]:
-        config = TransformerConfig(label_smoothing=epsilon, seed=seed)
-        config.epochs = epochs(config.epochs)
-        model, history, seconds = _timed(train_transformer, de, config)
+        transformer_config = TransformerConfig(label_smoothing=epsilon, seed=seed)
+        transformer_config.epochs = epochs(transformer_config.epochs)
+        model, history, seconds = _timed(train_transformer, de, transformer_config)
         result = evaluate_translator(model, de, test)
         beam = evaluate_translator(model, de, test, beam_size=4)
         confidence, correct, gap = token_statistics(model, de, test)

@@ -10,28 +10,25 @@ set, so the stopping rule does not flatter it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    CallableAs,
-    InstanceOf,
-    IntAtLeast,
-    NonNegativeInt,
-    PositiveInt,
-    PositiveReal,
-    RealIn,
-)
+from seqbook._checks import check_callable, check_int, check_positive_int, check_real
 from seqbook.experiments.classifier import accuracy, classify_loss
-from seqbook.train import _fit
+from seqbook.train import fit
 from seqbook.utils import seeded_generator
 
 __all__ = ["SolveResult", "train_until_solved"]
 
 #: A task: ``task(batch, generator) -> (x, y)``, e.g. a FirstSymbolTask.
-Task = CallableAs("task(batch, generator)", nargs=2)
+Task: TypeAlias = Callable[
+    [int, torch.Generator], tuple[Float[Tensor, "B T D"], Int[Tensor, "..."]]
+]
 
 #: Seeds of the validation and test sets: the same sets for every run and every seed.
 VALID_SEED, TEST_SEED = 1000, 2000
@@ -51,17 +48,17 @@ class SolveResult:
 
 
 def train_until_solved(
-    model: InstanceOf(nn.Module, what="a torch.nn.Module"),
+    model: nn.Module,
     task: Task,
-    seed: NonNegativeInt,
-    max_steps: IntAtLeast("check_every") = 150,
-    lr: PositiveReal = 0.01,
-    target: RealIn(0.0, 1.0, strict_min=True) = 0.99,
-    check_every: PositiveInt = 25,
-    batch_size: PositiveInt = 64,
-    valid_size: PositiveInt = 500,
-    test_size: PositiveInt = 2000,
-    clip: PositiveReal | None = 1.0,
+    seed: int,
+    max_steps: int = 150,
+    lr: float = 0.01,
+    target: float = 0.99,
+    check_every: int = 25,
+    batch_size: int = 64,
+    valid_size: int = 500,
+    test_size: int = 2000,
+    clip: float | None = 1.0,
 ) -> SolveResult:
     r"""Adam in rounds of ``check_every`` steps until ``target`` validation accuracy.
 
@@ -103,6 +100,18 @@ def train_until_solved(
         >>> result.steps, 0.0 <= result.accuracy <= 1.0
         (25, True)
     """
+    check_callable("task", task, signature="task(batch, generator)", nargs=2)
+    check_int("seed", seed, min_value=0)
+    check_positive_int("check_every", check_every)
+    if check_int("max_steps", max_steps) < check_every:
+        raise ValueError(f"max_steps must be >= check_every = {check_every}, got {max_steps}")
+    check_real("lr", lr, min_value=0.0, strict_min=True)
+    check_real("target", target, min_value=0.0, max_value=1.0, strict_min=True)
+    for name, size in (("batch_size", batch_size), ("valid_size", valid_size),
+                       ("test_size", test_size)):
+        check_positive_int(name, size)
+    if clip is not None:
+        check_real("clip", clip, min_value=0.0, strict_min=True)
     generator = seeded_generator(seed)
     x_valid, y_valid = task(valid_size, seeded_generator(VALID_SEED))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -111,7 +120,7 @@ def train_until_solved(
     while steps < max_steps and not solved:
         rounds = min(check_every, max_steps - steps)
         batches = [task(batch_size, generator) for _ in range(rounds)]
-        _fit(model, classify_loss, batches, optimizer, 1, clip, None, None, False, "training")
+        fit(model, classify_loss, batches, optimizer, 1, clip, progress=False)
         steps += rounds
         solved = accuracy(model, x_valid, y_valid) >= target
     x_test, y_test = task(test_size, seeded_generator(TEST_SEED))

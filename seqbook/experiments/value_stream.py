@@ -29,22 +29,14 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._checks import check_tensor
-from seqbook._contracts import (
-    Bounded,
-    Flag,
-    InstanceOf,
-    NonNegativeInt,
-    PositiveInt,
-    TensorOf,
-)
-from seqbook.experiments._common import Generator, one_thread
+from seqbook._checks import check_int, check_positive_int
+from seqbook.experiments._common import one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.train import fit
 from seqbook.utils import seed_everything, seeded_generator
@@ -60,10 +52,6 @@ __all__ = [
 
 #: Seed of the evaluation streams, the same for every model and seed.
 EVAL_SEED = 5000
-
-# the longest episode: at least min_gap, and shorter than the stream (so that every
-# stream completes at least one episode)
-MaxGap = Annotated[int, Bounded(min_value="min_gap", below="length")]
 
 
 @dataclass(frozen=True)
@@ -104,11 +92,24 @@ class ValueStreamTask:
         (True, True)
     """
 
-    length: PositiveInt = 120  # T, steps per stream
-    min_gap: PositiveInt = 10  # shortest episode
-    max_gap: MaxGap = 20  # longest episode
-    num_distractors: PositiveInt = 4  # M, distractor symbols
-    continual: Flag = True  # False: one episode per stream (a reset before each)
+    length: int = 120  # T, steps per stream
+    min_gap: int = 10  # shortest episode
+    max_gap: int = 20  # longest episode
+    num_distractors: int = 4  # M, distractor symbols
+    continual: bool = True  # False: one episode per stream (a reset before each)
+
+    def __post_init__(self) -> None:
+        check_positive_int("length", self.length)
+        check_positive_int("min_gap", self.min_gap)
+        # the longest episode: at least min_gap, and shorter than the stream (so that
+        # every stream completes at least one episode)
+        if check_int("max_gap", self.max_gap) < self.min_gap:
+            raise ValueError(f"max_gap must be >= min_gap = {self.min_gap}, "
+                             f"got {self.max_gap}")
+        if self.max_gap >= self.length:
+            raise ValueError(f"max_gap must be < length = {self.length} (the argument "
+                             f"length), got {self.max_gap}")
+        check_positive_int("num_distractors", self.num_distractors)
 
     @property
     def input_size(self) -> int:
@@ -117,10 +118,12 @@ class ValueStreamTask:
 
     def __call__(
         self,
-        batch: PositiveInt,
-        generator: Generator,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        batch: int,
+        generator: torch.Generator,
+    ) -> tuple[Float[Tensor, "B {self.length} {self.input_size}"],
+               Float[Tensor, "B {self.length}"]]:
         """A fresh batch of streams drawn from ``generator``: ``(x, y)``."""
+        check_positive_int("batch", batch)
         T, M = self.length, self.num_distractors
         distractors = torch.randint(0, M, (batch, T), generator=generator)  # (B, T)
         x = torch.cat([torch.zeros(batch, T, 2), F.one_hot(distractors, M).float()], dim=2)
@@ -162,18 +165,21 @@ class StepRegressor(nn.Module):
 
     def __init__(
         self,
-        recurrent: InstanceOf(nn.Module, what="a torch.nn.Module"),
-        hidden_size: PositiveInt,
+        recurrent: nn.Module,
+        hidden_size: int,
     ) -> None:
         super().__init__()
+        check_positive_int("hidden_size", hidden_size)
         self.rnn = recurrent
         self.readout = nn.Linear(hidden_size, 1)
 
-    def forward(self, x: TensorOf(3, floating=True)) -> torch.Tensor:
+    def forward(self, x: Float[Tensor, "B T D"]) -> Float[Tensor, "B T"]:
         return self.readout(self.rnn(x)[0])[..., 0]  # (B, T)
 
 
-def masked_mse(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def masked_mse(
+    model: nn.Module, batch: tuple[Float[Tensor, "B T D"], Float[Tensor, "B T"]]
+) -> Float[Tensor, ""]:
     r"""Mean squared error at the steps with a target, for :func:`seqbook.train.fit`.
 
     .. math::
@@ -192,7 +198,6 @@ def masked_mse(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> to
         0
     """
     x, y = batch
-    check_tensor("y", y, ndim=2, floating=True)
     predictions = model(x)  # (B, T)
     if predictions.shape != y.shape:
         raise ValueError(
@@ -204,7 +209,7 @@ def masked_mse(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> to
     return ((predictions[labelled] - y[labelled]) ** 2).mean()
 
 
-def rmse(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+def rmse(model: nn.Module, x: Float[Tensor, "B T D"], y: Float[Tensor, "B T"]) -> float:
     """Root mean squared error at the steps with a target, without gradients.
 
     Example:
@@ -244,15 +249,15 @@ class ValueStreamRecord:
 
 
 def value_stream_run(
-    spec: InstanceOf(LayerSpec),
-    seed: NonNegativeInt,
-    steps: PositiveInt = 300,
+    spec: LayerSpec,
+    seed: int,
+    steps: int = 300,
     train_length: int = 120,
     long_length: int = 2400,
     hidden_size: int = 32,
     lr: float = 0.01,
-    eval_size: PositiveInt = 50,
-) -> tuple[ValueStreamRecord, nn.Module]:
+    eval_size: int = 50,
+) -> tuple[ValueStreamRecord, StepRegressor]:
     r"""Train ``spec``'s layer on continual value streams; measure its error three ways.
 
     Seeds everything with ``seed``, builds the layer
@@ -283,6 +288,9 @@ def value_stream_run(
         >>> record.label, record.steps, isinstance(model, StepRegressor)
         ('LSTM', 2, True)
     """
+    check_int("seed", seed, min_value=0)
+    check_positive_int("steps", steps)
+    check_positive_int("eval_size", eval_size)
     task = ValueStreamTask(train_length)
     long_task = ValueStreamTask(long_length)
     episodes = ValueStreamTask(task.max_gap + 1, continual=False)
@@ -294,11 +302,13 @@ def value_stream_run(
         batches = lambda: (task(64, generator) for _ in range(steps))  # fresh, lazily
         fit(model, masked_mse, batches, torch.optim.Adam(model.parameters(), lr=lr), epochs=1,
             clip=1.0, progress=False)
-        errors = [rmse(model, *problem(eval_size, seeded_generator(EVAL_SEED)))
-                  for problem in (episodes, task, long_task)]
+        rmse_episodes, rmse_train_length, rmse_long = (
+            rmse(model, *problem(eval_size, seeded_generator(EVAL_SEED)))
+            for problem in (episodes, task, long_task))
     record = ValueStreamRecord(
         spec.label, spec.kind, spec.forget_gate, spec.input_gate_bias, spec.forget_gate_bias,
-        spec.update_gate_bias, seed, steps, train_length, *errors, long_length,
+        spec.update_gate_bias, seed, steps, train_length, rmse_episodes, rmse_train_length,
+        rmse_long, long_length,
         round(time.process_time() - start, 2),
     )
     return record, model

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from seqbook._contracts import InstanceOf, NonNegativeInt, PositiveInt, PositiveReal
+from seqbook._checks import check_int, check_positive_int, check_real
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.classifier import LastOutputClassifier, accuracy, classify_loss
 from seqbook.experiments.first_symbol import FirstSymbolTask
@@ -67,11 +67,8 @@ ROWS: dict[str, tuple[FirstSymbolTask, float | None, float | None]] = {
     "radius 3, clipped at 1": (FirstSymbolTask(10), 1.0, 3.0),
 }
 
-Task = InstanceOf(FirstSymbolTask, what="a FirstSymbolTask")
 
-
-def gradient_reach(model: InstanceOf(LastOutputClassifier, what="a LastOutputClassifier"),
-                   task: Task) -> float:
+def gradient_reach(model: LastOutputClassifier, task: FirstSymbolTask) -> float:
     r"""How much of the gradient at the last state reaches the first.
 
     .. math::
@@ -96,11 +93,11 @@ def gradient_reach(model: InstanceOf(LastOutputClassifier, what="a LastOutputCla
 
 
 def train_long_lag(
-    task: Task,
-    clip: PositiveReal | None = 1.0,
-    radius: PositiveReal | None = None,
-    seed: NonNegativeInt = 0,
-    steps: PositiveInt = 300,
+    task: FirstSymbolTask,
+    clip: float | None = 1.0,
+    radius: float | None = None,
+    seed: int = 0,
+    steps: int = 300,
 ) -> tuple[float, float, History]:
     """Train a 32-unit tanh RNN with a readout after the last step on ``task``.
 
@@ -122,13 +119,18 @@ def train_long_lag(
         >>> len(history.step_loss), 0 < reach < 1
         (30, True)
     """
+    for name, value in (("clip", clip), ("radius", radius)):
+        if value is not None:
+            check_real(name, value, min_value=0.0, strict_min=True)
+    check_int("seed", seed, min_value=0)
+    check_positive_int("steps", steps)
     seed_everything(seed)
     generator = seeded_generator(seed + 1)
-    model = LastOutputClassifier(RNN(task.input_size, 32), 32,
-                                 task.num_classes)
+    rnn = RNN(task.input_size, 32)
+    model = LastOutputClassifier(rnn, 32, task.num_classes)
     if radius is not None:                 # rescale W_hh to spectral radius
         with torch.no_grad():
-            W = model.rnn.W_hh
+            W = rnn.get_parameter("W_hh")
             W.mul_(radius / torch.linalg.eigvals(W).abs().max())
     reach = gradient_reach(model, task)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

@@ -19,27 +19,25 @@ All trials run at once: the memories are stacked along a leading dimension.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Float, Int, Real, Shaped
+from torch import Tensor
 
-from seqbook._checks import check_positive_int
-from seqbook._contracts import (
-    Check,
-    IntAtLeast,
-    IntIn,
-    OneOf,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    RealIn,
-    Shaped,
+from seqbook._checks import (
+    check_beta,
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
+    check_real,
 )
-from seqbook.hopfield.classical import _async_relax, _hebbian_weights, _order
-from seqbook.hopfield.dense import _dense_async_sweep
-from seqbook.hopfield.memory import Patterns
-from seqbook.hopfield.modern import _modern_update
+from seqbook.hopfield.classical import _order, async_relax, hebbian_weights
+from seqbook.hopfield.dense import dense_async_sweep
+from seqbook.hopfield.modern import modern_update
 
 __all__ = [
     "MEMORIES",
@@ -55,7 +53,11 @@ __all__ = [
 MEMORIES = ("classical", "poly", "exp", "modern")
 
 
-def _check_sizes(name: str, value: Any) -> list[int]:
+# Stored patterns, one memory (N, d) or T memories side by side (T, N, d)
+Patterns: TypeAlias = Real[Tensor, "N d"] | Real[Tensor, "T N d"]
+
+
+def _check_sizes(name: str, value: Sequence[int]) -> list[int]:
     """``value`` as a non-empty list of numbers of stored patterns (positive ints)."""
     sizes = [check_positive_int(name, n) for n in value]
     if not sizes:
@@ -63,16 +65,13 @@ def _check_sizes(name: str, value: Any) -> list[int]:
     return sizes
 
 
-Sizes = Annotated[list[int], Check(_check_sizes)]  # numbers of stored patterns, >= 1 each
-
-
 def random_patterns(
-    num_patterns: PositiveInt,
-    dim: PositiveInt,
-    num_trials: PositiveInt | None = None,
-    generator: RandomGenerator = None,
+    num_patterns: int,
+    dim: int,
+    num_trials: int | None = None,
+    generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
-) -> torch.Tensor:
+) -> Float[Tensor, "N d"] | Float[Tensor, "T N d"]:
     r"""Unbiased random patterns: every spin is :math:`\pm 1` with probability 1/2.
 
     Shapes:
@@ -83,6 +82,9 @@ def random_patterns(
         >>> tuple(x.shape), sorted(x.unique().tolist())
         ((3, 8), [-1.0, 1.0])
     """
+    check_positive_int("num_patterns", num_patterns), check_positive_int("dim", dim)
+    if num_trials is not None:
+        check_positive_int("num_trials", num_trials)
     N = num_patterns
     d = dim
     shape = (N, d) if num_trials is None else (num_trials, N, d)
@@ -91,10 +93,8 @@ def random_patterns(
 
 
 def corrupt(
-    patterns: Patterns(binary=True, ndim=(2, 3)),
-    fraction: RealIn(0.0, 1.0),
-    generator: RandomGenerator = None,
-) -> torch.Tensor:
+    patterns: Patterns, fraction: float, generator: torch.Generator | None = None
+) -> Float[Tensor, "*T N d"]:
     r"""Flip exactly ``round(fraction * d)`` randomly chosen spins of every pattern.
 
     Shapes:
@@ -106,6 +106,8 @@ def corrupt(
         >>> (corrupt(x, 0.3, torch.Generator().manual_seed(0)) == -1).sum(-1).tolist()
         [3, 3]
     """
+    patterns = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
+    check_real("fraction", fraction, min_value=0.0, max_value=1.0)
     d = patterns.shape[-1]
     k = round(fraction * d)
     keys = torch.rand(patterns.shape, generator=generator).to(patterns.device)
@@ -114,7 +116,9 @@ def corrupt(
     return patterns * signs
 
 
-def bit_errors(states: Shaped("... d"), patterns: Shaped("... d")) -> torch.Tensor:
+def bit_errors(
+    states: Shaped[Tensor, "*#batch d"], patterns: Shaped[Tensor, "*#batch d"]
+) -> Float[Tensor, "*batch"]:
     r"""Fraction of components whose sign differs from the pattern's.
 
     Continuous states are compared through their sign.
@@ -131,29 +135,29 @@ def bit_errors(states: Shaped("... d"), patterns: Shaped("... d")) -> torch.Tens
     return (torch.sign(states) != torch.sign(patterns)).float().mean(-1)
 
 
-def _run(memory: str, queries: torch.Tensor, X: torch.Tensor, *, max_sweeps: int, degree: int,
-         beta: float, generator: torch.Generator | None) -> torch.Tensor:
+def _run(memory: str, queries: Tensor, X: Tensor, *, max_sweeps: int, degree: int,
+         beta: float, generator: torch.Generator | None) -> Tensor:
     """Final states of ``memory`` (stored patterns X, (T, N, d)) started at ``queries``."""
     d = X.shape[-1]
     if memory == "modern":
         xi = queries
         for _ in range(max_sweeps):
-            new = _modern_update(xi, X, beta)  # (T, Q, d)
+            new = modern_update(xi, X, beta)  # (T, Q, d)
             if torch.allclose(new, xi, atol=1e-6, rtol=0.0):
                 return new
             xi = new
         return xi
     if memory == "classical":  # max_sweeps * d single-spin updates at most
-        W = _hebbian_weights(X)  # (T, d, d)
+        W = hebbian_weights(X)  # (T, d, d)
         U = torch.zeros(X.shape[0], d, dtype=X.dtype, device=X.device)  # (T, d)
-        return _async_relax(queries, W, U, generator, max_sweeps * d)[0]
+        return async_relax(queries, W, U, generator, max_sweeps * d)[0]
     final = queries.clone()
     for t in range(X.shape[0]):  # one memory at a time: settled states leave the batch
         moving = torch.arange(queries.shape[1], device=X.device)
         for _ in range(max_sweeps):
             old = final[t, moving]  # (A, d)
             order = _order(d, generator, X.device)
-            new = _dense_async_sweep(old, X[t].double(), memory, degree, order).to(old.dtype)
+            new = dense_async_sweep(old, X[t], memory, degree, order)
             final[t, moving] = new
             moving = moving[(new != old).any(-1)]
             if moving.numel() == 0:
@@ -162,16 +166,16 @@ def _run(memory: str, queries: torch.Tensor, X: torch.Tensor, *, max_sweeps: int
 
 
 def retrieval_errors(
-    memory: OneOf(*MEMORIES),
-    patterns: Patterns(binary=True, ndim=(2, 3)),
+    memory: str,
+    patterns: Patterns,
     *,
-    corruption: RealIn(0.0, 1.0) = 0.0,
-    num_queries: IntIn(1, "N") | None = None,
-    max_sweeps: PositiveInt = 30,
-    degree: IntAtLeast(2) = 3,
-    beta: PositiveReal = 1.0,
-    generator: RandomGenerator = None,
-) -> torch.Tensor:
+    corruption: float = 0.0,
+    num_queries: int | None = None,
+    max_sweeps: int = 30,
+    degree: int = 3,
+    beta: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> Float[Tensor, "T Q"] | Float[Tensor, " Q"]:
     r"""Store ``patterns`` in ``memory``, query it, and return the final bit errors.
 
     Each query is a stored pattern with a fraction ``corruption`` of its spins flipped;
@@ -191,12 +195,17 @@ def retrieval_errors(
         patterns: ``(T, N, d)`` or ``(N, d)``.
         returns: ``(T, Q)`` or ``(Q,)``.
     """
-    X = patterns
+    check_choice("memory", memory, MEMORIES)
+    X = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
+    check_real("corruption", corruption, min_value=0.0, max_value=1.0)
+    check_positive_int("max_sweeps", max_sweeps), check_int("degree", degree, min_value=2)
+    check_beta("beta", beta)
     single = X.dim() == 2
     if single:
         X = X.unsqueeze(0)  # (1, N, d)
     N = X.shape[1]
-    Q = N if num_queries is None else num_queries
+    Q = N if num_queries is None else check_int("num_queries", num_queries, min_value=1,
+                                                 max_value=N)
     targets = X[:, :Q]  # (T, Q, d)
     queries = corrupt(targets, corruption, generator) if corruption > 0 else targets
     final = _run(
@@ -208,16 +217,16 @@ def retrieval_errors(
 
 def retrieved_fraction(
     memory: str,
-    patterns: torch.Tensor,
+    patterns: Patterns,
     *,
-    tolerance: RealIn(0.0, 1.0) = 0.05,
+    tolerance: float = 0.05,
     corruption: float = 0.0,
     num_queries: int | None = None,
     max_sweeps: int = 30,
     degree: int = 3,
     beta: float = 1.0,
     generator: torch.Generator | None = None,
-) -> torch.Tensor:
+) -> Float[Tensor, " T"] | Float[Tensor, ""]:
     r"""Fraction of the queried patterns retrieved: final bit error at most ``tolerance``.
 
     The other arguments go to :func:`retrieval_errors` (``corruption``, ``num_queries``,
@@ -232,6 +241,7 @@ def retrieved_fraction(
         >>> retrieved_fraction("classical", X, corruption=0.1).tolist()
         [1.0, 1.0]
     """
+    check_real("tolerance", tolerance, min_value=0.0, max_value=1.0)
     errors = retrieval_errors(
         memory, patterns, corruption=corruption, num_queries=num_queries,
         max_sweeps=max_sweeps, degree=degree, beta=beta, generator=generator,
@@ -245,34 +255,31 @@ class CapacityCurve:
 
     memory: str
     dim: int
-    num_patterns: torch.Tensor  # (L,) numbers of stored patterns tried
-    errors: torch.Tensor  # (L, T, Q) final bit error of every query
+    num_patterns: Int[Tensor, " L"]  # numbers of stored patterns tried
+    errors: Float[Tensor, "L T Q"]  # final bit error of every query
     tolerance: float = 0.05  # largest bit error that counts as retrieved
 
     @property
-    def load(self) -> torch.Tensor:
+    def load(self) -> Tensor:
         r"""The load :math:`\alpha = N / d` of every point, shape ``(L,)``."""
         return self.num_patterns.double() / self.dim
 
     @property
-    def fraction(self) -> torch.Tensor:
+    def fraction(self) -> Tensor:
         """Fraction retrieved per point and trial, shape ``(L, T)``."""
         return (self.errors <= self.tolerance).float().mean(-1)
 
     @property
-    def mean(self) -> torch.Tensor:
+    def mean(self) -> Tensor:
         """Fraction retrieved averaged over trials and queries, shape ``(L,)``."""
         return self.fraction.mean(-1)
 
-    def with_tolerance(self, tolerance: RealIn(0.0, 1.0)) -> "CapacityCurve":
+    def with_tolerance(self, tolerance: float) -> CapacityCurve:
         """The same measurements judged with another tolerance."""
+        check_real("tolerance", tolerance, min_value=0.0, max_value=1.0)
         return CapacityCurve(self.memory, self.dim, self.num_patterns, self.errors, tolerance)
 
-    def capacity(
-        self,
-        level: RealIn(0.0, 1.0) = 0.5,
-        method: OneOf('interpolate', 'logistic') = "interpolate",
-    ) -> float:
+    def capacity(self, level: float = 0.5, method: str = "interpolate") -> float:
         r"""Number of patterns :math:`N` at which the fraction retrieved falls to ``level``.
 
         ``"interpolate"``: linear interpolation between the two grid points around the
@@ -282,6 +289,8 @@ class CapacityCurve:
         (least squares) and solve for ``level``; less noisy, as it uses all points of
         the transition.
         """
+        check_real("level", level, min_value=0.0, max_value=1.0)
+        check_choice("method", method, ("interpolate", "logistic"))
         mean = self.mean.double()
         n = self.num_patterns.double()
         if method == "logistic":
@@ -294,27 +303,27 @@ class CapacityCurve:
             A = torch.stack([torch.ones_like(x), x], dim=1)  # (L', 2)
             a, b = torch.linalg.lstsq(A, y.unsqueeze(1)).solution.squeeze(1).tolist()
             return (math.log(level / (1 - level)) - a) / b
-        mean, n = mean.tolist(), n.tolist()
-        for k, m in enumerate(mean):
+        means, sizes = mean.tolist(), n.tolist()
+        for k, m in enumerate(means):
             if m < level:
                 if k == 0:
                     return 0.0
-                m0, n0 = mean[k - 1], n[k - 1]
-                return n0 + (m0 - level) / (m0 - m) * (n[k] - n0)
+                m0, n0 = means[k - 1], sizes[k - 1]
+                return n0 + (m0 - level) / (m0 - m) * (sizes[k] - n0)
         return math.inf
 
 
 def capacity_curve(
-    memory: OneOf(*MEMORIES),
-    dim: PositiveInt,
-    num_patterns: Sizes,
+    memory: str,
+    dim: int,
+    num_patterns: Sequence[int],
     *,
-    num_trials: PositiveInt = 10,
-    tolerance: RealIn(0.0, 1.0) = 0.05,
-    generator: RandomGenerator = None,
+    num_trials: int = 10,
+    tolerance: float = 0.05,
+    generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
     corruption: float = 0.0,
-    num_queries: PositiveInt | None = None,
+    num_queries: int | None = None,
     max_sweeps: int = 30,
     degree: int = 3,
     beta: float = 1.0,
@@ -335,9 +344,12 @@ def capacity_curve(
         >>> curve.mean.tolist()[0], curve.capacity() < 40
         (1.0, True)
     """
+    check_choice("memory", memory, MEMORIES), check_positive_int("dim", dim)
+    sizes = _check_sizes("num_patterns", num_patterns)
+    check_positive_int("num_trials", num_trials)
+    check_real("tolerance", tolerance, min_value=0.0, max_value=1.0)
     d = dim
-    sizes = num_patterns
-    Q = min(sizes) if num_queries is None else num_queries
+    Q = min(sizes) if num_queries is None else check_positive_int("num_queries", num_queries)
     if Q > min(sizes):
         raise ValueError(f"num_queries must be at most the smallest number of patterns "
                          f"({min(sizes)}), got {Q}")

@@ -34,18 +34,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import (
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    RealIn,
-)
-from seqbook.hopfield.capacity import Sizes, bit_errors, random_patterns
-from seqbook.hopfield.classical import _async_relax
+from seqbook._checks import check_positive_int, check_real
+from seqbook.hopfield.capacity import _check_sizes, bit_errors, random_patterns
+from seqbook.hopfield.classical import async_relax
 from seqbook.provenance import record
 from seqbook.utils import seeded_generator, shifted_seed
 
@@ -70,6 +68,8 @@ TOLERANCES = (0.025, 0.05, 0.10)  # largest fraction of wrong spins that counts 
 NETWORKS = {100: 400, 200: 200, 400: 100, 800: 24, 1600: 6}
 WIDE_LOADS = [round(0.10 + 0.01 * k, 3) for k in range(17)]  # 0.10 ... 0.26
 NARROW_LOADS = [round(0.13 + 0.005 * k, 3) for k in range(11)]  # 0.13 ... 0.18
+# a dimension d of the table (a key of its dicts), also as read from a NumPy array
+Dim: TypeAlias = int | np.integer
 
 
 def plan_loads(dim: int) -> list[float]:
@@ -79,13 +79,13 @@ def plan_loads(dim: int) -> list[float]:
 
 
 def nested_retrieval_errors(
-    dim: PositiveInt,
-    num_patterns: Sizes,
-    num_networks: PositiveInt,
-    num_queries: PositiveInt,
-    generator: RandomGenerator = None,
-    batch: PositiveInt = 1,
-) -> torch.Tensor:
+    dim: int,
+    num_patterns: Sequence[int],
+    num_networks: int,
+    num_queries: int,
+    generator: torch.Generator | None = None,
+    batch: int = 1,
+) -> Float[Tensor, "{num_networks} L {num_queries}"]:
     r"""Final bit errors of the first ``Q`` patterns, started at themselves, at every load.
 
     Each network stores the first ``N`` patterns of one list of ``max(num_patterns)``
@@ -102,8 +102,10 @@ def nested_retrieval_errors(
         >>> tuple(errors.shape), bool((errors[:, 0] == 0).all())
         ((3, 2, 5), True)
     """
+    check_positive_int("dim", dim), check_positive_int("num_networks", num_networks)
+    check_positive_int("num_queries", num_queries), check_positive_int("batch", batch)
     d = dim
-    sizes = num_patterns
+    sizes = _check_sizes("num_patterns", num_patterns)
     if sizes != sorted(set(sizes)):
         raise ValueError(f"num_patterns must be a non-empty increasing list, got {sizes}")
     T = num_networks
@@ -123,7 +125,7 @@ def nested_retrieval_errors(
             W_N = W.clone()
             W_N.diagonal(dim1=1, dim2=2).zero_()  # (eq-hopfield-hebb): no self-coupling
             U = torch.zeros(b, d)  # (b, d)
-            final, _ = _async_relax(X[:, :Q], W_N, U, generator, 10 * d)  # (b, Q, d)
+            final, _ = async_relax(X[:, :Q], W_N, U, generator, 10 * d)  # (b, Q, d)
             out[first : first + b, k] = bit_errors(final, X[:, :Q])
     return out
 
@@ -153,14 +155,15 @@ class CapacitySweep:
         """The dimensions measured, increasing."""
         return sorted(self.loads)
 
-    def networks(self, dim: int) -> int:
+    def networks(self, dim: Dim) -> int:
         """The number of networks of one dimension."""
-        return self.retrieved[dim].shape[0]
+        return self.retrieved[int(dim)].shape[0]
 
-    def fraction(self, dim: int, tolerance: float = 0.05) -> np.ndarray:
+    def fraction(self, dim: Dim, tolerance: float = 0.05) -> np.ndarray:
         """Fraction retrieved at every load, pooled over networks, shape ``(L,)``."""
-        totals = self.by_tolerance[dim][TOLERANCES.index(tolerance)]
-        return totals / (self.networks(dim) * self.queries[dim])
+        d = int(dim)
+        totals = self.by_tolerance[d][TOLERANCES.index(tolerance)]
+        return totals / (self.networks(d) * self.queries[d])
 
 
 def _entry(loads: Sequence[float], errors: torch.Tensor, seconds: float) -> dict:
@@ -203,8 +206,8 @@ def load_sweep(path: Path | str = SWEEP) -> CapacitySweep:
 def logistic_crossing(
     loads: np.ndarray,
     retrieved: np.ndarray,
-    queries: np.ndarray | int,
-    level: RealIn(0.0, 1.0, strict_min=True) = 0.5,
+    queries: np.ndarray | int | np.integer,
+    level: float = 0.5,
 ) -> float:
     r"""The load where a logistic fit of the fraction retrieved crosses ``level``.
 
@@ -220,6 +223,7 @@ def logistic_crossing(
         >>> round(logistic_crossing(loads, np.array([90, 50, 10]), 100), 3)
         0.2
     """
+    check_real("level", level, min_value=0.0, max_value=1.0, strict_min=True)
     x = np.asarray(loads, dtype=float)
     k = np.asarray(retrieved, dtype=float)
     n = np.broadcast_to(np.asarray(queries, dtype=float), x.shape)
@@ -228,11 +232,6 @@ def logistic_crossing(
                          f"got {x.shape} and {k.shape}")
     if np.any(k < 0) or np.any(k > n):
         raise ValueError("retrieved must lie between 0 and queries at every load")
-    return _logistic_crossing(x, k, n, level)
-
-
-def _logistic_crossing(x: np.ndarray, k: np.ndarray, n: np.ndarray, level: float) -> float:
-    """:func:`logistic_crossing` of float arrays ``(L,)`` it has checked."""
     center = x.mean()
     A = np.stack([np.ones_like(x), x - center], 1)  # (L, 2)
     theta = np.zeros(2)
@@ -259,36 +258,38 @@ def _window(fraction: np.ndarray, low: float = 0.05, high: float = 0.95) -> slic
 
 
 def sweep_crossing(
-    sweep: CapacitySweep, dim: int, tolerance: float = 0.05, networks: np.ndarray | None = None
+    sweep: CapacitySweep, dim: Dim, tolerance: float = 0.05, networks: np.ndarray | None = None
 ) -> float:
     """The crossing load of one dimension, from the loads around its transition.
 
     ``networks`` (indices, with repetitions) resamples the networks; it needs the 5%
     tolerance, the only one whose counts the table keeps per network.
     """
-    window = _window(sweep.fraction(dim, tolerance))
+    d = int(dim)
+    window = _window(sweep.fraction(d, tolerance))
     if networks is None:
-        totals = sweep.by_tolerance[dim][TOLERANCES.index(tolerance)]
-        n = sweep.networks(dim) * sweep.queries[dim]
+        totals = sweep.by_tolerance[d][TOLERANCES.index(tolerance)]
+        n = sweep.networks(d) * sweep.queries[d]
     elif tolerance != 0.05:
         raise ValueError(f"tolerance must be 0.05 to resample networks, got {tolerance}")
     else:
-        totals = sweep.retrieved[dim][networks].sum(0)
-        n = len(networks) * sweep.queries[dim]
-    x = np.asarray(sweep.loads[dim][window], dtype=float)  # (L,)
+        totals = sweep.retrieved[d][networks].sum(0)
+        n = len(networks) * sweep.queries[d]
+    x = np.asarray(sweep.loads[d][window], dtype=np.float64)  # (L,)
     k = np.asarray(totals[window], dtype=float)  # (L,)
-    return _logistic_crossing(x, k, np.broadcast_to(np.asarray(n, dtype=float), x.shape), 0.5)
+    return logistic_crossing(x, k, n)
 
 
 def bootstrap_crossings(
-    sweep: CapacitySweep, dim: int, num_resamples: PositiveInt = 1000, seed: int = 0
+    sweep: CapacitySweep, dim: Dim, num_resamples: int = 1000, seed: Dim = 0
 ) -> np.ndarray:
     """Crossing loads of ``num_resamples`` resamples of the networks (with replacement).
 
     Shapes:
         returns: ``(num_resamples,)``.
     """
-    rng = np.random.default_rng(shifted_seed(seed))
+    check_positive_int("num_resamples", num_resamples)
+    rng = np.random.default_rng(shifted_seed(int(seed)))
     T = sweep.networks(dim)
     return np.array(
         [sweep_crossing(sweep, dim, networks=rng.integers(0, T, T)) for _ in range(num_resamples)]
@@ -299,7 +300,7 @@ def fit_finite_size(
     dims: np.ndarray,
     crossings: np.ndarray,
     sigma: np.ndarray | None = None,
-    exponent: PositiveReal | None = None,
+    exponent: float | None = None,
 ) -> tuple[float, float, float, float]:
     r"""Fit :math:`\alpha(d) = \alpha_\infty + c\,d^{-\nu}` to crossing loads.
 
@@ -316,6 +317,8 @@ def fit_finite_size(
         >>> [round(v, 4) for v in fit_finite_size(d, 0.14 + 0.5 / d**0.5)[:3]]
         [0.14, 0.5, 0.5]
     """
+    if exponent is not None:
+        check_real("exponent", exponent, min_value=0.0, strict_min=True)
     d = np.asarray(dims, dtype=float)
     y = np.asarray(crossings, dtype=float)
     w = np.ones_like(y) if sigma is None else 1.0 / np.asarray(sigma, dtype=float) ** 2

@@ -15,21 +15,22 @@ of ``W``, as in the book's equations (Hebbian weights are symmetric anyway).
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import torch
+from jaxtyping import Float, Int, Real
+from torch import Tensor
 
 from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
     check_real,
     check_same_dtype,
-    check_tensor,
+    check_spins,
 )
-from seqbook._contracts import (
-    IndexInto,
-    OneOf,
-    PositiveInt,
-    RandomGenerator,
-    Shaped,
-)
-from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
+from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = [
     "ClassicalHopfield",
@@ -40,15 +41,19 @@ __all__ = [
     "sync_step",
 ]
 
+MODES = ("async", "sync")  # one spin at a time, or all spins at once
 
-# a batch of spin states (..., B, d) of networks with weights (..., d, d), thresholds (..., d)
-States = Shaped("... B d", floating=True, dtype_of="W", spins=True)
-Weights = Shaped("... d d", floating=True)
-Thresholds = Shaped("... d", floating=True, dtype_of="W")
-SpinOrder = Shaped("n", floating=False, min_value=0, below="d")  # spin indices, in turn
+# B spin states (..., B, d) of networks with weights (..., d, d) and thresholds (..., d)
+States: TypeAlias = Float[Tensor, "... B d"]
+Weights: TypeAlias = Float[Tensor, "... d d"]
+Thresholds: TypeAlias = Float[Tensor, "... d"]
+Energies: TypeAlias = Float[Tensor, "... B"]  # one per state
+Order: TypeAlias = Int[Tensor, " n"]  # the spins to update, in turn
+# stored patterns in {-1, +1}, one per row: (N, d), or (T, N, d) for T networks
+SpinPatterns: TypeAlias = Float[Tensor, "N d"] | Float[Tensor, "T N d"]
 
 
-def hebbian_weights(patterns: Patterns(binary=True, ndim=(2, 3))) -> torch.Tensor:
+def hebbian_weights(patterns: SpinPatterns) -> Weights:
     r"""Hebbian storage :math:`\mathbf W = \sum_s \mathbf x^s \mathbf x^{s\top}` with zero diagonal.
 
     Args:
@@ -64,16 +69,12 @@ def hebbian_weights(patterns: Patterns(binary=True, ndim=(2, 3))) -> torch.Tenso
                 [-1.,  0., -1.],
                 [ 1., -1.,  0.]])
     """
-    return _hebbian_weights(patterns)
-
-
-def _hebbian_weights(x: torch.Tensor) -> torch.Tensor:
+    x = check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
     W = x.transpose(-1, -2) @ x  # (eq-hopfield-hebb)  sum_s x^s x^sT
-    # (eq-hopfield-hebb) W_ii = 0
-    return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))
+    return W - torch.diag_embed(torch.diagonal(W, dim1=-2, dim2=-1))  # W_ii = 0
 
 
-def classical_energy(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
+def classical_energy(xi: States, W: Weights, U: Thresholds) -> Energies:
     r"""Energy :math:`E = -\tfrac12 \boldsymbol\xi^\top \mathbf W \boldsymbol\xi
     + \boldsymbol\xi^\top \mathbf U`.
 
@@ -88,22 +89,24 @@ def classical_energy(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
         >>> classical_energy(torch.tensor([[1., -1., 1.]]), W, torch.zeros(3))
         tensor([-3.])
     """
-    return _classical_energy(xi, W, U)
-
-
-def _classical_energy(
-    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor
-) -> torch.Tensor:
+    check_spins("xi", xi)
     W_xi = xi @ W  # (..., B, d)  W xi, one row per state
     # (eq-hopfield-energy)
     return -0.5 * (W_xi * xi).sum(-1) + (xi * U.unsqueeze(-2)).sum(-1)
 
 
-def _sign_keep_ties(h: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
+def _sign_keep_ties(h: Tensor, current: Tensor) -> Tensor:
     return torch.where(h > 0, 1.0, torch.where(h < 0, -1.0, current)).to(current.dtype)
 
 
-def async_sweep(xi: States, W: Weights, U: Thresholds, order: SpinOrder) -> torch.Tensor:
+def _check_order(order: Tensor, d: int) -> None:
+    """A sweep's ``order``: spin indices in ``[0, d)`` (reads them: once per sweep)."""
+    if order.numel() and not 0 <= int(order.min()) <= int(order.max()) < d:
+        raise ValueError(f"order must hold spin indices in [0, d = {d}), got values from "
+                         f"{int(order.min())} to {int(order.max())}")
+
+
+def async_sweep(xi: States, W: Weights, U: Thresholds, order: Order) -> States:
     r"""One asynchronous sweep: update the spins one at a time, in ``order``.
 
     Spin :math:`i` becomes :math:`\operatorname{sgn}(\sum_j W_{ij}\xi_j - U_i)` using the
@@ -122,12 +125,8 @@ def async_sweep(xi: States, W: Weights, U: Thresholds, order: SpinOrder) -> torc
         >>> async_sweep(torch.tensor([[1., 1., 1.]]), W, torch.zeros(3), torch.tensor([1, 0, 2]))
         tensor([[ 1., -1.,  1.]])
     """
-    return _async_sweep(xi, W, U, order)
-
-
-def _async_sweep(
-    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, order: torch.Tensor
-) -> torch.Tensor:
+    check_spins("xi", xi)
+    _check_order(order, xi.shape[-1])
     xi = xi.clone()
     for i in order.tolist():
         # (..., B) row i of W
@@ -136,7 +135,7 @@ def _async_sweep(
     return xi
 
 
-def sync_step(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
+def sync_step(xi: States, W: Weights, U: Thresholds) -> States:
     r"""One synchronous step
     :math:`\boldsymbol\xi \leftarrow \operatorname{sgn}(\mathbf W\boldsymbol\xi - \mathbf U)`.
 
@@ -151,23 +150,18 @@ def sync_step(xi: States, W: Weights, U: Thresholds) -> torch.Tensor:
         >>> sync_step(torch.tensor([[1., -1.]]), W, torch.zeros(2))     # both spins swap
         tensor([[-1.,  1.]])
     """
-    return _sync_step(xi, W, U)
-
-
-def _sync_step(
-    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor
-) -> torch.Tensor:
+    check_spins("xi", xi)
     h = xi @ W.transpose(-1, -2) - U.unsqueeze(-2)  # (eq-hopfield-sync)
     return _sign_keep_ties(h, xi)  # (eq-hopfield-sync) a tie keeps the spin
 
 
 def async_relax(
-    xi: Shaped("T B d", floating=True, dtype_of="W", spins=True),
-    W: Shaped("T d d", floating=True),
-    U: Shaped("T d", floating=True, dtype_of="W"),
-    generator: RandomGenerator = None,
-    max_flips: PositiveInt | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    xi: Float[Tensor, "T B d"],
+    W: Float[Tensor, "T d d"],
+    U: Float[Tensor, "T d"],
+    generator: torch.Generator | None = None,
+    max_flips: int | None = None,
+) -> tuple[Float[Tensor, "T B d"], Int[Tensor, "T B"]]:
     r"""Random asynchronous dynamics run to a fixed point, one flip at a time.
 
     At every step each state flips one spin chosen uniformly among its *unstable*
@@ -201,17 +195,12 @@ def async_relax(
         >>> torch.equal(final, X), flips.tolist()
         (True, [[1]])
     """
+    check_spins("xi", xi)
+    if max_flips is not None:
+        check_positive_int("max_flips", max_flips)
     if not torch.equal(W, W.transpose(-1, -2)):
         raise ValueError("W must be symmetric (as Hebbian weights are): energy descent needs it")
-    d = xi.shape[-1]
-    max_flips = 10 * d if max_flips is None else max_flips
-    return _async_relax(xi, W, U, generator, max_flips)
-
-
-def _async_relax(
-    xi: torch.Tensor, W: torch.Tensor, U: torch.Tensor, generator: torch.Generator | None,
-    max_flips: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    max_flips = 10 * xi.shape[-1] if max_flips is None else max_flips
     T, B, d = xi.shape
     out = xi.clone().reshape(T * B, d)  # (T * B, d)
     flips = torch.zeros(T * B, dtype=torch.long, device=xi.device)
@@ -248,7 +237,7 @@ def _async_relax(
     return out.reshape(T, B, d), flips.reshape(T, B)
 
 
-def _order(d: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+def _order(d: int, generator: torch.Generator | None, device: torch.device) -> Tensor:
     return torch.randperm(d, generator=generator).to(device)
 
 
@@ -278,19 +267,18 @@ class ClassicalHopfield(PatternMemory):
     """
 
     def __init__(
-        self, patterns: Patterns(binary=True), threshold: float | torch.Tensor = 0.0
+        self, patterns: Real[Tensor, "N d"], threshold: float | Float[Tensor, " d"] = 0.0
     ) -> None:
-        self.patterns = patterns  # (N, d)
-        self.W = _hebbian_weights(self.patterns)  # (d, d)
+        self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
+        self.W = hebbian_weights(self.patterns)  # (d, d)
         d = self.dim
-        if isinstance(threshold, torch.Tensor):
-            check_tensor("threshold", threshold, shape=(d,), floating=True)
+        if isinstance(threshold, Tensor):
             U = check_same_dtype("threshold", threshold, self.patterns.dtype, of="the patterns")
         else:
             U = torch.full((d,), check_real("threshold", threshold), dtype=self.patterns.dtype)
         self.U = U.to(self.patterns.device)  # (d,)
 
-    def local_field(self, xi: torch.Tensor) -> torch.Tensor:
+    def local_field(self, xi: Real[Tensor, "*batch d"]) -> Float[Tensor, "*batch d"]:
         r"""The local fields :math:`h_i = \sum_j W_{ij}\xi_j - U_i = -\partial E / \partial \xi_i`.
 
         Shapes:
@@ -300,7 +288,7 @@ class ClassicalHopfield(PatternMemory):
         xi = self._state(xi)
         return xi @ self.W - self.U  # (..., d)
 
-    def energy(self, xi: torch.Tensor) -> torch.Tensor:
+    def energy(self, xi: Real[Tensor, "*batch d"]) -> Float[Tensor, "*batch"]:
         r"""Energy
         :math:`-\tfrac12 \boldsymbol\xi^\top\mathbf W\boldsymbol\xi + \boldsymbol\xi^\top\mathbf U`.
 
@@ -309,9 +297,11 @@ class ClassicalHopfield(PatternMemory):
             returns: ``(...)``.
         """
         xi = self._state(xi)
-        return _classical_energy(xi.unsqueeze(-2), self.W, self.U).squeeze(-1)
+        return classical_energy(xi.unsqueeze(-2), self.W, self.U).squeeze(-1)
 
-    def update_neuron(self, xi: torch.Tensor, i: IndexInto("dim")) -> torch.Tensor:
+    def update_neuron(
+        self, xi: Real[Tensor, "*batch d"], i: int
+    ) -> Float[Tensor, "*batch d"]:
         """Update spin ``i`` alone (of every state in the batch); return the new states.
 
         Shapes:
@@ -319,16 +309,17 @@ class ClassicalHopfield(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
+        check_int("i", i, min_value=0, max_value=self.dim - 1)
         order = torch.tensor([i])
-        return _async_sweep(xi.unsqueeze(-2), self.W, self.U, order).squeeze(-2)
+        return async_sweep(xi.unsqueeze(-2), self.W, self.U, order).squeeze(-2)
 
     def update(
         self,
-        xi: torch.Tensor,
-        mode: OneOf('async', 'sync') = "async",
-        steps: PositiveInt = 1,
-        generator: RandomGenerator = None,
-    ) -> torch.Tensor:
+        xi: Real[Tensor, "*batch d"],
+        mode: str = "async",
+        steps: int = 1,
+        generator: torch.Generator | None = None,
+    ) -> Float[Tensor, "*batch d"]:
         """Run ``steps`` synchronous steps or asynchronous sweeps.
 
         An asynchronous sweep visits every spin once, in a fresh random order (drawn
@@ -345,20 +336,21 @@ class ClassicalHopfield(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
+        check_choice("mode", mode, MODES), check_positive_int("steps", steps)
         x = xi.unsqueeze(-2)  # (..., 1, d)
         for _ in range(steps):
             if mode == "sync":
-                x = _sync_step(x, self.W, self.U)
+                x = sync_step(x, self.W, self.U)
             else:
-                x = _async_sweep(x, self.W, self.U, _order(self.dim, generator, x.device))
+                x = async_sweep(x, self.W, self.U, _order(self.dim, generator, x.device))
         return x.squeeze(-2)
 
     def retrieve(
         self,
-        xi: torch.Tensor,
-        max_sweeps: PositiveInt = 100,
-        mode: OneOf('async', 'sync') = "async",
-        generator: RandomGenerator = None,
+        xi: Real[Tensor, "*batch d"],
+        max_sweeps: int = 100,
+        mode: str = "async",
+        generator: torch.Generator | None = None,
     ) -> Retrieval:
         """Update until every state is a fixed point (or ``max_sweeps`` is reached).
 
@@ -376,6 +368,7 @@ class ClassicalHopfield(PatternMemory):
             ([1.0, -1.0, 1.0, -1.0, 1.0, -1.0], True)
         """
         xi = self._state(xi)
+        check_positive_int("max_sweeps", max_sweeps), check_choice("mode", mode, MODES)
         return self._run_to_fixed_point(
             xi,
             lambda state: self.update(state, mode=mode, generator=generator),

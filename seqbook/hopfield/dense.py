@@ -19,33 +19,34 @@ itself overflows (to ``-inf``) once an overlap exceeds about 709, and
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Float, Float64, Real
+from torch import Tensor
 
-from seqbook._checks import check_same_dtype
-from seqbook._contracts import (
-    IndexInto,
-    IntAtLeast,
-    OneOf,
-    PositiveInt,
-    RandomGenerator,
-    Shaped,
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_patterns,
+    check_positive_int,
+    check_spins,
 )
-from seqbook.hopfield.classical import SpinOrder, _order, _sign_keep_ties
-from seqbook.hopfield.memory import PatternMemory, Patterns, Retrieval
-
-# spin states (..., B, d) of the patterns' d (their dtype, once integer patterns are
-# converted, is checked in the body)
-SpinStates = Shaped("... B d", floating=True, spins=True)
+from seqbook.hopfield.classical import Order, States, _check_order, _order, _sign_keep_ties
+from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = ["DenseAssociativeMemory", "dense_async_sweep", "dense_energy"]
 
+FUNCTIONS = ("poly", "exp")  # the interaction F: z^n or e^z
+# the stored patterns x_mu in {-1, +1}, one per row (N, d), or (..., N, d) for several memories
+StoredPatterns: TypeAlias = Float[Tensor, "... N d"]
 
-def _F(z: torch.Tensor, F: str, degree: int) -> torch.Tensor:
+
+def _F(z: Tensor, F: str, degree: int) -> Tensor:
     return torch.exp(z) if F == "exp" else z**degree
 
 
-def _odd_part(a: torch.Tensor, degree: int) -> torch.Tensor:
+def _odd_part(a: Tensor, degree: int) -> Tensor:
     r""":math:`g(a) = \sum_{k \text{ odd}} 2\binom{n}{k} a^{n-k}`, so that
     :math:`(a + x)^n - (a - x)^n = x\,g(a)` for :math:`x = \pm 1`."""
     g = torch.zeros_like(a)
@@ -54,12 +55,20 @@ def _odd_part(a: torch.Tensor, degree: int) -> torch.Tensor:
     return g
 
 
+def _check_dense(
+    xi: Tensor, patterns: Tensor, F: str, degree: int, order: Tensor | None = None
+) -> None:
+    """The arguments of the dense memory's functions: spins, F, degree (and order)."""
+    check_spins("xi", xi)
+    check_patterns("patterns", patterns, binary=True, ndim=(2, 3))
+    check_choice("F", F, FUNCTIONS), check_int("degree", degree, min_value=2)
+    if order is not None:
+        _check_order(order, xi.shape[-1])
+
+
 def dense_energy(
-    xi: SpinStates,
-    patterns: Patterns(binary=True, ndim=(2, 3)),
-    F: OneOf("poly", "exp") = "poly",
-    degree: IntAtLeast(2) = 3,
-) -> torch.Tensor:
+    xi: States, patterns: StoredPatterns, F: str = "poly", degree: int = 3
+) -> Float64[Tensor, "... B"]:
     r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)`, in float64.
 
     Shapes:
@@ -72,22 +81,14 @@ def dense_energy(
         >>> dense_energy(torch.tensor([[1., 1., -1.]]), X, F="poly", degree=3)
         tensor([-27.], dtype=torch.float64)
     """
-    check_same_dtype("xi", xi, patterns.dtype, of="the stored patterns")  # once converted
-    return _dense_energy(xi, patterns, F, degree)
-
-
-def _dense_energy(xi: torch.Tensor, X: torch.Tensor, F: str, degree: int) -> torch.Tensor:
-    overlaps = xi.double() @ X.double().transpose(-1, -2)  # (..., B, N)
+    _check_dense(xi, patterns, F, degree)
+    overlaps = xi.double() @ patterns.double().transpose(-1, -2)  # (..., B, N)
     return -_F(overlaps, F, degree).sum(-1)  # (eq-hopfield-dam-energy)
 
 
 def dense_async_sweep(
-    xi: SpinStates,
-    patterns: Patterns(binary=True, ndim=(2, 3)),
-    F: OneOf("poly", "exp"),
-    degree: IntAtLeast(2),
-    order: SpinOrder,
-) -> torch.Tensor:
+    xi: States, patterns: StoredPatterns, F: str, degree: int, order: Order
+) -> States:
     r"""One asynchronous sweep of the dense memory, spins visited in ``order``.
 
     With :math:`a_\mu = \sum_{j \ne l} x_{\mu j}\xi_j` the overlap without spin
@@ -99,7 +100,8 @@ def dense_async_sweep(
                                         - F(a_\mu - x_{\mu l})\Big],
 
     i.e. :math:`+1` exactly when :math:`E(\xi_l = +1) < E(\xi_l = -1)`; a tie keeps the
-    spin. For :math:`F = \exp` the two sums are compared as log-sum-exps.
+    spin. For :math:`F = \exp` the two sums are compared as log-sum-exps. The sweep
+    runs in float64 (exact overlaps) and returns the states in their own dtype.
 
     Shapes:
         xi: ``(..., B, d)``.
@@ -112,18 +114,12 @@ def dense_async_sweep(
         >>> dense_async_sweep(torch.tensor([[-1., 1., -1., -1.]]), X, "exp", 3, torch.arange(4))
         tensor([[ 1.,  1., -1., -1.]])
     """
-    check_same_dtype("xi", xi, patterns.dtype, of="the stored patterns")  # once converted
-    return _dense_async_sweep(xi, patterns.double(), F, degree, order).to(xi.dtype)
-
-
-def _dense_async_sweep(
-    xi: torch.Tensor, X: torch.Tensor, F: str, degree: int, order: torch.Tensor
-) -> torch.Tensor:
-    xi = xi.double().clone()  # X: the patterns x_mu as rows, in float64
-    overlaps = xi @ X.transpose(-1, -2)  # (..., B, N)
+    _check_dense(xi, patterns, F, degree, order)
+    X, s = patterns.double(), xi.double().clone()  # the patterns x_mu as rows
+    overlaps = s @ X.transpose(-1, -2)  # (..., B, N)
     for l in order.tolist():
         x_l = X[..., :, l].unsqueeze(-2)  # (..., 1, N)
-        old = xi[..., l]  # (..., B)
+        old = s[..., l]  # (..., B)
         a = overlaps - x_l * old.unsqueeze(-1)  # a_mu: overlap without spin l
         if F == "exp":  # lse(a + x) - lse(a - x): same sign, no overflow
             gain = torch.logsumexp(a + x_l, -1) - torch.logsumexp(a - x_l, -1)
@@ -131,8 +127,8 @@ def _dense_async_sweep(
             gain = (_odd_part(a, degree) * x_l).sum(-1)
         new = _sign_keep_ties(gain, old)  # (eq-hopfield-dam-rule)  (..., B)
         overlaps = overlaps + x_l * (new - old).unsqueeze(-1)
-        xi[..., l] = new
-    return xi
+        s[..., l] = new
+    return s.to(xi.dtype)
 
 
 class DenseAssociativeMemory(PatternMemory):
@@ -160,16 +156,13 @@ class DenseAssociativeMemory(PatternMemory):
     """
 
     def __init__(
-        self,
-        patterns: Patterns(binary=True),
-        F: OneOf('poly', 'exp') = "poly",
-        degree: IntAtLeast(2) = 3,
+        self, patterns: Real[Tensor, "N d"], F: str = "poly", degree: int = 3
     ) -> None:
-        self.patterns = patterns  # (N, d)
-        self.F = F
-        self.degree = degree
+        self.patterns = check_patterns("patterns", patterns, binary=True)  # (N, d)
+        self.F = check_choice("F", F, FUNCTIONS)
+        self.degree = check_int("degree", degree, min_value=2)
 
-    def energy(self, xi: torch.Tensor) -> torch.Tensor:
+    def energy(self, xi: Real[Tensor, "*batch d"]) -> Float64[Tensor, "*batch"]:
         r"""Energy :math:`-\sum_\mu F(\mathbf x_\mu^\top\boldsymbol\xi)` in float64.
 
         Shapes:
@@ -177,9 +170,9 @@ class DenseAssociativeMemory(PatternMemory):
             returns: ``(...)``.
         """
         xi = self._state(xi)
-        return _dense_energy(xi.unsqueeze(-2), self.patterns, self.F, self.degree).squeeze(-1)
+        return dense_energy(xi.unsqueeze(-2), self.patterns, self.F, self.degree).squeeze(-1)
 
-    def log_neg_energy(self, xi: torch.Tensor) -> torch.Tensor:
+    def log_neg_energy(self, xi: Real[Tensor, "*batch d"]) -> Float64[Tensor, "*batch"]:
         r""":math:`\log(-E) = \log\sum_\mu e^{\mathbf x_\mu^\top\boldsymbol\xi}`, finite where
         :math:`E` overflows (``F="exp"``).
 
@@ -200,7 +193,9 @@ class DenseAssociativeMemory(PatternMemory):
         xi = self._state(xi)
         return torch.logsumexp(xi.double() @ self.patterns.double().T, dim=-1)  # (...)
 
-    def update_neuron(self, xi: torch.Tensor, l: IndexInto("dim")) -> torch.Tensor:
+    def update_neuron(
+        self, xi: Real[Tensor, "*batch d"], l: int
+    ) -> Float[Tensor, "*batch d"]:
         """Update spin ``l`` alone (of every state in the batch).
 
         Shapes:
@@ -208,15 +203,17 @@ class DenseAssociativeMemory(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
+        check_int("l", l, min_value=0, max_value=self.dim - 1)
         order = torch.tensor([l])
-        X = self.patterns.double()
-        return _dense_async_sweep(xi.unsqueeze(-2), X, self.F, self.degree, order).to(
-            xi.dtype
-        ).squeeze(-2)
+        x = xi.unsqueeze(-2)  # (..., 1, d)
+        return dense_async_sweep(x, self.patterns, self.F, self.degree, order).squeeze(-2)
 
     def update(
-        self, xi: torch.Tensor, steps: PositiveInt = 1, generator: RandomGenerator = None
-    ) -> torch.Tensor:
+        self,
+        xi: Real[Tensor, "*batch d"],
+        steps: int = 1,
+        generator: torch.Generator | None = None,
+    ) -> Float[Tensor, "*batch d"]:
         """Run ``steps`` asynchronous sweeps, each in a fresh random order.
 
         Shapes:
@@ -224,19 +221,18 @@ class DenseAssociativeMemory(PatternMemory):
             returns: ``(..., d)``.
         """
         xi = self._state(xi)
+        check_positive_int("steps", steps)
         x = xi.unsqueeze(-2)  # (..., 1, d)
         for _ in range(steps):
             order = _order(self.dim, generator, x.device)
-            x = _dense_async_sweep(x, self.patterns.double(), self.F, self.degree, order).to(
-                x.dtype
-            )
+            x = dense_async_sweep(x, self.patterns, self.F, self.degree, order)
         return x.squeeze(-2)
 
     def retrieve(
         self,
-        xi: torch.Tensor,
-        max_sweeps: PositiveInt = 100,
-        generator: RandomGenerator = None,
+        xi: Real[Tensor, "*batch d"],
+        max_sweeps: int = 100,
+        generator: torch.Generator | None = None,
     ) -> Retrieval:
         """Sweep until every state is a fixed point (or ``max_sweeps`` is reached).
 
@@ -245,6 +241,7 @@ class DenseAssociativeMemory(PatternMemory):
             returns: a ``Retrieval`` with states ``(S + 1, ..., d)``.
         """
         xi = self._state(xi)
+        check_positive_int("max_sweeps", max_sweeps)
         return self._run_to_fixed_point(
             xi,
             lambda state: self.update(state, generator=generator),

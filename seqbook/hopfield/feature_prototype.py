@@ -30,8 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import InstanceOf
 from seqbook.hopfield.recognition import (
     class_means,
     digits_pm1,
@@ -104,8 +105,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
     for n, T in settings:
         for seed in args.seeds:
             start = time.process_time()
-            memories, history = train_dam_classifier(
-                train_x, train_y, degree=n, temperature=T, test=(test_x, test_y),
+            memories, history = train_dam_classifier(  # trains in float64, as the means
+                train_x.double(), train_y, degree=n, temperature=T, test=(test_x, test_y),
                 class_means=means, generator=seeded_generator(seed), **config)
             scores = prototype_score(memories, means)
             runs.append(dict(
@@ -128,8 +129,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
 def write_results(
     config: dict,
-    runs: InstanceOf(list, what="a list of dicts"),
-    shown: InstanceOf(dict, what="a dict of tensors"),
+    runs: list[dict],
+    shown: dict[int, Float[Tensor, "K M"]],
     path: Path | str,
 ) -> Path:
     """Write the results as the JSON file that :func:`load_results` reads."""
@@ -145,7 +146,7 @@ def write_results(
     return path
 
 
-def load_results(path: Path | str = RESULTS) -> tuple[dict, list[dict], dict]:
+def load_results(path: Path | str = RESULTS) -> tuple[dict, list[dict], dict[int, Tensor]]:
     """The committed results: ``(config, runs, memories by power)``.
 
     ``memories[n]`` is a float32 ``(SHOWN, 794)`` tensor, the first memories of seed 0.

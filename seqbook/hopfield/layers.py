@@ -30,21 +30,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TypeAlias
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    Flag,
-    InstanceOf,
-    NonNegativeInt,
-    PositiveInt,
-    PositiveReal,
-    Probability,
-    Shaped,
+from seqbook._checks import (
+    check_beta,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_real,
 )
-from seqbook.hopfield.memory import Beta
 
 __all__ = ["HopfieldConfig", "HopfieldLayer", "HopfieldPooling", "hopfield_association"]
 
@@ -58,60 +57,73 @@ class HopfieldConfig:
     where the comment says so.
     """
 
-    num_heads: PositiveInt = 1  # heads, each with its own W_Q, W_K, W_V; outputs concatenated
-    beta: Beta | None = None  # inverse temperature; None: 1 / sqrt(d_k) (hflayers: scaling)
+    num_heads: int = 1  # heads, each with its own W_Q, W_K, W_V; outputs concatenated
+    beta: float | None = None  # inverse temperature; None: 1 / sqrt(d_k) (hflayers: scaling)
     # state updates before the retrieval; None: to convergence
-    update_steps_max: NonNegativeInt | None = 0
-    update_steps_eps: PositiveReal = 1e-4  # a head has converged when ||A_new - A||_F <= this
-    normalize_stored_pattern: Flag = False  # LayerNorm on Y (hflayers: True)
-    normalize_stored_pattern_affine: Flag = True  # ... with learned gain and bias
-    normalize_state_pattern: Flag = False  # LayerNorm on R (hflayers: True)
-    normalize_state_pattern_affine: Flag = True  # ... with learned gain and bias
-    normalize_pattern_projection: Flag = False  # LayerNorm on P (hflayers: True)
-    normalize_pattern_projection_affine: Flag = True  # ... with learned gain and bias
-    normalize_hopfield_space: Flag = False  # LayerNorm on Q and K, in the d_k space
-    normalize_hopfield_space_affine: Flag = False  # ... with learned gain and bias
-    pattern_projection_as_connected: Flag = True  # V = P W_K W_V; False: P W_V (hflayers: False)
-    state_pattern_as_static: Flag = False  # Q = R, no W_Q (R then has d_k features)
-    input_bias: Flag = False  # biases in W_Q, W_K, W_V and W_O (hflayers: True)
-    dropout: Probability = 0.0  # on the association matrix A, in training mode only
-    output_size: PositiveInt | None = None  # output projection W_O to this size; None: no W_O
+    update_steps_max: int | None = 0
+    update_steps_eps: float = 1e-4  # a head has converged when ||A_new - A||_F <= this
+    normalize_stored_pattern: bool = False  # LayerNorm on Y (hflayers: True)
+    normalize_stored_pattern_affine: bool = True  # ... with learned gain and bias
+    normalize_state_pattern: bool = False  # LayerNorm on R (hflayers: True)
+    normalize_state_pattern_affine: bool = True  # ... with learned gain and bias
+    normalize_pattern_projection: bool = False  # LayerNorm on P (hflayers: True)
+    normalize_pattern_projection_affine: bool = True  # ... with learned gain and bias
+    normalize_hopfield_space: bool = False  # LayerNorm on Q and K, in the d_k space
+    normalize_hopfield_space_affine: bool = False  # ... with learned gain and bias
+    pattern_projection_as_connected: bool = True  # V = P W_K W_V; False: P W_V (hflayers: False)
+    state_pattern_as_static: bool = False  # Q = R, no W_Q (R then has d_k features)
+    input_bias: bool = False  # biases in W_Q, W_K, W_V and W_O (hflayers: True)
+    dropout: float = 0.0  # on the association matrix A, in training mode only
+    output_size: int | None = None  # output projection W_O to this size; None: no W_O
+
+    def __post_init__(self) -> None:
+        check_positive_int("num_heads", self.num_heads)
+        if self.beta is not None:
+            check_beta("beta", self.beta)
+        if self.update_steps_max is not None:
+            check_int("update_steps_max", self.update_steps_max, min_value=0)
+        check_real("update_steps_eps", self.update_steps_eps, min_value=0.0, strict_min=True)
+        check_probability("dropout", self.dropout)
+        if self.output_size is not None:
+            check_positive_int("output_size", self.output_size)
 
 
-# A bool mask of any shape (True = may attend, stored pattern present, real instance):
-# its shape relations to the other arguments stay in the bodies.
-Mask = Shaped("...", dtype=torch.bool)
+# A mask of the association (True = may attend), broadcastable to (B, h, S, N)
+AssociationMask: TypeAlias = (
+    Bool[Tensor, "#N"] | Bool[Tensor, "#S #N"] | Bool[Tensor, "#h #S #N"]
+    | Bool[Tensor, "#B #h #S #N"]
+)
+# A layer's inputs: state patterns R, stored patterns Y and pattern projections P, and its
+# mask (True = may attend): per stored pattern, or per state and stored pattern
+StatePatterns: TypeAlias = Float[Tensor, "B S {self.state_size}"]
+StoredPatterns: TypeAlias = Float[Tensor, "B N {self.stored_size}"]
+Projections: TypeAlias = Float[Tensor, "B N {self.pattern_projection_size}"]
+StoredMask: TypeAlias = Bool[Tensor, "B N"] | Bool[Tensor, "B S N"]
+# the queries (one head for static state patterns, else h), keys and values of the heads
+QueriesKeysValues: TypeAlias = tuple[
+    Float[Tensor, " B #h S d_k"], Float[Tensor, "B h N d_k"], Float[Tensor, "B h N d_v"]
+]
+# What the layers return: Z (B, S, output_size), the pooled vectors (B, S * output_size),
+# and the association matrix A (B, h, S, N)
+LayerOutput: TypeAlias = Float[Tensor, "B S {self.output_size}"]
+PooledOutput: TypeAlias = Float[Tensor, "B {self.num_queries}*{self.hopfield.output_size}"]
+Weights: TypeAlias = Float[Tensor, "B {self.config.num_heads} S N"]
+PoolingWeights: TypeAlias = Float[Tensor, "B {self.hopfield.config.num_heads} S N"]
 
 
-def _check_mask(mask: torch.Tensor, full: tuple[int, int, int, int]) -> None:
-    if mask.dim() > 4 or any(m not in (1, n) for m, n in zip(mask.shape[::-1], full[::-1])):
-        raise ValueError(f"mask must be broadcastable to (B, h, S, N) = {full}, got shape "
-                         f"{tuple(mask.shape)}")
-
-
-def _check_stored_mask(mask: torch.Tensor, B: int, S: int, N: int) -> None:
-    """A layer's ``mask``: ``(B, N)`` or ``(B, S, N)``, some True for every query."""
-    if mask.shape not in ((B, N), (B, S, N)):
-        raise ValueError(f"mask must have shape ({B}, {N}) or ({B}, {S}, {N}), "
-                         f"got {tuple(mask.shape)}")
-    if not mask.any(-1).all():
-        raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
-
-
-def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1)
 
 
 def hopfield_association(
-    Q: Shaped("B * S d_k", floating=True),
-    K: Shaped("B * N d_k", floating=True, dtype_of="Q"),
-    beta: Beta,
-    update_steps_max: NonNegativeInt | None = 0,
-    update_steps_eps: PositiveReal = 1e-4,
-    mask: Mask | None = None,
-) -> torch.Tensor:
+    Q: Float[Tensor, " B #h S d_k"],
+    K: Float[Tensor, " B #h N d_k"],
+    beta: float,
+    update_steps_max: int | None = 0, update_steps_eps: float = 1e-4,
+    mask: AssociationMask | None = None,
+) -> Float[Tensor, "B h S N"]:
     r"""The association matrix
     :math:`\mathbf A = \operatorname{softmax}(\beta\mathbf Q\mathbf K^\top)`, after updating Q.
 
@@ -145,32 +157,18 @@ def hopfield_association(
         >>> hopfield_association(Q, K, beta=1.0).round(decimals=3)
         tensor([[[[0.9820, 0.0180, 0.0000]]]])
     """
-    (B, h, S, _), (h_K, N) = Q.shape, K.shape[1:3]
-    if h != h_K and 1 not in (h, h_K):
-        raise ValueError(f"Q and K must have the same number of heads h (or 1), got {h}, {h_K}")
-    if mask is not None:
-        _check_mask(mask, (B, max(h, h_K), S, N))
-    return _hopfield_association(Q, K, beta, update_steps_max, update_steps_eps, mask)
-
-
-def _hopfield_association(
-    Q: torch.Tensor,
-    K: torch.Tensor,
-    beta: float,
-    steps_max: int | None,
-    eps: float,
-    mask: torch.Tensor | None,
-) -> torch.Tensor:
+    steps = 1000 if update_steps_max is None else update_steps_max
+    check_beta("beta", beta), check_int("update_steps_max", steps, min_value=0)
+    check_real("update_steps_eps", update_steps_eps, min_value=0.0,
+               strict_min=True)
     A = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)  # (B, h, S, N)
-    # (B, h)
-    active = torch.ones(A.shape[:-2], dtype=torch.bool, device=A.device)
-    for _ in range(1000 if steps_max is None else steps_max):
+    active = A.new_ones(A.shape[:-2], dtype=torch.bool)  # (B, h)
+    for _ in range(steps):
         Q = A @ K  # (eq-hopfield-mhn-update)  (B, h, S, d_k)
         A_new = _masked_softmax(beta * Q @ K.transpose(-1, -2), mask)
         change = (A_new - A).square().sum((-2, -1)).sqrt()  # (B, h)
-        # converged heads keep theirs
-        A = torch.where(active[..., None, None], A_new, A)
-        active = active & (change > eps)
+        A = torch.where(active[..., None, None], A_new, A)  # done heads keep A
+        active = active & (change > update_steps_eps)
         if not active.any():
             break
     return A
@@ -192,7 +190,7 @@ def _layer_norm(size: int, wanted: bool, affine: bool) -> nn.Module:
     return nn.LayerNorm(size, elementwise_affine=affine) if wanted else nn.Identity()
 
 
-def _project(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+def _project(x: Tensor, W: Tensor, b: Tensor | None) -> Tensor:
     """``x @ W + b`` for every head: x ``(B, 1 or h, T, d)``, W ``(h, d, k)`` ->
     ``(B, h, T, k)``."""
     out = x @ W  # (B, h, T, k)
@@ -242,14 +240,19 @@ class HopfieldLayer(nn.Module):
 
     def __init__(
         self,
-        state_size: PositiveInt,
-        stored_size: PositiveInt,
-        hidden_size: PositiveInt,
-        value_size: PositiveInt | None = None,
-        config: InstanceOf(HopfieldConfig) | None = None,
-        pattern_projection_size: PositiveInt | None = None,
+        state_size: int,
+        stored_size: int,
+        hidden_size: int,
+        value_size: int | None = None,
+        config: HopfieldConfig | None = None,
+        pattern_projection_size: int | None = None,
     ) -> None:
         super().__init__()
+        for name, size in dict(state_size=state_size, stored_size=stored_size,
+                               hidden_size=hidden_size, value_size=value_size,
+                               pattern_projection_size=pattern_projection_size).items():
+            if size is not None:
+                check_positive_int(name, size)
         self.config = c = HopfieldConfig() if config is None else config
         self.state_size = state_size
         self.stored_size = stored_size
@@ -298,9 +301,7 @@ class HopfieldLayer(nn.Module):
         return c.num_heads * self.value_size if c.output_size is None else c.output_size
 
     @classmethod
-    def from_torch(
-        cls, module: InstanceOf(nn.MultiheadAttention, what="a torch.nn.MultiheadAttention")
-    ) -> "HopfieldLayer":
+    def from_torch(cls, module: nn.MultiheadAttention) -> HopfieldLayer:
         """A Hopfield layer computing what an ``nn.MultiheadAttention`` computes.
 
         Multi-head attention is the Hopfield layer with one update
@@ -329,58 +330,56 @@ class HopfieldLayer(nn.Module):
         layer = cls(E, E, d, d, config)
         weight = module.in_proj_weight  # (3E, E): the rows of W_q, W_k, W_v
         layer.to(device=weight.device, dtype=weight.dtype)
+        assert layer.W_Q is not None and layer.W_O is not None  # not static, output_size set
         with torch.no_grad():
             pairs = ((layer.W_Q, layer.b_Q), (layer.W_K, layer.b_K), (layer.W_V, layer.b_V))
             for i, (W, b) in enumerate(pairs):
                 W.copy_(weight[i * E : (i + 1) * E].view(h, d, E).transpose(1, 2))  # (h, E, d)
-                if bias:
+                if b is not None:
                     b.copy_(module.in_proj_bias[i * E : (i + 1) * E].view(h, d))  # (h, d)
             layer.W_O.copy_(module.out_proj.weight.T)  # (h d, E)
-            if bias:
+            if layer.b_O is not None:
                 layer.b_O.copy_(module.out_proj.bias)
         return layer.train(module.training)
 
-    def forward(
-        self,
-        R: Shaped("B S state_size", floating=True, dtype_of="module"),
-        Y: Shaped("B N stored_size", floating=True, dtype_of="module", min_size={"N": 1}),
-        P: Shaped("B N pattern_projection_size", floating=True, dtype_of="module") | None = None,
-        mask: Mask | None = None,
-        return_weights: Flag = False,
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Return Z (and the association matrix A); shapes in the class docstring."""
-        (B, S), N = R.shape[:2], Y.shape[1]
+    def check_forward_args(
+        self, Y: StoredPatterns, P: Projections | None = None, mask: StoredMask | None = None
+    ) -> None:
+        """What the types of :meth:`forward`'s arguments cannot say: ``P`` is given where
+        the values are not projected from ``Y``, there is a stored pattern, and the mask
+        leaves every state pattern one to attend to."""
         if P is None and self.pattern_projection_size != self.stored_size:
             raise ValueError(f"P must be given: pattern_projection_size = "
                              f"{self.pattern_projection_size} differs from stored_size")
-        if mask is not None:
-            _check_stored_mask(mask, B, S, N)
-            mask = mask.reshape(B, 1, -1, N)  # (B, 1, 1 or S, N)
-        P = Y if P is None else P
-        Z, A = self._associate(R, Y, P, mask)
-        return (Z, A) if return_weights else Z
+        if Y.shape[1] == 0:
+            raise ValueError(f"Y must hold at least one stored pattern (N >= 1), got shape "
+                             f"{tuple(Y.shape)}")
+        if mask is not None and not mask.any(-1).all():
+            raise ValueError("mask leaves some state pattern with no stored pattern to attend to")
 
-    def _associate(
-        self,
-        R: torch.Tensor,
-        Y: torch.Tensor,
-        P: torch.Tensor,
-        mask: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        c, B, S = self.config, R.shape[0], R.shape[1]
-        Q, K, V = self._queries_keys_values(R, Y, P)  # (B, h, S|N, d)
-        A = _hopfield_association(
-            Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask
-        )
+    def forward(
+        self, R: StatePatterns, Y: StoredPatterns, P: Projections | None = None,
+        mask: StoredMask | None = None, return_weights: bool = False,
+    ) -> LayerOutput | tuple[LayerOutput, Weights]:
+        """Return Z (and the association matrix A); shapes in the class docstring."""
+        self.check_forward_args(Y, P, mask)
+        c, (B, S), N = self.config, R.shape[:2], Y.shape[1]
+        Q, K, V = self.queries_keys_values(R, Y, Y if P is None else P)
+        if mask is not None:
+            mask = mask.reshape(B, 1, -1, N)  # (B, 1, 1 or S, N)
+        A = hopfield_association(  # (B, h, S, N)
+            Q, K, self.beta, c.update_steps_max, c.update_steps_eps, mask)
         Z = F.dropout(A, c.dropout, self.training) @ V  # (eq-hopfield-layer)
         Z = Z.transpose(1, 2).reshape(B, S, -1)  # (B, S, h d_v)
         if self.W_O is not None:
             Z = Z @ self.W_O if self.b_O is None else Z @ self.W_O + self.b_O
-        return Z, A
+        return (Z, A) if return_weights else Z
 
-    def _queries_keys_values(
-        self, R: torch.Tensor, Y: torch.Tensor, P: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def queries_keys_values(
+        self, R: StatePatterns, Y: StoredPatterns, P: Projections
+    ) -> QueriesKeysValues:
+        """The queries ``(B, h or 1, S, d_k)``, keys ``(B, h, N, d_k)`` and values
+        ``(B, h, N, d_v)`` of every head (a static state pattern is one query for all)."""
         R, Y, P = self.norm_state(R), self.norm_stored(Y), self.norm_projection(P)
         R, Y, P = R[:, None], Y[:, None], P[:, None]  # shared by the heads
         # (eq-hopfield-q)
@@ -441,13 +440,17 @@ class HopfieldPooling(nn.Module):
 
     def __init__(
         self,
-        input_size: PositiveInt,
-        hidden_size: PositiveInt,
-        value_size: PositiveInt | None = None,
-        num_queries: PositiveInt = 1,
-        config: InstanceOf(HopfieldConfig) | None = None,
+        input_size: int,
+        hidden_size: int,
+        value_size: int | None = None,
+        num_queries: int = 1,
+        config: HopfieldConfig | None = None,
     ) -> None:
         super().__init__()
+        for name, size in dict(input_size=input_size, hidden_size=hidden_size,
+                               value_size=value_size, num_queries=num_queries).items():
+            if size is not None:
+                check_positive_int(name, size)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_queries = num_queries
@@ -464,10 +467,10 @@ class HopfieldPooling(nn.Module):
 
     def forward(
         self,
-        Y: Shaped("B N input_size", floating=True, min_size={"N": 1}),
-        mask: Mask | None = None,
-        return_weights: Flag = False,
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        Y: Float[Tensor, "B N {self.input_size}"],
+        mask: Bool[Tensor, "B N"] | None = None,
+        return_weights: bool = False,
+    ) -> PooledOutput | tuple[PooledOutput, PoolingWeights]:
         """Return the pooled vectors (and the weights); shapes in the class docstring."""
         B = Y.shape[0]
         R = self.query.expand(B, -1, -1)  # (B, S, d_k) the same prototypes for every bag

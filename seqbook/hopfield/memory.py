@@ -9,38 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
 
 import torch
+from jaxtyping import Bool, Float, Real
+from torch import Tensor
 
-from seqbook._checks import check_beta, check_patterns, check_state
-from seqbook._contracts import Check, Dims, Shaped
+from seqbook._checks import check_state
 
 __all__ = ["PatternMemory", "Retrieval"]
-
-Beta = Annotated[float, Check(check_beta)]  # an inverse temperature: finite and > 0
-
-
-class _Patterns(Dims):
-    """Stored patterns ``(N, d)`` or ``(..., N, d)`` whose ``N`` and ``d`` are sizes of the
-    call (``num_queries: IntIn(1, "N")``, ``values: Shaped("N d_v")``)."""
-
-    def __init__(self, *, binary: bool, ndim: int | tuple[int, ...], **options: Any) -> None:
-        super().__init__("N d" if ndim == 2 else "... N d", **options)
-        self.binary, self.ndim = binary, ndim
-
-    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        value = check_patterns(name, value, binary=self.binary, ndim=self.ndim)
-        return super().check_in(name, value, call, bound)
-
-
-def Patterns(
-    *, binary: bool, ndim: int | tuple[int, ...] = 2, min_size: dict[str, int] | None = None
-) -> Any:
-    """Stored patterns, one per row (see ``check_patterns``): spins in {-1, +1} if
-    ``binary``, else finite reals; integer tensors become floating. Their dimensions are
-    ``N d`` (``... N d`` for more ranks than 2); ``min_size`` as in ``Shaped``."""
-    return Annotated[torch.Tensor, _Patterns(binary=binary, ndim=ndim, min_size=min_size)]
 
 
 @dataclass
@@ -52,18 +28,12 @@ class Retrieval:
     point.
     """
 
-    states: Shaped("*trajectory d")  # (S + 1, ..., d)
-    energies: Shaped("*trajectory")  # (S + 1, ...): one per state of the trajectory
-    converged: torch.Tensor  # (...,) bool
-
-    def __post_init__(self) -> None:
-        expected = tuple(self.states.shape[1:-1])
-        if tuple(self.converged.shape) != expected:
-            raise ValueError(f"converged must have shape {expected}, "
-                             f"got {tuple(self.converged.shape)}")
+    states: Float[Tensor, "steps *batch d"]  # (S + 1, ..., d)
+    energies: Float[Tensor, " steps *batch"]  # (S + 1, ...): one per state of the trajectory
+    converged: Bool[Tensor, "*batch"]  # (...,)
 
     @property
-    def final(self) -> torch.Tensor:
+    def final(self) -> Tensor:
         """The last state, shape ``(..., d)``."""
         return self.states[-1]
 
@@ -76,7 +46,7 @@ class Retrieval:
 class PatternMemory:
     """Base of the memories: the stored patterns ``(N, d)`` and the retrieval loop."""
 
-    patterns: torch.Tensor  # (N, d), set by the subclass after checking it
+    patterns: Tensor  # (N, d), set by the subclass after checking it
     binary: bool = True  # states are spins in {-1, +1} (False: real vectors)
 
     @property
@@ -89,18 +59,21 @@ class PatternMemory:
         """Dimension ``d`` of a pattern (number of neurons)."""
         return self.patterns.shape[1]
 
-    def energy(self, xi: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def energy(self, xi: Real[Tensor, "*batch d"]) -> Float[Tensor, "*batch"]:
+        """The energy of the state(s) ``xi`` ``(..., d)``, shape ``(...)``."""
+        raise NotImplementedError  # pragma: no cover - abstract
 
-    def _state(self, xi: Any) -> torch.Tensor:
+    def _state(self, xi: Tensor) -> Tensor:
+        """``xi`` checked against the patterns (see ``check_state``): its last dimension
+        is ``d``; spins of any real dtype become the patterns' dtype."""
         return check_state("xi", xi, self.dim, binary=self.binary, dtype=self.patterns.dtype)
 
     def _run_to_fixed_point(
         self,
-        xi: torch.Tensor,
-        step: Callable[[torch.Tensor], torch.Tensor],
+        xi: Tensor,
+        step: Callable[[Tensor], Tensor],
         max_steps: int,
-        settled: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        settled: Callable[[Tensor, Tensor], Tensor],
     ) -> Retrieval:
         """Apply ``step`` until ``settled(new, old)`` holds for every state."""
         states, energies = [xi], [self.energy(xi)]

@@ -22,17 +22,33 @@ procedure step, so the energy never increases along it.
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Float, Real
+from torch import Tensor
 
-from seqbook._checks import check_state
-from seqbook._contracts import NonNegativeReal, PositiveInt, Shaped, TensorOf
-from seqbook.hopfield.memory import Beta, PatternMemory, Patterns, Retrieval
+from seqbook._checks import (
+    check_beta,
+    check_patterns,
+    check_positive_int,
+    check_real,
+    check_same_dtype,
+    check_state,
+)
+from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = ["ModernHopfield", "lse", "modern_energy", "modern_update", "separation"]
 
+States: TypeAlias = Float[Tensor, "*batch d"]  # states (queries), any leading dimensions
+Energies: TypeAlias = Float[Tensor, "*batch"]  # one per state
+Patterns: TypeAlias = Float[Tensor, "N d"]  # the stored patterns, one per row
+# the patterns of one memory (N, d), or of T memories (T, N, d)
+Memories: TypeAlias = Patterns | Float[Tensor, "T N d"]
+Values: TypeAlias = Float[Tensor, "N d_v"]  # one value per stored pattern
 
-def lse(beta: Beta, z: TensorOf(floating=True)) -> torch.Tensor:
+
+def lse(beta: float, z: Float[Tensor, "*batch N"]) -> Float[Tensor, "*batch"]:
     r"""Log-sum-exp at inverse temperature :math:`\beta`:
     :math:`\beta^{-1}\log\sum_i e^{\beta z_i}`.
 
@@ -46,12 +62,11 @@ def lse(beta: Beta, z: TensorOf(floating=True)) -> torch.Tensor:
         >>> round(lse(100.0, torch.tensor([1.0, 3.0, 2.0])).item(), 4)
         3.0
     """
+    check_beta("beta", beta)
     return torch.logsumexp(beta * z, dim=-1) / beta
 
 
-def modern_energy(
-    xi: torch.Tensor, patterns: Patterns(binary=False), beta: Beta
-) -> torch.Tensor:
+def modern_energy(xi: States, patterns: Patterns, beta: float) -> Energies:
     r"""The energy :math:`-\operatorname{lse}(\beta, \mathbf X^\top\boldsymbol\xi)
     + \tfrac12\boldsymbol\xi^\top\boldsymbol\xi + \beta^{-1}\log N + \tfrac12 M^2`.
 
@@ -65,30 +80,22 @@ def modern_energy(
         >>> round(modern_energy(torch.tensor([1., 0.]), X, beta=50.0).item(), 4)
         0.0139
     """
-    xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
-    return _modern_energy(xi, patterns, beta)
-
-
-def _modern_energy(
-    xi: torch.Tensor, X: torch.Tensor, beta: float
-) -> torch.Tensor:
-    N = X.shape[0]  # X: the stored patterns as rows
+    X = check_patterns("patterns", patterns, binary=False)  # patterns as rows
+    xi = check_state("xi", xi, X.shape[-1], binary=False, dtype=X.dtype)
+    check_beta("beta", beta)
     M = X.norm(dim=-1).max()  # the largest pattern norm
     X_xi = xi @ X.transpose(-1, -2)  # (..., N)  X^T xi
     return (
         -torch.logsumexp(beta * X_xi, dim=-1) / beta
         + 0.5 * (xi * xi).sum(-1)
-        + math.log(N) / beta
+        + math.log(len(X)) / beta
         + 0.5 * M**2
     )  # (eq-hopfield-mhn-energy)
 
 
 def modern_update(
-    xi: torch.Tensor,
-    patterns: Patterns(binary=False, ndim=(2, 3)),
-    beta: Beta,
-    values: Shaped("N d_v", floating=True, dtype_of="patterns") | None = None,
-) -> torch.Tensor:
+    xi: States, patterns: Memories, beta: float, values: Values | None = None
+) -> States | Float[Tensor, "*batch d_v"]:
     r"""One update :math:`\mathbf X\operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)`.
 
     With ``values`` the softmax weights average the values instead of the patterns:
@@ -105,24 +112,16 @@ def modern_update(
         >>> modern_update(torch.tensor([0.9, 0.2]), X, beta=8.0).round(decimals=3)
         tensor([0.9960, 0.0040])
     """
-    xi = check_state("xi", xi, patterns.shape[-1], binary=False, dtype=patterns.dtype)
-    if values is not None and patterns.dim() != 2:
-        raise ValueError(f"values need the patterns of one memory (N, d), got {patterns.shape}")
-    return _modern_update(xi, patterns, beta, values)
-
-
-def _modern_update(
-    xi: torch.Tensor,
-    X: torch.Tensor,
-    beta: float,
-    values: torch.Tensor | None = None,
-) -> torch.Tensor:
-    # (..., N)  X: patterns as rows
-    p = torch.softmax(beta * (xi @ X.transpose(-1, -2)), dim=-1)
+    X = check_patterns("patterns", patterns, binary=False, ndim=(2, 3))  # rows
+    xi = check_state("xi", xi, X.shape[-1], binary=False, dtype=X.dtype)
+    check_beta("beta", beta)
+    if values is not None and X.dim() != 2:
+        raise ValueError("values need the patterns (N, d) of one memory")
+    p = torch.softmax(beta * (xi @ X.transpose(-1, -2)), dim=-1)  # (..., N)
     return p @ (X if values is None else values)  # (eq-hopfield-mhn-update)
 
 
-def separation(patterns: Patterns(binary=False, min_size={"N": 2})) -> torch.Tensor:
+def separation(patterns: Patterns) -> Float[Tensor, " N"]:
     r"""The separation
     :math:`\Delta_i = \mathbf x_i^\top\mathbf x_i - \max_{j \ne i}\mathbf x_i^\top\mathbf x_j`
     of every pattern.
@@ -139,6 +138,10 @@ def separation(patterns: Patterns(binary=False, min_size={"N": 2})) -> torch.Ten
         >>> separation(torch.tensor([[2., 0.], [1., 1.], [0., 3.]]))
         tensor([ 2., -1.,  6.])
     """
+    check_patterns("patterns", patterns, binary=False)
+    if len(patterns) < 2:
+        raise ValueError(f"patterns must hold at least two patterns (N >= 2), got shape "
+                         f"{tuple(patterns.shape)}")
     G = patterns @ patterns.T  # (N, N) all overlaps
     others = G.masked_fill(
         torch.eye(len(G), dtype=torch.bool, device=G.device), -math.inf
@@ -169,25 +172,25 @@ class ModernHopfield(PatternMemory):
 
     binary = False  # continuous states
 
-    def __init__(self, patterns: Patterns(binary=False), beta: Beta) -> None:
-        self.patterns = patterns  # (N, d)
-        self.beta = beta
+    def __init__(self, patterns: Real[Tensor, "N d"], beta: float) -> None:
+        self.patterns = check_patterns("patterns", patterns, binary=False)  # (N, d)
+        self.beta = check_beta("beta", beta)
 
     @property
     def M(self) -> float:
         """The largest norm of a stored pattern."""
         return self.patterns.norm(dim=-1).max().item()
 
-    def energy(self, xi: torch.Tensor) -> torch.Tensor:
+    def energy(self, xi: States) -> Energies:
         """Energy of the state(s), eq. (eq-hopfield-mhn-energy).
 
         Shapes:
             xi: ``(..., d)``.
             returns: ``(...)``.
         """
-        return _modern_energy(self._state(xi), self.patterns, self.beta)
+        return modern_energy(xi, self.patterns, self.beta)  # which checks xi
 
-    def weights(self, xi: torch.Tensor) -> torch.Tensor:
+    def weights(self, xi: States) -> Float[Tensor, "*batch N"]:
         r"""The softmax weights :math:`\operatorname{softmax}(\beta\mathbf X^\top\boldsymbol\xi)`.
 
         Shapes:
@@ -199,10 +202,10 @@ class ModernHopfield(PatternMemory):
 
     def update(
         self,
-        xi: torch.Tensor,
-        steps: PositiveInt = 1,
-        values: Shaped("num_patterns d_v", floating=True, dtype_of="self.patterns") | None = None,
-    ) -> torch.Tensor:
+        xi: States,
+        steps: int = 1,
+        values: Values | None = None,
+    ) -> States | Float[Tensor, "*batch d_v"]:
         """Apply the update ``steps`` times (all components at once).
 
         With ``values`` (one row per stored pattern, ``steps`` must be 1) the output is
@@ -214,19 +217,24 @@ class ModernHopfield(PatternMemory):
             returns: ``(..., d)``, or ``(..., d_v)`` with values.
         """
         xi = self._state(xi)
+        check_positive_int("steps", steps)
         if values is not None:
             if steps != 1:
                 raise ValueError(f"steps must be 1 when values are given, got {steps}")
-            return _modern_update(xi, self.patterns, self.beta, values)
+            if len(values) != self.num_patterns:
+                raise ValueError(f"values must have one row per stored pattern (N = "
+                                 f"{self.num_patterns}), got shape {tuple(values.shape)}")
+            check_same_dtype("values", values, self.patterns.dtype, of="the stored patterns")
+            return modern_update(xi, self.patterns, self.beta, values)
         for _ in range(steps):
-            xi = _modern_update(xi, self.patterns, self.beta)
+            xi = modern_update(xi, self.patterns, self.beta)
         return xi
 
     def retrieve(
         self,
-        xi: torch.Tensor,
-        max_steps: PositiveInt = 20,
-        tol: NonNegativeReal = 1e-6,
+        xi: States,
+        max_steps: int = 20,
+        tol: float = 1e-6,
     ) -> Retrieval:
         """Update until no component moves by more than ``tol`` (or ``max_steps``).
 
@@ -235,9 +243,10 @@ class ModernHopfield(PatternMemory):
             returns: a ``Retrieval`` with states ``(S + 1, ..., d)``.
         """
         xi = self._state(xi)
+        check_positive_int("max_steps", max_steps), check_real("tol", tol, min_value=0.0)
         return self._run_to_fixed_point(
             xi,
-            lambda state: _modern_update(state, self.patterns, self.beta),
+            lambda state: modern_update(state, self.patterns, self.beta),
             max_steps,
             lambda new, old: ((new - old).abs() <= tol).all(-1),
         )

@@ -25,22 +25,17 @@ it by the correlation of each memory with the class means.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Float, Float64, Int
+from torch import Tensor
 
-from seqbook._contracts import (
-    Dims,
-    IntIn,
-    NonNegativeInt,
-    NonNegativeReal,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    Real,
-    RealIn,
-    Shaped,
-    TensorOf,
+from seqbook._checks import (
+    check_int,
+    check_positive_int,
+    check_real,
+    check_tensor,
 )
 
 __all__ = [
@@ -53,13 +48,34 @@ __all__ = [
 ]
 
 
-# images (B, N_v), every pixel p in [0, 1] mapped to 2p - 1, and their classes 0 .. C-1;
-# train_dam_classifier checks its test set with them too
-_PIXELS = Dims("B N_v", floating=True, finite=True, min_value=-1, max_value=1)
-_LABELS = Dims("B", floating=False, min_value=0)
+# K memories of M = N_v + N_c neurons (visible first), and B images of N_v pixels
+Memories: TypeAlias = Float[Tensor, "K M"]
+Pixels: TypeAlias = Float[Tensor, "B N_v"]
 
 
-def digits_pm1(train_per_class: IntIn(1, 499) = 400) -> tuple[torch.Tensor, ...]:
+def _check_pixels(name: str, pixels: Tensor, memories: Tensor | None = None) -> None:
+    """Images whose pixels p in [0, 1] were mapped to 2p - 1: finite, in [-1, 1]; with
+    ``memories``, whose columns are these pixels and at least one class neuron."""
+    if memories is not None and memories.shape[1] <= pixels.shape[1]:
+        raise ValueError(f"memories must have more columns than {name} (N_v + N_c, N_c >= 1), "
+                         f"got {memories.shape[1]} and {pixels.shape[1]}")
+    if not torch.isfinite(pixels).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    if pixels.numel() and not -1 <= pixels.min() <= pixels.max() <= 1:
+        raise ValueError(f"{name} must hold values in [-1, 1], got values from "
+                         f"{pixels.min().item():g} to {pixels.max().item():g}")
+
+
+def _check_labels(name: str, labels: Tensor) -> None:
+    """Classes 0 .. C-1, at least one."""
+    if labels.numel() == 0:
+        raise ValueError(f"{name} must hold at least one label, got shape {tuple(labels.shape)}")
+    if labels.min() < 0:
+        raise ValueError(f"{name} must hold classes >= 0, got values from "
+                         f"{labels.min().item()} to {labels.max().item()}")
+
+
+def digits_pm1(train_per_class: int = 400) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The 5,000 digits of :func:`seqbook.data.mnist5k` as pixels in [-1, 1], split by class.
 
     Krotov and Hopfield map every pixel :math:`p \\in [0, 1]` to :math:`2p - 1`. The
@@ -76,6 +92,7 @@ def digits_pm1(train_per_class: IntIn(1, 499) = 400) -> tuple[torch.Tensor, ...]
         >>> tuple(train_x.shape), tuple(test_x.shape), float(train_x.min())
         ((4000, 784), (1000, 784), -1.0)
     """
+    check_int("train_per_class", train_per_class, min_value=1, max_value=499)
     from seqbook.data import mnist5k
 
     images, labels = mnist5k(flatten=True)
@@ -87,9 +104,8 @@ def digits_pm1(train_per_class: IntIn(1, 499) = 400) -> tuple[torch.Tensor, ...]
 
 
 def class_means(
-    pixels: Shaped("S P", floating=True),
-    labels: Shaped("S", floating=False, min_value=0, min_size={"S": 1}),
-) -> torch.Tensor:
+    pixels: Float[Tensor, "S P"], labels: Int[Tensor, " S"]
+) -> Float[Tensor, "C P"]:
     """The mean image of each class, ``(C, P)`` for ``C = labels.max() + 1`` classes.
 
     Example:
@@ -98,6 +114,7 @@ def class_means(
         tensor([[2., 0.],
                 [0., 1.]])
     """
+    _check_labels("labels", labels)
     C = int(labels.max()) + 1
     counts = torch.bincount(labels, minlength=C)
     if (counts == 0).any():
@@ -106,14 +123,8 @@ def class_means(
     return sums / counts.unsqueeze(1).to(pixels.dtype)
 
 
-def dam_class_scores(
-    memories: TensorOf(2, floating=True),
-    pixels: Shaped(
-        "B N_v", floating=True, dtype_of="memories", finite=True, min_value=-1, max_value=1
-    ),
-    degree: PositiveInt,
-    temperature: PositiveReal,
-) -> torch.Tensor:
+def dam_class_scores(memories: Memories, pixels: Pixels, degree: int,
+                     temperature: float) -> Float[Tensor, "B C"]:
     r"""The classification neurons after one update, :math:`c_\alpha` of the module's equation.
 
     Args:
@@ -130,22 +141,16 @@ def dam_class_scores(
         >>> dam_class_scores(memories, torch.tensor([[1.0, -1.0]]), 2, 2.0).argmax(-1)
         tensor([0])
     """
-    if memories.shape[1] <= pixels.shape[1]:
-        raise ValueError(f"memories must have more columns than pixels (N_v + N_c, N_c >= 1), "
-                         f"got {memories.shape[1]} and {pixels.shape[1]}")
-    return _dam_class_scores(memories, pixels, degree, temperature)
-
-
-def _dam_class_scores(
-    xi: torch.Tensor, v: torch.Tensor, n: int, T: float
-) -> torch.Tensor:
-    N_v = v.shape[1]  # xi: the memories (K, N_v + N_c), v: the pixels (B, N_v)
-    xi_v, xi_c = xi[:, :N_v], xi[:, N_v:]  # visible part, class part
+    _check_pixels("pixels", pixels, memories)
+    check_positive_int("degree", degree)
+    check_real("temperature", temperature, min_value=0.0, strict_min=True)
+    N_v = pixels.shape[1]
+    xi_v, xi_c = memories[:, :N_v], memories[:, N_v:]  # visible, class parts
     # (eq-hopfield-dam-classifier) u_mu, every sigma at -1  (B, K)
-    u = v @ xi_v.T - xi_c.sum(1)
+    u = pixels @ xi_v.T - xi_c.sum(1)
     on = u.unsqueeze(-1) + 2 * xi_c  # u_mu + 2 xi_mu_alpha: sigma_alpha at +1
-    F_on = (on.clamp(min=0) / T) ** n  # beta F, beta = 1 / T^n
-    F_off = (u.clamp(min=0) / T) ** n  # (B, K)
+    F_on = (on.clamp(min=0) / temperature) ** degree  # beta F, beta = 1 / T^n
+    F_off = (u.clamp(min=0) / temperature) ** degree  # (B, K)
     # (eq-hopfield-dam-classifier)
     return torch.tanh((F_on - F_off.unsqueeze(-1)).sum(1))
 
@@ -159,10 +164,7 @@ class DAMClassifierHistory:
     prototype: list[float] = field(default_factory=list)
 
 
-def prototype_score(
-    memories: Shaped("K M", floating=True),
-    class_means: Shaped("C P", floating=True, max_size={"P": "M"}),  # P <= M columns
-) -> torch.Tensor:
+def prototype_score(memories: Memories, class_means: Float[Tensor, "C P"]) -> Float[Tensor, " K"]:
     r"""How much each memory looks like a whole digit: its largest correlation with a class mean.
 
     The Pearson correlation, over the pixels, of every memory's visible part with every
@@ -183,6 +185,9 @@ def prototype_score(
         tensor([0.8660])
     """
     P = class_means.shape[1]
+    if P > memories.shape[1]:  # the first P columns of the memories are their pixels
+        raise ValueError(f"class_means must have at most as many columns as memories "
+                         f"(P <= M = {memories.shape[1]}), got shape {tuple(class_means.shape)}")
     m = memories[:, :P] - memories[:, :P].mean(1, keepdim=True)
     c = class_means.to(m.dtype) - class_means.to(m.dtype).mean(1, keepdim=True)
     m = m / m.norm(dim=1, keepdim=True).clamp(min=1e-12)
@@ -191,24 +196,24 @@ def prototype_score(
 
 
 def train_dam_classifier(
-    pixels: Annotated[torch.Tensor, _PIXELS],
-    labels: Shaped("B", floating=False, min_value=0, min_size={"B": 1}),
+    pixels: Pixels,
+    labels: Int[Tensor, " B"],
     *,
-    degree: PositiveInt,
-    temperature: PositiveReal,
-    num_memories: PositiveInt = 100,
-    epochs: NonNegativeInt = 100,
-    batch_size: PositiveInt = 100,
-    lr: PositiveReal = 0.04,
-    decay: RealIn(0.0, 1.0, strict_min=True) = 0.998,
-    momentum: RealIn(0.0, 1.0) = 0.6,
-    loss_power: PositiveInt = 30,
-    init_mean: Real = -0.3,
-    init_std: NonNegativeReal = 0.3,
-    test: tuple[torch.Tensor, torch.Tensor] | None = None,
-    class_means: TensorOf(2, floating=True) | None = None,
-    generator: RandomGenerator = None,
-) -> tuple[torch.Tensor, DAMClassifierHistory]:
+    degree: int,
+    temperature: float,
+    num_memories: int = 100,
+    epochs: int = 100,
+    batch_size: int = 100,
+    lr: float = 0.04,
+    decay: float = 0.998,
+    momentum: float = 0.6,
+    loss_power: int = 30,
+    init_mean: float = -0.3,
+    init_std: float = 0.3,
+    test: tuple[Tensor, Tensor] | None = None,
+    class_means: Float[Tensor, "C P"] | None = None,
+    generator: torch.Generator | None = None,
+) -> tuple[Float64[Tensor, "K M"], DAMClassifierHistory]:
     r"""Train the memories of a dense associative memory classifier (Krotov & Hopfield, 2016).
 
     Minimises :math:`\sum (t_\alpha - c_\alpha)^{2m}` over mini-batches with the authors'
@@ -244,15 +249,23 @@ def train_dam_classifier(
         >>> tuple(xi.shape), h.train_error[-1]
         ((4, 4), 0.0)
     """
+    _check_pixels("pixels", pixels)
+    _check_labels("labels", labels)
+    check_positive_int("degree", degree)
+    check_real("temperature", temperature, min_value=0.0, strict_min=True)
+    for name, size in dict(num_memories=num_memories, batch_size=batch_size,
+                           loss_power=loss_power).items():
+        check_positive_int(name, size)
+    check_int("epochs", epochs, min_value=0)
+    check_real("lr", lr, min_value=0.0, strict_min=True)
+    check_real("decay", decay, min_value=0.0, max_value=1.0, strict_min=True)
+    check_real("momentum", momentum, min_value=0.0, max_value=1.0)
+    check_real("init_mean", init_mean), check_real("init_std", init_std, min_value=0.0)
     K = num_memories
     m = loss_power
     num_classes = int(labels.max()) + 1
     if test is not None:
-        if not (isinstance(test, tuple) and len(test) == 2):
-            raise TypeError("test must be a tuple (pixels, labels)")
-        sizes = {"N_v": (pixels.shape[1], "as in pixels")}  # the training images' size
-        test_x = _PIXELS.check_in("test pixels", test[0], {}, sizes).double()
-        test_y = _LABELS.check_in("test labels", test[1], {}, sizes)  # one per test image
+        test_x, test_y = _check_test(test, pixels.shape[1])
     x_all, y_all = pixels.double(), labels
     targets = -torch.ones(len(y_all), num_classes, dtype=torch.float64)
     targets[torch.arange(len(y_all)), y_all] = 1.0
@@ -266,7 +279,7 @@ def train_dam_classifier(
         wrong = 0
         for batch in torch.randperm(len(y_all), generator=generator).split(batch_size):
             xi.requires_grad_(True)
-            c = _dam_class_scores(xi, x_all[batch], degree, temperature)  # (B, C)
+            c = dam_class_scores(xi, x_all[batch], degree, temperature)  # (B, C)
             loss = ((targets[batch] - c) ** (2 * m)).sum()
             (grad,) = torch.autograd.grad(loss, xi)
             xi = xi.detach()
@@ -277,8 +290,20 @@ def train_dam_classifier(
         history.train_error.append(wrong / max(len(y_all), 1))
         if test is not None:
             with torch.no_grad():
-                guess = _dam_class_scores(xi, test_x, degree, temperature).argmax(-1)
+                guess = dam_class_scores(xi, test_x, degree, temperature).argmax(-1)
             history.test_error.append((guess != test_y).double().mean().item())
         if class_means is not None:
             history.prototype.append(prototype_score(xi, class_means).mean().item())
     return xi.detach(), history
+
+
+def _check_test(test: tuple[Tensor, Tensor], N_v: int) -> tuple[Tensor, Tensor]:
+    """A test set ``(pixels (B, N_v), labels (B,))``, its pixels as float64."""
+    test_x = check_tensor("test pixels", test[0], floating=True, shape=("B", N_v))
+    test_y = check_tensor("test labels", test[1], floating=False, ndim=1)
+    if len(test_y) != len(test_x):
+        raise ValueError(f"test labels must have one label per test image (B = "
+                         f"{len(test_x)}), got shape {tuple(test_y.shape)}")
+    _check_pixels("test pixels", test_x)
+    _check_labels("test labels", test_y)
+    return test_x.double(), test_y

@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import PositiveInt, PositiveReal, Shaped
+from seqbook._checks import check_positive_int, check_real, check_token_ids
 
 __all__ = ["BigramLM", "bigram_perplexity"]
 
@@ -29,7 +30,7 @@ class BigramLM(nn.Module):
     is evaluated and sampled like every other language model of the package.
 
     Args:
-        train_ids: the training stream ``(N,)``.
+        train_ids: the training stream ``(N,)``, ``N >= 2``.
         vocab_size: :math:`V`.
         smoothing: :math:`\alpha > 0`.
 
@@ -43,15 +44,18 @@ class BigramLM(nn.Module):
         tensor([0.1667, 0.5000, 0.3333])
     """
 
-    log_p: torch.Tensor
+    log_p: Tensor
 
     def __init__(
         self,
-        train_ids: Shaped("N", ids="vocab_size", min_size={"N": 2}),
-        vocab_size: PositiveInt,
-        smoothing: PositiveReal = 1.0,
+        train_ids: Int[Tensor, " N"],
+        vocab_size: int,
+        smoothing: float = 1.0,
     ) -> None:
         super().__init__()
+        check_positive_int("vocab_size", vocab_size)
+        _check_stream("train_ids", train_ids, vocab_size)
+        check_real("smoothing", smoothing, min_value=0.0, strict_min=True)
         self.vocab_size = V = vocab_size
         self.smoothing = smoothing
         counts = torch.full((V, V), self.smoothing)  # (V, V): row = current character
@@ -61,20 +65,29 @@ class BigramLM(nn.Module):
         log_p = (counts / counts.sum(1, keepdim=True)).log()  # (V, V)
         self.register_buffer("log_p", log_p)
 
-    def init_state(self, batch_size: PositiveInt) -> None:
+    def init_state(self, batch_size: int) -> None:
         """No state: the prediction depends on the last character only."""
+        check_positive_int("batch_size", batch_size)
         return None
 
     def forward(
-        self, ids: Shaped("B T", ids="vocab_size"), state: None = None
-    ) -> tuple[torch.Tensor, None]:
+        self, ids: Int[Tensor, "B T"], state: None = None
+    ) -> tuple[Float[Tensor, "B T {self.vocab_size}"], None]:
+        check_token_ids("ids", ids, self.vocab_size)
         return self.log_p[ids], None  # (B, T, V)
 
 
+def _check_stream(name: str, ids: Tensor, vocab_size: int) -> None:
+    """A stream of at least two ids (one pair) in [0, vocab_size)."""
+    if len(ids) < 2:
+        raise ValueError(f"{name} must have shape (N) with N >= 2, got {tuple(ids.shape)}")
+    check_token_ids(name, ids, vocab_size)
+
+
 def bigram_perplexity(
-    train_ids: torch.Tensor,
-    valid_ids: Shaped("N", ids="vocab_size", min_size={"N": 2}),
-    vocab_size: PositiveInt,
+    train_ids: Int[Tensor, " N_train"],
+    valid_ids: Int[Tensor, " N"],
+    vocab_size: int,
     smoothing: float = 1.0,
 ) -> float:
     r"""The perplexity of the add-one bigram model of ``train_ids`` on ``valid_ids``.
@@ -87,5 +100,7 @@ def bigram_perplexity(
         >>> round(bigram_perplexity(ids, ids, vocab_size=2), 3)   # (3 + 1) / (3 + 2)
         1.25
     """
+    check_positive_int("vocab_size", vocab_size)
+    _check_stream("valid_ids", valid_ids, vocab_size)
     log_p = BigramLM(train_ids, vocab_size, smoothing).log_p
     return math.exp(-log_p[valid_ids[:-1], valid_ids[1:]].mean().item())

@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import IndexInto, InstanceOf, PositiveInt, Shaped
-from seqbook.attention import MultiHeadAttention, scaled_dot_product_attention
+from seqbook._checks import check_int, check_positive_int, check_same_dtype
+from seqbook.attention import MultiHeadAttention, project_heads, scaled_dot_product_attention
 
 __all__ = ["KVCache", "cached_self_attention"]
 
@@ -38,8 +39,8 @@ class KVCache:
     only (the model runs it under ``torch.no_grad()``: its buffers are written in
     place, which gradients cannot flow through). Its buffers are
     allocated once, for ``capacity`` positions (the model's ``max_len``), and each
-    step writes the new positions' keys and values into them: appending never copies
-    what is already cached.
+    step writes the new positions' keys and values into them (:meth:`append`):
+    appending never copies what is already cached.
 
     Attributes:
         key_buffers, value_buffers: one ``(B, h, capacity, d_k)`` tensor per layer.
@@ -49,36 +50,42 @@ class KVCache:
             the model, or ``None`` once the model is gone).
     """
 
-    key_buffers: list[torch.Tensor]
-    value_buffers: list[torch.Tensor]
+    key_buffers: list[Tensor]
+    value_buffers: list[Tensor]
     lengths: list[int]
     batch_size: int
     owner: Callable[[], nn.Module | None] = field(repr=False)
 
     @classmethod
-    def empty(cls, model: nn.Module, batch_size: PositiveInt, num_layers: int, num_heads: int,
-              d_k: int, d_v: int, capacity: PositiveInt) -> "KVCache":
+    def empty(cls, model: nn.Module, batch_size: int, num_layers: int, num_heads: int,
+              d_k: int, d_v: int, capacity: int) -> KVCache:
         """An empty cache (``P = 0``) of ``capacity`` positions for ``model``, on its
         device and in its dtype."""
+        for name, size in dict(batch_size=batch_size, num_layers=num_layers,
+                               num_heads=num_heads, d_k=d_k, d_v=d_v,
+                               capacity=capacity).items():
+            check_positive_int(name, size)
         weight = next(model.parameters())
-        like = dict(device=weight.device, dtype=weight.dtype)
+        device, dtype = weight.device, weight.dtype
         shape_k = (batch_size, num_heads, capacity, d_k)
         shape_v = (batch_size, num_heads, capacity, d_v)
         return cls(
-            key_buffers=[torch.zeros(shape_k, **like) for _ in range(num_layers)],
-            value_buffers=[torch.zeros(shape_v, **like) for _ in range(num_layers)],
+            key_buffers=[torch.zeros(shape_k, device=device, dtype=dtype)
+                         for _ in range(num_layers)],
+            value_buffers=[torch.zeros(shape_v, device=device, dtype=dtype)
+                           for _ in range(num_layers)],
             lengths=[0] * num_layers,
             batch_size=batch_size,
             owner=weakref.ref(model),
         )
 
     @property
-    def keys(self) -> list[torch.Tensor]:
+    def keys(self) -> list[Tensor]:
         """The cached keys of each layer, ``(B, h, P, d_k)`` views of the buffers."""
         return [k[:, :, :n] for k, n in zip(self.key_buffers, self.lengths)]
 
     @property
-    def values(self) -> list[torch.Tensor]:
+    def values(self) -> list[Tensor]:
         """The cached values of each layer, ``(B, h, P, d_v)`` views of the buffers."""
         return [v[:, :, :n] for v, n in zip(self.value_buffers, self.lengths)]
 
@@ -113,13 +120,13 @@ class KVCache:
         buffers = (*self.key_buffers, *self.value_buffers)
         return sum(t.numel() * t.element_size() for t in buffers)
 
-    def copy(self) -> "KVCache":
+    def copy(self) -> KVCache:
         """An independent copy (later steps on either leave the other unchanged)."""
         return KVCache([k.clone() for k in self.key_buffers],
                        [v.clone() for v in self.value_buffers], list(self.lengths),
                        self.batch_size, self.owner)
 
-    def check(self, model: nn.Module, batch_size: int) -> "KVCache":
+    def check(self, model: nn.Module, batch_size: int) -> KVCache:
         """Return the cache if ``model`` made it for batches of ``batch_size``."""
         if self.owner() is not model:
             raise ValueError("cache was made by another model; start a cache for this one "
@@ -133,30 +140,68 @@ class KVCache:
                              "model.init_state(batch_size)")
         return self
 
+    def append(self, layer: int, keys: Float[Tensor, "{self.batch_size} h T d_k"],
+               values: Float[Tensor, "{self.batch_size} h T d_v"]
+               ) -> tuple[Float[Tensor, "B h L d_k"], Float[Tensor, "B h L d_v"]]:
+        """Write the keys and values of ``T`` new positions of ``layer`` after its ``P``
+        cached ones, and return all ``L = P + T`` (views of the buffers: nothing is
+        copied).
+
+        Example:
+            >>> from seqbook.language_model import TransformerLM
+            >>> cache = TransformerLM(5, d_model=8, num_heads=2).init_state(batch_size=1)
+            >>> K, V = cache.append(0, torch.ones(1, 2, 3, 4), torch.ones(1, 2, 3, 4))
+            >>> tuple(K.shape), cache.lengths
+            ((1, 2, 3, 4), [3, 0])
+        """
+        check_int("layer", layer, min_value=0, max_value=self.num_layers - 1)
+        P, T = self.lengths[layer], keys.shape[2]
+        if P + T > self.capacity:
+            raise ValueError(f"keys has {T} positions after {P} cached ones, "
+                             f"more than the cache's capacity of {self.capacity}")
+        self.key_buffers[layer][:, :, P : P + T] = keys  # (eq-lm-cache-append)
+        self.value_buffers[layer][:, :, P : P + T] = values
+        self.lengths[layer] = P + T
+        K, V = self.key_buffers[layer], self.value_buffers[layer]
+        return K[:, :, : P + T], V[:, :, : P + T]  # K_{<=t}, V_{<=t}
+
+
+def _check_generation(attention: MultiHeadAttention, x: Tensor, cache: KVCache) -> None:
+    """What the types cannot say: ``x`` has the cache's batch size and dtype, and the
+    call serves generation (no gradients: the cache is written in place)."""
+    if x.shape[0] != cache.batch_size:
+        raise ValueError(f"x must have the cache's batch size {cache.batch_size} (B, T, "
+                         f"d_model), got shape {tuple(x.shape)}")
+    check_same_dtype("x", x, cache.dtype, of="cache.dtype")
+    if torch.is_grad_enabled() and any(p.requires_grad for p in attention.parameters()):
+        raise RuntimeError("cached attention is for generation: call it under torch.no_grad() "
+                           "(the cache is written in place, which gradients cannot flow through)")
+
 
 def cached_self_attention(
-    attention: InstanceOf(MultiHeadAttention, what="a seqbook.attention.MultiHeadAttention"),
-    x: Shaped("cache.batch_size T attention.d_model", floating=True, dtype_of="cache.dtype"),
-    cache: InstanceOf(KVCache),
-    layer: IndexInto("cache.num_layers"),
-) -> torch.Tensor:
+    attention: MultiHeadAttention,
+    x: Float[Tensor, "B T {attention.d_model}"],
+    cache: KVCache,
+    layer: int,
+) -> Float[Tensor, "B T {attention.d_model}"]:
     r"""Causal self-attention of ``T`` new positions to the cached past and to themselves.
 
-    The new positions' keys and values are appended to the cache of ``layer``; query
-    :math:`i` (position :math:`P + i`) attends to every key up to its own position.
-    Uses the weights of ``attention`` (a :class:`~seqbook.attention.MultiHeadAttention`),
-    so it computes what ``attention(x_all, x_all, x_all, attn_mask=~causal_mask(P + T))``
-    computes for the last ``T`` rows, without recomputing the first ``P``.
+    The new positions' keys and values are appended to the cache of ``layer``
+    (:meth:`KVCache.append`); query :math:`i` (position :math:`P + i`) attends to every
+    key up to its own position. Uses the weights of ``attention`` (a
+    :class:`~seqbook.attention.MultiHeadAttention`), so it computes what
+    ``attention(x_all, x_all, x_all, attn_mask=~causal_mask(P + T))`` computes for the
+    last ``T`` rows, without recomputing the first ``P``.
 
     Args:
         attention: the layer's multi-head attention.
-        x: the new positions' inputs.
+        x: the new positions' inputs, in the cache's dtype.
         cache: the cache; ``T`` positions are written into its ``layer`` buffers
             (``P + T`` must not exceed its capacity).
         layer: which layer's keys and values to use.
 
     Shapes:
-        x: ``(B, T, d_model)``.
+        x: ``(B, T, d_model)`` with ``B`` the cache's batch size.
         returns: ``(B, T, d_model)``.
 
     Example:
@@ -173,63 +218,18 @@ def cached_self_attention(
         >>> torch.allclose(torch.cat([first, last], 1), full, atol=1e-6)
         True
     """
-    # x's positions must fit the cache
-    if (P := cache.lengths[layer]) + x.shape[1] > cache.capacity:
-        raise ValueError(f"x has {x.shape[1]} positions after {P} cached ones, more than the "
-                         f"cache's capacity of {cache.capacity}")
-    if torch.is_grad_enabled() and any(p.requires_grad for p in attention.parameters()):
-        raise RuntimeError("cached attention is for generation: call it under torch.no_grad() "
-                           "(the cache is written in place, which gradients cannot flow through)")
-    return _cached_self_attention(attention, x, cache, layer)
-
-
-def _cached_self_attention(
-    attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
-) -> torch.Tensor:
-    """:func:`cached_self_attention` of checked arguments."""
-    K, V = _append(attention, x, cache, layer)  # (B, h, P + T, d_k), (B, h, P + T, d_v)
-    return _cached_attention(attention, x, K, V)
-
-
-def _project(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
-    """Every head's projection ``x W (+ b)`` of the new positions, ``(B, h, T, d_k)``."""
-    out = torch.einsum("btd,hdk->bhtk", x, W)  # (B, h, T, d_k)
-    return out if b is None else out + b.unsqueeze(1)
-
-
-def _append(
-    attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Write the keys and values of the ``T`` new positions after the ``P`` cached ones;
-    return all ``P + T`` (views of the buffers)."""
-    P, T = cache.lengths[layer], x.shape[1]
-    K_buffer, V_buffer = cache.key_buffers[layer], cache.value_buffers[layer]
-    # (eq-lm-cache-append)
-    K_buffer[:, :, P : P + T] = _project(x, attention.W_K, attention.b_K)
-    # (eq-lm-cache-append)
-    V_buffer[:, :, P : P + T] = _project(x, attention.W_V, attention.b_V)
-    cache.lengths[layer] = P + T
-    return K_buffer[:, :, : P + T], V_buffer[:, :, : P + T]  # K_{<=t}, V_{<=t}
-
-
-def _cached_attention(
-    attention: MultiHeadAttention,
-    x: torch.Tensor,
-    K: torch.Tensor,
-    V: torch.Tensor,
-) -> torch.Tensor:
-    """The output of the ``T`` new queries attending over the ``P + T`` cached keys."""
+    _check_generation(attention, x, cache)  # no gradients; the cache's B, dtype
     B, T, _ = x.shape
-    P = K.shape[2] - T
-    # (B, h, T, d_k): new queries only
-    Q = _project(x, attention.W_Q, attention.b_Q)
+    # the new keys and values, after the cached ones  (eq-lm-cache-append)
+    K, V = cache.append(layer, project_heads(x, attention.W_K, attention.b_K),
+                        project_heads(x, attention.W_V, attention.b_V))
+    P = K.shape[2] - T  # K, V: (B, h, P + T, d_k)
+    Q = project_heads(x, attention.W_Q, attention.b_Q)  # (B, h, T, d_k)
     # query i is position P + i: it may see keys j <= P + i  (eq-lm-cached-mask)
     m = None if T == 1 else torch.ones(
-        T, P + T, dtype=torch.bool, device=x.device
-    ).tril(P)
-    dropout = attention.dropout if attention.training else 0.0
-    # (eq-lm-cached-attention)
-    heads, _ = scaled_dot_product_attention(Q, K, V, m, dropout)
+        T, P + T, dtype=torch.bool, device=x.device).tril(P)
+    p = attention.dropout if attention.training else 0.0
+    heads, _ = scaled_dot_product_attention(Q, K, V, m, p)  # (B, h, T, d_v)
     concat = heads.transpose(1, 2).reshape(B, T, -1)  # (B, T, h*d_v)
     o = concat @ attention.W_O  # (B, T, d_model)  (eq-lm-cached-attention)
     return o if attention.b_O is None else o + attention.b_O

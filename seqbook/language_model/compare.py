@@ -37,8 +37,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from torch import nn
+from jaxtyping import Int
+from torch import Tensor, nn
 
+from seqbook._checks import check_choice
 from seqbook.language_model.bigram import bigram_perplexity
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss, loss_by_position, perplexity
@@ -70,6 +72,7 @@ LR_CONTROL = {"transformer": (0.001, 0.006, 0.01), "lstm": (0.003,)}
 def build_model(name: str, vocab_size: int, seed: int) -> nn.Module:
     """The comparison's models: the LSTM chapter's LSTM LM, a transformer of the same
     size, and MixerLMs of about that size (:data:`MIXER_WIDTHS`)."""
+    check_choice("name", name, MODELS)
     seed_everything(seed)
     if name == "lstm":
         return RecurrentLM(vocab_size, hidden_size=128, embedding_dim=32)
@@ -83,7 +86,7 @@ def build_model(name: str, vocab_size: int, seed: int) -> nn.Module:
 def train_segment(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
-    train_ids: torch.Tensor,
+    train_ids: Int[Tensor, " N"],
     generator: torch.Generator,
     steps: int,
     window: int = 32,
@@ -149,7 +152,7 @@ def calibrate(corpus: CharCorpus, names: Sequence[str] = MODELS,
     return {name: statistics.median(t[3:]) for name, t in times.items()}
 
 
-def load_comparison(path: Path = RESULTS) -> dict:
+def load_comparison(path: Path | str = RESULTS) -> dict:
     """The results table written by ``python -m seqbook.language_model.compare``.
 
     By default the committed table, which the chapter loads.
@@ -226,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return costs
     started = time.perf_counter()
     earlier = load_comparison(args.out) if args.out.is_file() and not args.smoke else None
-    runs = []
+    runs: list[dict] = []
     lr_control = [] if earlier is None else earlier.get("lr_control", [])
     if args.lr_control:  # the control alone; the table's other rows stay
         lr_control = [row for seed in args.seeds for name, rates in LR_CONTROL.items()

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from jaxtyping import Int
+from torch import Tensor
 
-from seqbook._checks import check_tensor
-from seqbook._contracts import InstanceOf, PositiveInt, TensorOf
+from seqbook._checks import check_positive_int, check_tensor
 from seqbook.data import Vocab, python_source_corpus, tokenize
 
 __all__ = ["CharCorpus", "char_corpus", "random_windows"]
@@ -35,19 +36,19 @@ class CharCorpus:
     vocab: Vocab
     train_text: str
     valid_text: str
-    train_ids: torch.Tensor
-    valid_ids: torch.Tensor
+    train_ids: Int[Tensor, " N_train"]
+    valid_ids: Int[Tensor, " N_valid"]
 
     @property
     def vocab_size(self) -> int:
         """The number of symbols :math:`V` (specials included)."""
         return len(self.vocab)
 
-    def encode(self, text: InstanceOf(str)) -> torch.Tensor:
+    def encode(self, text: str) -> Int[Tensor, " N"]:
         """The ids ``(len(text),)`` of a string's characters."""
         return torch.tensor(self.vocab.encode(tokenize(text)), dtype=torch.long)
 
-    def decode(self, ids: torch.Tensor | list[int]) -> str:
+    def decode(self, ids: Int[Tensor, " N"] | list[int]) -> str:
         """The string of a sequence of ids (special symbols left out)."""
         if isinstance(ids, torch.Tensor):
             check_tensor("ids", ids, ndim=1, floating=False)
@@ -55,7 +56,7 @@ class CharCorpus:
         return "".join(self.vocab.decode(ids))
 
 
-def char_corpus(num_chars: int = 300_000, min_freq: PositiveInt = 5, seed: int = 0) -> CharCorpus:
+def char_corpus(num_chars: int = 300_000, min_freq: int = 5, seed: int = 0) -> CharCorpus:
     """The character corpus of the LSTM, GRU and language-model chapters.
 
     The standard-library files of :func:`seqbook.data.python_source_corpus` (split
@@ -76,6 +77,7 @@ def char_corpus(num_chars: int = 300_000, min_freq: PositiveInt = 5, seed: int =
         >>> len(corpus.train_ids) == len(corpus.train_text)
         True
     """
+    check_positive_int("min_freq", min_freq)
     code = python_source_corpus(num_chars=num_chars, seed=seed)
     train_text = "\n".join(f.text for f in code.train)
     valid_text = "\n".join(f.text for f in code.valid)
@@ -85,11 +87,11 @@ def char_corpus(num_chars: int = 300_000, min_freq: PositiveInt = 5, seed: int =
 
 
 def random_windows(
-    ids: TensorOf(1, floating=False),
-    generator: InstanceOf(torch.Generator, what="a torch.Generator"),
-    batch_size: PositiveInt = 32,
-    length: PositiveInt = 32,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    ids: Int[Tensor, " N"],
+    generator: torch.Generator,
+    batch_size: int = 32,
+    length: int = 32,
+) -> tuple[Int[Tensor, "{batch_size} {length}"], Int[Tensor, "{batch_size} {length}"]]:
     r"""``batch_size`` windows drawn uniformly from a stream, and the next characters.
 
     Each window starts at a random position :math:`s` (drawn with ``generator``);
@@ -115,6 +117,7 @@ def random_windows(
         >>> bool((targets == inputs + 1).all())
         True
     """
+    check_positive_int("batch_size", batch_size), check_positive_int("length", length)
     if len(ids) < length + 2:
         raise ValueError(f"ids must hold at least length + 2 = {length + 2} ids (a window, its "
                          f"next character and one more start), got {len(ids)}")

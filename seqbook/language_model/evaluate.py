@@ -24,24 +24,26 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._checks import check_tensor, check_token_ids
-from seqbook._contracts import InstanceOf, IntIn, PositiveInt, Shaped, TensorOf
+from seqbook._checks import check_int, check_positive_int, check_tensor, check_token_ids
 
 __all__ = ["lm_loss", "sequence_loss", "perplexity", "loss_by_position"]
 
 
-def _logits(output: torch.Tensor | tuple) -> torch.Tensor:
+def _logits(output: Tensor | tuple) -> Tensor:
     logits = output[0] if isinstance(output, tuple) else output
     check_tensor("the model's logits", logits, ndim=3, floating=True)
     return logits  # (B, T, V)
 
 
-Model = InstanceOf(nn.Module, what="a torch.nn.Module")  # a language model
+#: A batch of windows: ``(inputs, targets)``, two ``(B, T)`` id tensors (the targets'
+#: shape is checked against the logits, with a message that says so).
+Batch = tuple[Int[Tensor, "B T"], Int[Tensor, "*targets"]] | list[Int[Tensor, "..."]]
 
 
-def lm_loss(model: Model, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def lm_loss(model: nn.Module, batch: Batch) -> Float[Tensor, ""]:
     r"""Mean cross-entropy of the next token over a batch of windows, for
     :func:`~seqbook.train.fit`.
 
@@ -88,12 +90,12 @@ def _window_starts(N: int, window: int, stride: int) -> list[int]:
 
 
 def sequence_loss(
-    model: Model,
-    ids: Shaped("N", floating=False, min_size={"N": 2}),
-    window: PositiveInt | None = None,
-    stride: IntIn(1, "window") | None = None,
-    batch_size: PositiveInt = 64,
-) -> torch.Tensor:
+    model: nn.Module,
+    ids: Int[Tensor, " N"],
+    window: int | None = None,
+    stride: int | None = None,
+    batch_size: int = 64,
+) -> Float[Tensor, ""]:
     r"""Mean negative log-likelihood (nats) of every token of a stream after the first.
 
     With ``window=None`` the model reads the whole stream in one pass (a recurrent
@@ -125,6 +127,13 @@ def sequence_loss(
         >>> bool(torch.isclose(whole, windowed, atol=1e-6))
         True
     """
+    if len(ids) < 2:
+        raise ValueError(f"ids must have shape (N) with N >= 2, got {tuple(ids.shape)}")
+    check_positive_int("batch_size", batch_size)
+    if window is not None:
+        check_positive_int("window", window)
+    if stride is not None:
+        check_int("stride", stride, min_value=1, max_value=window)
     N = len(ids)
     with torch.no_grad():
         if window is None:
@@ -149,7 +158,7 @@ def sequence_loss(
         return torch.tensor(total / (N - 1))
 
 
-def perplexity(model: nn.Module, ids: torch.Tensor, window: int | None = None,
+def perplexity(model: nn.Module, ids: Int[Tensor, " N"], window: int | None = None,
                stride: int | None = None) -> float:
     r"""The perplexity :math:`\exp(\text{mean NLL})` of a stream (see :func:`sequence_loss`).
 
@@ -163,11 +172,11 @@ def perplexity(model: nn.Module, ids: torch.Tensor, window: int | None = None,
 
 
 def loss_by_position(
-    model: Model,
-    ids: TensorOf(1, floating=False),
-    window: PositiveInt,
-    offsets: IntIn(1, "window") = 1,
-) -> torch.Tensor:
+    model: nn.Module,
+    ids: Int[Tensor, " N"],
+    window: int,
+    offsets: int = 1,
+) -> Float[Tensor, " {window}"]:
     r"""Mean negative log-likelihood at each position of a window, over a whole stream.
 
     The stream is cut into consecutive windows of ``window`` inputs (each followed by
@@ -196,6 +205,8 @@ def loss_by_position(
         >>> tuple(curve.shape)
         (8,)
     """
+    check_positive_int("window", window)
+    check_int("offsets", offsets, min_value=1, max_value=window)
     if len(ids) <= window + (offsets - 1) * window // offsets:
         raise ValueError(f"ids must be longer than window={window} plus the last offset, "
                          f"got {len(ids)} ids")

@@ -6,36 +6,43 @@ Shape letters: ``B`` batch, ``T_0`` prompt length, ``n`` new tokens, ``V`` vocab
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    Flag,
-    InstanceOf,
-    IntIn,
-    PositiveInt,
-    RandomGenerator,
-    Real,
-    RealIn,
-    Shaped,
-    TensorOf,
-)
+from seqbook._checks import check_int, check_positive_int, check_real, check_token_ids
 
 __all__ = ["generate", "next_token", "truncate_scores"]
 
-TopP = RealIn(0.0, 1.0, strict_min=True)  # the nucleus' probability mass, in (0, 1]
+
+def _check_truncation(top_k: int | None, top_p: float | None) -> None:
+    """``top_k`` is >= 1 and ``top_p``, the nucleus' probability mass, in (0, 1]."""
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    if top_p is not None:
+        check_real("top_p", top_p, min_value=0.0, max_value=1.0, strict_min=True)
+
+
+def _check_sampling(temperature: float, greedy: bool, top_k: int | None,
+                    top_p: float | None) -> None:
+    """The temperature is > 0 (unless greedy, which ignores it), and the truncation as
+    :func:`_check_truncation` wants it."""
+    if not greedy:
+        check_real("temperature", temperature, min_value=0.0, strict_min=True)
+    _check_truncation(top_k, top_p)
 
 
 def next_token(
-    logits: Shaped("B V", floating=True, min_size={"V": 1}),
-    temperature: Real = 1.0,
-    greedy: Flag = False,
-    generator: RandomGenerator = None,
-    top_k: PositiveInt | None = None,
-    top_p: TopP | None = None,
-) -> torch.Tensor:
+    logits: Float[Tensor, "B V"],
+    temperature: float = 1.0,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> Int[Tensor, " B"]:
     r"""Choose the next token from its scores: the most likely, or a sample at temperature
     :math:`\tau`, optionally from the top :math:`k` tokens or the nucleus only.
 
@@ -49,7 +56,8 @@ def next_token(
     nucleus).
 
     Args:
-        logits: the scores :math:`s` of the next token (a floating tensor).
+        logits: the scores :math:`s` of the next token (a floating tensor, at least one
+            score above :math:`-\infty` and none NaN or :math:`+\infty` in every row).
         temperature: :math:`\tau > 0` (ignored when ``greedy``, but still a number).
         greedy: take the arg max instead of sampling.
         generator: the random generator of the sampling (seed it to repeat a sample).
@@ -59,7 +67,7 @@ def next_token(
             (in ``(0, 1]``).
 
     Shapes:
-        logits: ``(B, V)``.
+        logits: ``(B, V)`` with ``V >= 1``.
         returns: ``(B,)`` token ids.
 
     Example:
@@ -70,20 +78,20 @@ def next_token(
         >>> next_token(scores, temperature=0.01, generator=g)   # almost greedy
         tensor([0])
     """
-    if not greedy and temperature <= 0:  # greedy ignores it
-        raise ValueError(f"temperature must be > 0.0, got {temperature}")
+    _check_sampling(temperature, greedy, top_k, top_p)
     # -inf masks a token out; NaN, +inf or a row with every token masked leave no choice
     if not bool(((logits < math.inf).all(-1) & (logits > -math.inf).any(-1)).all()):
         raise ValueError("logits must hold no NaN or +inf and at least one score above -inf "
-                         "in every row")
-    return _next_token(logits, temperature, greedy, generator, top_k, top_p)
+                         f"in every row (V >= 1), got shape {tuple(logits.shape)}")
+    if greedy:
+        return logits.argmax(dim=-1)  # (B,)
+    scores = truncate_scores(logits / temperature, top_k, top_p)  # (B, V)
+    probs = F.softmax(scores, dim=-1)  # (B, V)  (eq-lm-temperature)
+    return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
 
 
-def truncate_scores(
-    scores: TensorOf(2, floating=True),
-    top_k: PositiveInt | None = None,
-    top_p: TopP | None = None,
-) -> torch.Tensor:
+def truncate_scores(scores: Float[Tensor, "B V"], top_k: int | None = None,
+                    top_p: float | None = None) -> Float[Tensor, "B V"]:
     r"""The scores with :math:`-\infty` for every token outside the top :math:`k` and
     outside the nucleus, so that a softmax gives the truncated distribution.
 
@@ -113,13 +121,7 @@ def truncate_scores(
         >>> truncate_scores(scores, top_p=0.9).isfinite().tolist()
         [[True, True, True, False]]
     """
-    return _truncate_scores(scores, top_k, top_p)
-
-
-def _truncate_scores(
-    scores: torch.Tensor, top_k: int | None, top_p: float | None
-) -> torch.Tensor:
-    """:func:`truncate_scores` of checked arguments."""
+    _check_truncation(top_k, top_p)
     if top_k is not None and top_k < scores.shape[-1]:  # (eq-lm-top-k)
         kth_best = scores.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
         scores = scores.masked_fill(scores < kth_best, -math.inf)
@@ -135,31 +137,19 @@ def _truncate_scores(
     return scores
 
 
-def _next_token(
-    logits: torch.Tensor, temperature: float, greedy: bool,
-    generator: torch.Generator | None, top_k: int | None = None, top_p: float | None = None,
-) -> torch.Tensor:
-    """:func:`next_token` on checked arguments (``generate`` checks them once)."""
-    if greedy:
-        return logits.argmax(dim=-1)  # (B,)
-    scores = _truncate_scores(logits / temperature, top_k, top_p)  # (B, V)
-    probs = F.softmax(scores, dim=-1)  # (B, V)  (eq-lm-temperature)
-    return torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
-
-
 def generate(
-    model: InstanceOf(nn.Module, what="a torch.nn.Module"),
-    prompt: Shaped("B T_0", ids="model.vocab_size", min_size={"T_0": 1}),
-    num_tokens: PositiveInt,
+    model: nn.Module,
+    prompt: Int[Tensor, "B T_0"],
+    num_tokens: int,
     *,
-    temperature: Real = 1.0,
-    greedy: Flag = False,
-    generator: RandomGenerator = None,
-    use_cache: Flag = True,
-    context: IntIn(1, "model.max_len") | None = None,
-    top_k: PositiveInt | None = None,
-    top_p: TopP | None = None,
-) -> torch.Tensor:
+    temperature: float = 1.0,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+    use_cache: bool = True,
+    context: int | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> Int[Tensor, "B T_0+{num_tokens}"]:
     r"""Continue ``prompt`` by ``num_tokens`` tokens, one at a time.
 
     Each step feeds the model what it has not read yet and picks the next token from
@@ -187,7 +177,8 @@ def generate(
         generator: the random generator of the sampling.
         use_cache: carry the model's state from step to step.
         context: read at most this many of the last tokens at each step (requires
-            ``use_cache=False``); ``None``: all of them.
+            ``use_cache=False``; at most the model's ``max_len``); ``None``: all of
+            them.
         top_k, top_p: sample from the top-:math:`k` tokens or the nucleus only (see
             :func:`next_token`).
 
@@ -206,12 +197,18 @@ def generate(
         >>> tuple(fast.shape), torch.equal(fast, slow)
         ((1, 7), True)
     """
+    lm: Any = model  # vocab_size, init_state: what torch's Module type does not know
     B, T_0 = prompt.shape
-    if not greedy and temperature <= 0:  # greedy ignores it
-        raise ValueError(f"temperature must be > 0.0, got {temperature}")
-    if context is not None and use_cache:
-        raise ValueError("context needs use_cache=False: a cache keeps every position")
-    max_len = getattr(model, "max_len", None)  # context <= max_len: checked by its contract
+    check_positive_int("num_tokens", num_tokens)
+    _check_sampling(temperature, greedy, top_k, top_p)
+    check_token_ids("prompt", prompt, lm.vocab_size, of="model.vocab_size")
+    if T_0 == 0:
+        raise ValueError(f"prompt must have shape (B, T_0) with T_0 >= 1, got {(B, T_0)}")
+    max_len = getattr(model, "max_len", None)
+    if context is not None:
+        check_int("context", context, min_value=1, max_value=max_len)
+        if use_cache:
+            raise ValueError("context needs use_cache=False: a cache keeps every position")
     # the last token is never read back, so the model reads T_0 + num_tokens - 1
     if max_len is not None and context is None and T_0 + num_tokens - 1 > max_len:
         raise ValueError(f"prompt length {T_0} + num_tokens {num_tokens} - 1 = "
@@ -222,11 +219,11 @@ def generate(
     try:
         with torch.no_grad():
             ids = prompt
-            state = model.init_state(B) if use_cache else None
+            state = lm.init_state(B) if use_cache else None
             logits, state = model(prompt[:, -context:] if context else prompt, state)
             for step in range(num_tokens):
-                new = _next_token(logits[:, -1], temperature, greedy, generator,
-                                  top_k, top_p)  # (B,)
+                new = next_token(logits[:, -1], temperature, greedy, generator,
+                                 top_k, top_p)  # (B,)
                 ids = torch.cat([ids, new[:, None]], dim=1)  # (B, T_0 + step + 1)
                 if step == num_tokens - 1:
                     break

@@ -15,13 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
+from typing import cast
 
 import torch
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import Flag, InstanceOf, MultipleOf, PositiveInt, Probability, Shaped
-from seqbook.attention import causal_mask
-from seqbook.language_model.cache import KVCache, _cached_self_attention
+from seqbook._checks import check_bool, check_positive_int, check_probability, check_token_ids
+from seqbook.language_model.cache import KVCache, cached_self_attention
 from seqbook.transformer import EncoderBlock, LayerNorm, PositionalEncoding
 
 __all__ = ["TransformerLMConfig", "TransformerLM"]
@@ -31,14 +32,23 @@ __all__ = ["TransformerLMConfig", "TransformerLM"]
 class TransformerLMConfig:
     """The sizes of a :class:`TransformerLM` (defaults: the language-model chapter's)."""
 
-    d_model: MultipleOf("num_heads") = 64  # model width
-    num_heads: PositiveInt = 4  # attention heads per block (must divide d_model)
-    num_layers: PositiveInt = 2  # blocks N_x
-    d_ff: PositiveInt = 192  # hidden width of the feed-forward sublayers
-    max_len: PositiveInt = 256  # longest context the positional encoding covers
-    dropout: Probability = 0.0  # on embeddings, attention weights and sublayer outputs
-    norm_first: Flag = True  # pre-norm (True) or the paper's post-norm
-    tie_weights: Flag = False  # the readout uses the embedding matrix (W = E^T), as GPT
+    d_model: int = 64  # model width (a multiple of num_heads)
+    num_heads: int = 4  # attention heads per block
+    num_layers: int = 2  # blocks N_x
+    d_ff: int = 192  # hidden width of the feed-forward sublayers
+    max_len: int = 256  # longest context the positional encoding covers
+    dropout: float = 0.0  # on embeddings, attention weights and sublayer outputs
+    norm_first: bool = True  # pre-norm (True) or the paper's post-norm
+    tie_weights: bool = False  # the readout uses the embedding matrix (W = E^T), as GPT
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+            check_positive_int(name, getattr(self, name))
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model must be a multiple of num_heads = {self.num_heads}, "
+                             f"got {self.d_model}")
+        check_probability("dropout", self.dropout)
+        check_bool("norm_first", self.norm_first), check_bool("tie_weights", self.tie_weights)
 
 
 class TransformerLM(nn.Module):
@@ -66,7 +76,7 @@ class TransformerLM(nn.Module):
             its fields, e.g. ``TransformerLM(100, num_layers=4)``.
 
     Shapes:
-        ids: ``(B, T)`` with ``P + T <= max_len``.
+        ids: ``(B, T)`` with ``T >= 1`` and ``P + T <= max_len``.
         returns (forward): ``(logits (B, T, V), cache)``; the cache is ``None`` when
         none was given.
 
@@ -82,10 +92,10 @@ class TransformerLM(nn.Module):
         (True, 4)
     """
 
-    def __init__(self, vocab_size: PositiveInt,
-                 config: InstanceOf(TransformerLMConfig) | None = None,
+    def __init__(self, vocab_size: int, config: TransformerLMConfig | None = None,
                  **overrides: object) -> None:
         super().__init__()
+        check_positive_int("vocab_size", vocab_size)
         if config is None:
             config = TransformerLMConfig()
         unknown = set(overrides) - set(TransformerLMConfig.__dataclass_fields__)
@@ -116,49 +126,43 @@ class TransformerLM(nn.Module):
         """An empty key-value cache for a batch of ``batch_size`` sequences."""
         d_k = self.d_model // self.num_heads
         return KVCache.empty(self, batch_size, self.num_layers, self.num_heads, d_k, d_k,
-                            capacity=self.max_len)
+                             capacity=self.max_len)
 
-    def forward(
-        self,
-        ids: Shaped("B T", ids="vocab_size", min_size={"T": 1}),
-        cache: InstanceOf(KVCache, what="a KVCache or None") | None = None,
-    ) -> tuple[torch.Tensor, KVCache | None]:
-        past, T = 0 if cache is None else cache.length, ids.shape[1]
+    def check_ids(self, ids: Int[Tensor, "B T"], cache: KVCache | None = None) -> None:
+        """What a type cannot say: ``ids`` hold at least one position and ids below the
+        vocabulary size, fit within ``max_len`` after the cached positions, and
+        ``cache`` (if any) was made by this model for this batch."""
+        check_token_ids("ids", ids, self.vocab_size)
+        past, T = 0 if cache is None else cache.check(self, ids.shape[0]).length, ids.shape[1]
+        if T == 0:
+            raise ValueError(f"ids must have shape (B, T) with T >= 1, got {tuple(ids.shape)}")
         if past + T > self.max_len:
             raise ValueError(f"ids has {T} positions{f' after {past} cached ones' if past else ''}"
                              f", more than the model's max_len={self.max_len}")
-        if cache is not None:
-            return self._forward_cached(ids, cache)
-        return self._forward(ids), None
 
-    def _forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """The logits ``(B, T, V)`` of checked ``ids``, without a cache."""
-        T = ids.shape[1]
+    def forward(
+        self, ids: Int[Tensor, "B T"], cache: KVCache | None = None
+    ) -> tuple[Float[Tensor, "B T {self.vocab_size}"], KVCache | None]:
+        self.check_ids(ids, cache)
+        if cache is not None:  # generation: the new tokens after the cached ones
+            return self._forward_cached(ids, cache), cache
         # (B, T, d_model)  (eq-lm-input)
-        x = self.embedding(ids) * math.sqrt(self.d_model)
-        # + PE_t
-        x = self.positional.dropout(x + self.positional.pe[:T].to(x.dtype))
-        # (T, T), True = may attend  (eq-lm-causal)
-        mask = causal_mask(T, device=ids.device)
+        x = self.positional(self.embedding(ids) * math.sqrt(self.d_model))
         for block in self.blocks:
-            # src_mask means what torch's does: True where attention is forbidden
-            # (B, T, d_model)  (eq-lm-block)
-            x = block._encode(x, ~mask, None, False)
-        return self.readout(self.norm(x))  # (B, T, V)  (eq-lm-output)
+            # causal self-attention and FFN  (eq-lm-causal)  (eq-lm-block)
+            x = block(x, is_causal=True)  # (B, T, d_model)
+        return self.readout(self.norm(x)), None  # (B, T, V)  (eq-lm-output)
 
-    def _forward_cached(self, ids: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
-        cache.check(self, ids.shape[0])
-        with torch.no_grad():  # a cache serves generation: it is written in place
-            return self._read_with_cache(ids, cache), cache
-
-    def _read_with_cache(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """The logits of ``ids``, read after the cache's positions (checked arguments)."""
+    @torch.no_grad()  # a cache serves generation: it is written in place
+    def _forward_cached(self, ids: Tensor, cache: KVCache) -> Tensor:
+        """The logits of ``ids``, read after the cache's positions, each block's
+        self-attention over the cache (:func:`cached_self_attention`)."""
         P, T = cache.length, ids.shape[1]
         x = self.embedding(ids) * math.sqrt(self.d_model)  # (B, T, d_model)
         pe = self.positional.pe[P : P + T].to(x.dtype)  # positions P..P+T-1
         x = self.positional.dropout(x + pe)
-        for layer, block in enumerate(self.blocks):
-            attend = partial(_cached_self_attention, block.self_attention, cache=cache, layer=layer)
-            x = block.add_norm_1._add_norm(x, attend)  # (B, T, d_model)
-            x = block.add_norm_2._add_norm(x, block.feed_forward._ffn)
+        for layer, block in enumerate(cast(list[EncoderBlock], list(self.blocks))):
+            attend = partial(cached_self_attention, block.self_attention, cache=cache, layer=layer)
+            x = block.add_norm_1(x, attend)  # (B, T, d_model)
+            x = block.add_norm_2(x, block.feed_forward)
         return self.readout(self.norm(x))  # (B, T, V)

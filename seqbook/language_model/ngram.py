@@ -13,43 +13,45 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Iterable
 
 import torch
+from jaxtyping import Float64, Int
+from torch import Tensor
 
-from seqbook._checks import check_real, check_sequence
-from seqbook._contracts import (
-    Check,
-    IndexInto,
-    PositiveInt,
-    SequenceOf,
-)
+from seqbook._checks import check_int, check_positive_int, check_real, check_sequence
 from seqbook.data.vocab import _check_id
 
 __all__ = ["NgramLM"]
 
 
+#: One sequence of ids: a sequence (any iterable) of ints or a 1-D integer tensor (of
+#: any length: ``_T`` binds no size across the sequences).
+Ids = Iterable[int] | Int[Tensor, " _T"]
+#: Training or evaluation sequences: a list (any iterable but a str or a tensor) of them;
+#: each is checked by :func:`_check_ids`, whose messages name the one that is wrong.
+Sequences = Iterable[Iterable[object]]
+
+
 def _check_ids(name: str, ids: object, vocab_size: int) -> list[int]:
     """``ids`` (a sequence of ints or a 1-D integer tensor) as a list of valid ids."""
+    if isinstance(ids, list) and all(type(i) is int and 0 <= i < vocab_size for i in ids):
+        return ids  # the common case (a context inside log_probs), without ABC checks
     if isinstance(ids, torch.Tensor):
         if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
             raise TypeError(f"{name} must be a 1-D integer tensor or a sequence of ints, got "
                             f"a tensor of shape {tuple(ids.shape)} and dtype {ids.dtype}")
         ids = ids.tolist()
-    check_sequence(name, ids, what="a sequence of int token ids (encode the tokens first)",
+    items = check_sequence(name, ids, what="a sequence of int token ids (encode the tokens "
+                           "first)", iterable=True)
+    return [_check_id(name, i, vocab_size) for i in items]
+
+
+def _check_sequences(sequences: Iterable[object], vocab_size: int) -> list[list[int]]:
+    """``sequences`` (a list, or any iterable but a str or a tensor, of id sequences,
+    at least one token in all) as id lists."""
+    check_sequence("sequences", sequences, what="a list of sequences of int ids",
                    iterable=True)
-    return [_check_id(name, i, vocab_size) for i in ids]
-
-
-#: Training or evaluation sequences: a list (any iterable but a str or a tensor) of them.
-Sequences = SequenceOf("a list of sequences of int ids", iterable=True)
-#: The smoothing count k: a finite number > 0.
-Smoothing = Annotated[float, Check(check_real, min_value=0.0, strict_min=True, finite=True)]
-
-
-def _check_sequences(sequences: object, vocab_size: int) -> list[list[int]]:
-    """``sequences`` (a list of id sequences, at least one token in all) as id lists."""
     out = [_check_ids(f"sequences[{i}]", ids, vocab_size) for i, ids in enumerate(sequences)]
     if not any(out):
         raise ValueError("sequences must hold at least one token in all, got none")
@@ -100,11 +102,14 @@ class NgramLM:
     def __init__(
         self,
         sequences: Sequences,
-        order: PositiveInt,
-        vocab_size: PositiveInt,
-        smoothing: Smoothing = 1.0,
-        bos_id: IndexInto("vocab_size") = 0,
+        order: int,
+        vocab_size: int,
+        smoothing: float = 1.0,
+        bos_id: int = 0,
     ) -> None:
+        check_positive_int("order", order), check_positive_int("vocab_size", vocab_size)
+        check_real("smoothing", smoothing, min_value=0.0, strict_min=True, finite=True)
+        check_int("bos_id", bos_id, min_value=0, max_value=vocab_size - 1)
         self.order = order
         self.vocab_size = vocab_size
         self.smoothing = smoothing
@@ -120,15 +125,14 @@ class NgramLM:
                 self.context_counts[context] += 1
         self.num_tokens = sum(len(ids) for ids in id_lists)
 
-    def _context(self, context: Sequence[int] | torch.Tensor) -> tuple[int, ...]:
+    def _context(self, context: Ids) -> tuple[int, ...]:
+        """The last n - 1 ids of ``context`` (padded with ``bos_id`` in front)."""
         ids = _check_ids("context", context, self.vocab_size)
         if len(ids) < self.order - 1:  # a sequence's start: pad with bos_id
             ids = [self.bos_id] * (self.order - 1 - len(ids)) + ids
         return tuple(ids[len(ids) - (self.order - 1) :]) if self.order > 1 else ()
 
-    def prob(
-        self, context: Sequence[int] | torch.Tensor, token: IndexInto("vocab_size")
-    ) -> float:
+    def prob(self, context: Ids, token: int) -> float:
         r"""The smoothed :math:`P(\text{token} \mid \text{context})`.
 
         Only the last :math:`n - 1` ids of ``context`` are used; a shorter context is
@@ -138,17 +142,13 @@ class NgramLM:
             >>> NgramLM([[0, 1, 1]], order=1, vocab_size=2, smoothing=1.0).prob([], 1)
             0.6
         """
-        return self._prob(self._context(context), token)
-
-    def _prob(self, context: tuple[int, ...], token: int) -> float:
+        check_int("token", token, min_value=0, max_value=self.vocab_size - 1)
+        key = self._context(context)  # the last n - 1 ids
         k, V = self.smoothing, self.vocab_size
-        count, context_count = (
-            self.ngram_counts[context + (token,)],
-            self.context_counts[context],
-        )
-        return (count + k) / (context_count + k * V)  # (eq-seq-ngram)
+        count = self.ngram_counts[key + (token,)]
+        return (count + k) / (self.context_counts[key] + k * V)  # (eq-seq-ngram)
 
-    def distribution(self, context: Sequence[int] | torch.Tensor) -> torch.Tensor:
+    def distribution(self, context: Ids) -> Float64[Tensor, " {self.vocab_size}"]:
         r"""The smoothed next-token distribution after ``context``, shape ``(V,)``.
 
         Example:
@@ -163,7 +163,7 @@ class NgramLM:
         k, V = self.smoothing, self.vocab_size
         return (counts + k) / (self.context_counts[key] + k * V)
 
-    def log_probs(self, ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
+    def log_probs(self, ids: Ids) -> Float64[Tensor, " T"]:
         r"""The natural log of :math:`P(x_t \mid x_{<t})` for every token of one sequence.
 
         Their sum is :math:`\log P(x_1, \dots, x_T)` by the chain rule.
@@ -176,16 +176,13 @@ class NgramLM:
             >>> lm.log_probs([1, 2]).exp()       # (1 + 1) / (1 + 3) twice
             tensor([0.5000, 0.5000], dtype=torch.float64)
         """
-        return self._log_probs(_check_ids("ids", ids, self.vocab_size))
-
-    def _log_probs(self, ids: list[int]) -> torch.Tensor:
-        """:meth:`log_probs` for a checked list of ids."""
+        ids = _check_ids("ids", ids, self.vocab_size)
         n = self.order
         # x_t's context: the n - 1 ids before it
         padded = [self.bos_id] * (n - 1) + ids
         log_p = [
             # (eq-seq-markov)
-            math.log(self._prob(tuple(padded[t - n + 1 : t]), padded[t]))
+            math.log(self.prob(padded[t - n + 1 : t], padded[t]))
             for t in range(n - 1, len(padded))
         ]
         # their sum: (eq-seq-chain-rule)
@@ -201,7 +198,7 @@ class NgramLM:
         """
         total, count = 0.0, 0
         for ids in _check_sequences(sequences, self.vocab_size):
-            log_p = self._log_probs(ids)
+            log_p = self.log_probs(ids)
             total -= log_p.sum().item()
             count += len(log_p)
         return total / count

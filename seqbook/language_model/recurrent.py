@@ -7,10 +7,10 @@ Shape letters: ``B`` batch, ``T`` time, ``E`` embedding size, ``H`` hidden units
 from __future__ import annotations
 
 import torch
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._checks import _describe
-from seqbook._contracts import OneOf, PositiveInt, Shaped
+from seqbook._checks import _describe, check_choice, check_positive_int, check_token_ids
 
 __all__ = ["RecurrentLM"]
 
@@ -56,25 +56,31 @@ class RecurrentLM(nn.Module):
 
     def __init__(
         self,
-        vocab_size: PositiveInt,
-        hidden_size: PositiveInt = 128,
-        embedding_dim: PositiveInt = 32,
-        cell: OneOf(*_LAYERS) = "lstm",
+        vocab_size: int,
+        hidden_size: int = 128,
+        embedding_dim: int = 32,
+        cell: str = "lstm",
     ) -> None:
         super().__init__()
+        for name, size in dict(vocab_size=vocab_size, hidden_size=hidden_size,
+                               embedding_dim=embedding_dim).items():
+            check_positive_int(name, size)
+        check_choice("cell", cell, _LAYERS)
         self.vocab_size = vocab_size
         self.cell = cell
         self.embed = nn.Embedding(vocab_size, embedding_dim)
         self.rnn = _LAYERS[cell](embedding_dim, hidden_size, batch_first=True)
         self.readout = nn.Linear(hidden_size, vocab_size)
 
-    def init_state(self, batch_size: PositiveInt) -> None:
+    def init_state(self, batch_size: int) -> None:
         """The state before the first token: ``None``, which the layer reads as zeros."""
+        check_positive_int("batch_size", batch_size)
         return None
 
     def forward(
-        self, ids: Shaped("B T", ids="vocab_size"), state: object = None
-    ) -> tuple[torch.Tensor, object]:
+        self, ids: Int[Tensor, "B T"], state: object = None
+    ) -> tuple[Float[Tensor, "B T {self.vocab_size}"], object]:
+        check_token_ids("ids", ids, self.vocab_size)
         # what the layer returned: an LSTM's (h, c) pair of tensors, a GRU's tensor
         pair = isinstance(state, (tuple, list)) and len(state) == 2 and all(
             isinstance(s, torch.Tensor) for s in state)

@@ -8,16 +8,27 @@ explains every piece.
 from seqbook.linear_attention.kernelized import (
     elu_feature_map,
     linear_attention,
+    linear_attention_chunk,
     linear_attention_chunked,
     linear_attention_recurrent,
+    linear_attention_step,
 )
-from seqbook.linear_attention.memory import associative_memory, delta_rule_attention
+from seqbook.linear_attention.memory import (
+    associative_memory,
+    delta_rule_attention,
+    delta_write,
+    hebbian_write,
+)
 
 __all__ = [
     "associative_memory",
     "delta_rule_attention",
+    "delta_write",
     "elu_feature_map",
+    "hebbian_write",
     "linear_attention",
+    "linear_attention_chunk",
     "linear_attention_chunked",
     "linear_attention_recurrent",
+    "linear_attention_step",
 ]

@@ -12,20 +12,36 @@ Shape letters: ``B`` batch, ``T`` time, ``d_k`` key features (after the feature 
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import torch
 import torch.nn.functional as F
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import PositiveInt, Shaped, TensorOf
+from seqbook._checks import check_positive_int, check_steps
 
 __all__ = [
     "elu_feature_map",
     "linear_attention",
     "linear_attention_recurrent",
     "linear_attention_chunked",
+    "linear_attention_step",
+    "linear_attention_chunk",
 ]
 
 
-def elu_feature_map(x: TensorOf(floating=True)) -> torch.Tensor:
+# a sequence's feature-mapped queries or keys, and its values (in one chunk of
+# linear_attention_chunk, T is the chunk's length C)
+Features: TypeAlias = Float[Tensor, "B T d_k"]
+Values: TypeAlias = Float[Tensor, "B T d_v"]
+# the state: the memory S (values x keys) and the normaliser z; one step's key, value
+Memory: TypeAlias = Float[Tensor, "B d_v d_k"]
+Key: TypeAlias = Float[Tensor, "B d_k"]
+Value: TypeAlias = Float[Tensor, "B d_v"]
+
+
+def elu_feature_map(x: Float[Tensor, "*shape"]) -> Float[Tensor, "*shape"]:
     r"""Katharopoulos et al.'s positive feature map :math:`\phi(x) = \mathrm{elu}(x) + 1`.
 
     .. math::
@@ -38,21 +54,10 @@ def elu_feature_map(x: TensorOf(floating=True)) -> torch.Tensor:
         >>> elu_feature_map(torch.tensor([-1.0, 0.0, 2.0]))
         tensor([0.3679, 1.0000, 3.0000])
     """
-    return _phi(x)
-
-
-def _phi(x: torch.Tensor) -> torch.Tensor:
     return F.elu(x) + 1  # (eq-linattn-phi)
 
 
-# the queries and keys after the feature map, and the values
-PhiQ = Shaped("B T d_k", floating=True)
-PhiQSteps = Shaped("B T d_k", floating=True, min_size={"T": 1})  # a loop over T >= 1 steps
-PhiK = Shaped("B T d_k", dtype_of="phi_Q")
-Values = Shaped("B T d_v", dtype_of="phi_Q")
-
-
-def linear_attention(phi_Q: PhiQ, phi_K: PhiK, V: Values) -> torch.Tensor:
+def linear_attention(phi_Q: Features, phi_K: Features, V: Values) -> Values:
     r"""Causal linear attention in its parallel form: a masked matrix of kernel weights.
 
     .. math::
@@ -82,19 +87,13 @@ def linear_attention(phi_Q: PhiQ, phi_K: PhiK, V: Values) -> torch.Tensor:
         >>> torch.allclose(Y[:, 0], V[:, 0])   # the first query sees only itself
         True
     """
-    return _parallel(phi_Q, phi_K, V)
-
-
-def _parallel(
-    phi_Q: torch.Tensor, phi_K: torch.Tensor, V: torch.Tensor
-) -> torch.Tensor:
     T = phi_Q.shape[1]
     mask = torch.ones(T, T, dtype=torch.bool, device=phi_Q.device).tril()
     A = (phi_Q @ phi_K.transpose(1, 2)).masked_fill(~mask, 0.0)  # (B, T, T)
     return (A @ V) / A.sum(-1, keepdim=True)  # (eq-linattn-parallel)
 
 
-def linear_attention_recurrent(phi_Q: PhiQSteps, phi_K: PhiK, V: Values) -> torch.Tensor:
+def linear_attention_recurrent(phi_Q: Features, phi_K: Features, V: Values) -> Values:
     r"""Causal linear attention as a recurrent network with a matrix state.
 
     .. math::
@@ -103,11 +102,12 @@ def linear_attention_recurrent(phi_Q: PhiQSteps, phi_K: PhiK, V: Values) -> torc
         \mathbf{y}_t = \frac{\mathbf{S}_t\, \phi(\mathbf{q}_t)}
                             {\mathbf{z}_t^\top \phi(\mathbf{q}_t)}
 
-    Each step costs :math:`O(d_v d_k)` whatever :math:`t`: :math:`O(T d^2)` in all,
-    and generating a token needs only :math:`(\mathbf{S}_t, \mathbf{z}_t)`.
+    Each step (:func:`linear_attention_step`) costs :math:`O(d_v d_k)` whatever
+    :math:`t`: :math:`O(T d^2)` in all, and generating a token needs only
+    :math:`(\mathbf{S}_t, \mathbf{z}_t)`.
 
     Shapes:
-        as :func:`linear_attention`.
+        as :func:`linear_attention`, with ``T >= 1``.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -115,24 +115,38 @@ def linear_attention_recurrent(phi_Q: PhiQSteps, phi_K: PhiK, V: Values) -> torc
         >>> torch.allclose(linear_attention_recurrent(Q, K, V), linear_attention(Q, K, V))
         True
     """
+    check_steps("phi_Q", phi_Q, "B T d_k")
     B, T, d_k = phi_K.shape
     S = phi_K.new_zeros(B, V.shape[2], d_k)  # (B, d_v, d_k)
     z = phi_K.new_zeros(B, d_k)  # (B, d_k)
     outputs = []
     for t in range(T):
-        S, z, y = _step(S, z, phi_Q[:, t], phi_K[:, t], V[:, t])
+        S, z, y = linear_attention_step(S, z, phi_Q[:, t], phi_K[:, t], V[:, t])
         outputs.append(y)
     return torch.stack(outputs, dim=1)  # (B, T, d_v)
 
 
-def _step(
-    S: torch.Tensor,
-    z: torch.Tensor,
-    phi_q: torch.Tensor,
-    phi_k: torch.Tensor,
-    v: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One step of the recurrence: write (v, phi(k)) into the state, read with phi(q)."""
+def linear_attention_step(
+    S: Memory, z: Key, phi_q: Key, phi_k: Key, v: Value
+) -> tuple[Memory, Key, Value]:
+    r"""One step of the recurrence: write :math:`(\mathbf{v}_t, \phi(\mathbf{k}_t))` into
+    the state :math:`(\mathbf{S}, \mathbf{z})`, then read it with :math:`\phi(\mathbf{q}_t)`.
+
+    Returns the new state and the output :math:`\mathbf{y}_t`.
+
+    Shapes:
+        S: ``(B, d_v, d_k)``.
+        z, phi_q, phi_k: ``(B, d_k)``.
+        v: ``(B, d_v)``.
+        returns: ``(B, d_v, d_k)``, ``(B, d_k)``, ``(B, d_v)``.
+
+    Example:
+        >>> S, z = torch.zeros(1, 1, 2), torch.zeros(1, 2)
+        >>> phi_k, v = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0]])
+        >>> S, z, y = linear_attention_step(S, z, phi_k, phi_k, v)
+        >>> S, y                          # v phi(k)^T; one pair: its value
+        (tensor([[[3., 6.]]]), tensor([[3.]]))
+    """
     S = S + v[:, :, None] * phi_k[:, None, :]  # (eq-linattn-state): v k^T
     z = z + phi_k  # (B, d_k)
     numerator = (S @ phi_q[:, :, None])[:, :, 0]  # (B, d_v)
@@ -141,8 +155,8 @@ def _step(
 
 
 def linear_attention_chunked(
-    phi_Q: PhiQSteps, phi_K: PhiK, V: Values, chunk_size: PositiveInt = 64
-) -> torch.Tensor:
+    phi_Q: Features, phi_K: Features, V: Values, chunk_size: int = 64
+) -> Values:
     r"""Causal linear attention by chunks: a masked matrix inside, the recurrence across.
 
     .. math::
@@ -151,16 +165,16 @@ def linear_attention_chunked(
         \mathbf{V}_{[c]} + \phi(\mathbf{Q}_{[c]})\, \mathbf{S}_{[c-1]}^\top\Big)
 
     with :math:`\mathbf{S}_{[c]} = \mathbf{S}_{[c-1]} + \mathbf{V}_{[c]}^\top
-    \phi(\mathbf{K}_{[c]})` and the normaliser handled alike. Cost
-    :math:`O(T C d + T d^2)`: linear in :math:`T` for a fixed chunk length :math:`C`,
-    with matrix products instead of :math:`T` small steps (the form used to train
-    linear-attention models).
+    \phi(\mathbf{K}_{[c]})` and the normaliser handled alike (one chunk:
+    :func:`linear_attention_chunk`). Cost :math:`O(T C d + T d^2)`: linear in :math:`T`
+    for a fixed chunk length :math:`C`, with matrix products instead of :math:`T` small
+    steps (the form used to train linear-attention models).
 
     Args:
         chunk_size: :math:`C \ge 1` (the last chunk may be shorter).
 
     Shapes:
-        as :func:`linear_attention`.
+        as :func:`linear_attention`, with ``T >= 1``.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -169,25 +183,39 @@ def linear_attention_chunked(
         >>> torch.allclose(Y, linear_attention(Q, K, V))
         True
     """
+    check_positive_int("chunk_size", chunk_size)
+    check_steps("phi_Q", phi_Q, "B T d_k")
     B, T, d_k = phi_K.shape
     S = phi_K.new_zeros(B, V.shape[2], d_k)  # (B, d_v, d_k)
     z = phi_K.new_zeros(B, d_k)  # (B, d_k)
     outputs = []
     for start in range(0, T, chunk_size):
         part = slice(start, start + chunk_size)
-        S, z, Y = _chunk(S, z, phi_Q[:, part], phi_K[:, part], V[:, part])
+        S, z, Y = linear_attention_chunk(S, z, phi_Q[:, part], phi_K[:, part], V[:, part])
         outputs.append(Y)
     return torch.cat(outputs, dim=1)  # (B, T, d_v)
 
 
-def _chunk(
-    S: torch.Tensor,
-    z: torch.Tensor,
-    phi_Q: torch.Tensor,
-    phi_K: torch.Tensor,
-    V: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One chunk: its own keys through a masked matrix, earlier ones through the state."""
+def linear_attention_chunk(
+    S: Memory, z: Key, phi_Q: Features, phi_K: Features, V: Values
+) -> tuple[Memory, Key, Values]:
+    r"""One chunk of :func:`linear_attention_chunked`: its own keys through a masked
+    matrix, the earlier ones through the state :math:`(\mathbf{S}, \mathbf{z})`, which
+    it then advances by the whole chunk.
+
+    Returns the new state and the chunk's outputs.
+
+    Shapes:
+        S: ``(B, d_v, d_k)``; z: ``(B, d_k)``; phi_Q, phi_K: ``(B, C, d_k)``;
+        V: ``(B, C, d_v)``; returns ``(B, d_v, d_k)``, ``(B, d_k)``, ``(B, C, d_v)``.
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> Q, K, V = elu_feature_map(torch.randn(3, 1, 4, 2, generator=g))
+        >>> _, _, Y = linear_attention_chunk(torch.zeros(1, 2, 2), torch.zeros(1, 2), Q, K, V)
+        >>> torch.allclose(Y, linear_attention(Q, K, V))    # a chunk from an empty state
+        True
+    """
     C = phi_Q.shape[1]
     mask = torch.ones(C, C, dtype=torch.bool, device=phi_Q.device).tril()
     A = (phi_Q @ phi_K.transpose(1, 2)).masked_fill(~mask, 0.0)  # (B, C, C)

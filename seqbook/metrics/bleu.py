@@ -19,10 +19,9 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Any, TypeAlias
 
-from seqbook._checks import check_sequence
-from seqbook._contracts import Check, Flag, NonNegativeReal, OneOf, PositiveInt, SequenceOf
+from seqbook._checks import check_choice, check_positive_int, check_real, check_sequence
 from seqbook.metrics.ngrams import corpus_ngram_statistics
 
 __all__ = [
@@ -30,16 +29,23 @@ __all__ = [
     "SMOOTH_DEFAULTS",
     "bleu_d2l",
     "bleu_statistics",
+    "clipped_matches",
     "corpus_bleu",
     "ngram_counts",
     "sentence_bleu",
 ]
 
-Tokens = Sequence[Hashable]
+#: One sentence: a list (or tuple) of hashable tokens, not a str.
+Tokens: TypeAlias = Sequence[Hashable]
 
 #: Smoothing methods of Chen & Cherry (2014) and their default values, as in sacrebleu.
 SMOOTH_DEFAULTS: dict[str, float | None] = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
-Smoothing = OneOf(*SMOOTH_DEFAULTS)
+
+
+def _check_smoothing(smooth: str, smooth_value: float | None) -> None:
+    check_choice("smooth", smooth, SMOOTH_DEFAULTS)
+    if smooth_value is not None:
+        check_real("smooth_value", smooth_value, min_value=0.0)
 
 
 def _unhashable(token: object) -> bool:
@@ -50,7 +56,7 @@ def _unhashable(token: object) -> bool:
     return False
 
 
-def _check_tokens(name: str, tokens: object) -> list:
+def _check_tokens(name: str, tokens: Any) -> Sequence[Any]:
     if type(tokens) is list or type(tokens) is tuple:  # the fast, common case
         return tokens
     if isinstance(tokens, str):
@@ -59,7 +65,7 @@ def _check_tokens(name: str, tokens: object) -> list:
     return list(check_sequence(name, tokens, what="a list of tokens"))
 
 
-def _check_sentence(name: str, tokens: object) -> list | tuple:
+def _check_sentence(name: str, tokens: Any) -> Sequence[Any]:
     """A list of tokens that can all be counted: a ``TypeError`` names the first that
     cannot (a list, a dict)."""
     tokens = _check_tokens(name, tokens)
@@ -72,27 +78,51 @@ def _check_sentence(name: str, tokens: object) -> list | tuple:
     return tokens
 
 
-#: One sentence: a list (or tuple) of hashable tokens, not a str.
-Sentence = Annotated[Sequence, Check(_check_sentence)]
+def _check_pair(pred_tokens: object, label_tokens: object, order: str, n: int) -> None:
+    """A prediction and a label (lists of hashable tokens) and an n-gram order ``n`` >= 1
+    (the argument ``order``)."""
+    _check_sentence("pred_tokens", pred_tokens), _check_sentence("label_tokens", label_tokens)
+    check_positive_int(order, n)
 
 
-def ngram_counts(tokens: Sentence, n: PositiveInt) -> Counter:
+def ngram_counts(tokens: Tokens, n: int) -> Counter:
     """Count the n-grams of one sentence (unigrams are the tokens themselves).
 
     Example:
         >>> ngram_counts("A B B C".split(), 2)
         Counter({('A', 'B'): 1, ('B', 'B'): 1, ('B', 'C'): 1})
     """
-    return _ngrams(tokens, n)
+    tokens = _check_tokens("tokens", tokens)
+    check_positive_int("n", n)
+    try:
+        if n == 1:
+            return Counter(tokens)
+        return Counter(zip(*[tokens[i:] for i in range(n)]))  # C-level, no Python loop
+    except TypeError:  # an unhashable token: say which
+        _check_sentence("tokens", tokens)
+        raise
 
 
-def _ngrams(tokens: list | tuple, n: int) -> Counter:
-    if n == 1:
-        return Counter(tokens)
-    return Counter(zip(*[tokens[i:] for i in range(n)]))  # C-level, no Python loop
+def clipped_matches(pred_tokens: Tokens, label_tokens: Tokens, n: int) -> int:
+    """The numerator of :math:`p_n` in :func:`~seqbook.metrics.bleu_d2l`: the predicted
+    n-grams found in the label, each counted at most as often as it occurs there.
+
+    Example:
+        >>> clipped_matches("A B B C D".split(), "A B C D E F".split(), 1)
+        4
+    """
+    _check_pair(pred_tokens, label_tokens, "n", n)
+    label_counts = ngram_counts(label_tokens, n)
+    pred_counts = ngram_counts(pred_tokens, n)
+    # each n-gram counts at most as often as in the label (eq-bleu-clipped)
+    return sum(
+        min(c, label_counts[g])
+        for g, c in pred_counts.items()
+        if g in label_counts
+    )
 
 
-def bleu_d2l(pred_tokens: Sentence, label_tokens: Sentence, k: PositiveInt) -> float:
+def bleu_d2l(pred_tokens: Tokens, label_tokens: Tokens, k: int) -> float:
     r"""The BLEU variant of the DSCI 565 slides and *Dive into Deep Learning*.
 
     .. math::
@@ -115,28 +145,13 @@ def bleu_d2l(pred_tokens: Sentence, label_tokens: Sentence, k: PositiveInt) -> f
         >>> round(bleu_d2l("A B B C D".split(), "A B C D E F".split(), k=3), 4)
         0.594
     """
-    return _bleu_d2l(pred_tokens, label_tokens, k)
-
-
-def _clipped_matches(pred: list | tuple, label: list | tuple, n: int) -> int:
-    """The numerator of :math:`p_n`: the predicted n-grams found in the label."""
-    label_counts = _ngrams(label, n)
-    pred_counts = _ngrams(pred, n)
-    # each n-gram counts at most as often as in the label (eq-bleu-clipped)
-    return sum(
-        min(c, label_counts[g])
-        for g, c in pred_counts.items()
-        if g in label_counts
-    )
-
-
-def _bleu_d2l(pred: list | tuple, label: list | tuple, k: int) -> float:
-    """:func:`bleu_d2l` of checked token lists."""
+    _check_pair(pred_tokens, label_tokens, "k", k)
+    pred, label = pred_tokens, label_tokens
     if not pred:
         return 0.0
     score = math.exp(min(0.0, 1 - len(label) / len(pred)))  # (eq-bleu-d2l)
     for n in range(1, min(k, len(pred)) + 1):
-        matches = _clipped_matches(pred, label, n)  # (eq-bleu-clipped)
+        matches = clipped_matches(pred, label, n)  # (eq-bleu-clipped)
         score *= (matches / (len(pred) - n + 1)) ** (0.5**n)  # (eq-bleu-d2l)
     return score
 
@@ -156,7 +171,7 @@ class BLEUStatistics:
     hyp_len: int
     ref_len: int
 
-    def __add__(self, other: "BLEUStatistics") -> "BLEUStatistics":
+    def __add__(self, other: BLEUStatistics) -> BLEUStatistics:
         if not isinstance(other, BLEUStatistics) or len(other.correct) != len(self.correct):
             raise TypeError("can only add BLEUStatistics of the same max_order")
         return BLEUStatistics(
@@ -180,18 +195,11 @@ class BLEUStatistics:
         return [c / t if t else 0.0 for c, t in zip(self.correct, self.total)]
 
     def score(
-        self,
-        smooth: Smoothing = "none",
-        smooth_value: NonNegativeReal | None = None,
-        effective_order: Flag = False,
+        self, smooth: str = "none", smooth_value: float | None = None,
+        effective_order: bool = False,
     ) -> float:
         """BLEU in [0, 1] from these statistics (arguments as in :func:`corpus_bleu`)."""
-        return self._score(smooth, smooth_value, effective_order)
-
-    def _score(
-        self, smooth: str, smooth_value: float | None, effective_order: bool
-    ) -> float:
-        """:meth:`score` with checked arguments."""
+        _check_smoothing(smooth, smooth_value)
         bp = self.brevity_penalty
         if not any(self.correct):
             return 0.0
@@ -207,14 +215,15 @@ class BLEUStatistics:
         self, smooth: str, smooth_value: float | None, effective_order: bool
     ) -> tuple[list[float], int]:
         """The precisions :math:`p_n` after smoothing, and the number of orders to average."""
-        if smooth_value is None:
-            smooth_value = SMOOTH_DEFAULTS[smooth]
+        if smooth_value is None:  # the defaults of "none" and "exp" (None) are not used
+            smooth_value = SMOOTH_DEFAULTS[smooth] or 0.0
         max_order = len(self.correct)
         order = max_order
         precisions = [0.0] * max_order
         mteval = 1.0
         for n in range(1, max_order + 1):
-            correct, total = self.correct[n - 1], self.total[n - 1]
+            correct: float = self.correct[n - 1]
+            total: float = self.total[n - 1]
             if smooth == "add-k" and n > 1:  # Chen & Cherry's method 2
                 correct, total = correct + smooth_value, total + smooth_value
             if total == 0:
@@ -231,7 +240,7 @@ class BLEUStatistics:
         return precisions, order
 
 
-def _check_references(name: str, refs: object) -> list:
+def _check_references(name: str, refs: Any) -> Sequence[Any]:
     """The references of one hypothesis: a non-empty list of token lists."""
     if (type(refs) is list or type(refs) is tuple) and refs:
         if all(type(ref) is list or type(ref) is tuple for ref in refs):
@@ -244,23 +253,8 @@ def _check_references(name: str, refs: object) -> list:
     return [_check_tokens(f"{name}[{j}]", ref) for j, ref in enumerate(refs)]
 
 
-#: A corpus: N hypotheses (token lists) and, for each, a non-empty list of references
-#: (their tokens are counted, and named if unhashable, by
-#: :func:`~seqbook.metrics.ngrams.corpus_ngram_statistics`).
-Hypotheses = SequenceOf("a list of token lists", non_empty=True, size="N")
-References = Annotated[Sequence[Sequence], Check(_check_references)]
-ReferenceLists = SequenceOf("a list with one list of references per hypothesis", size="N")
-
-
-def _bleu_statistics(hypotheses: list, references: list, max_order: int) -> BLEUStatistics:
-    """:func:`bleu_statistics` of a checked corpus."""
-    # (eq-bleu-clipped), summed over the corpus
-    correct, total, hyp_len, ref_len = corpus_ngram_statistics(hypotheses, references, max_order)
-    return BLEUStatistics(tuple(correct), tuple(total), hyp_len, ref_len)
-
-
 def bleu_statistics(
-    hypotheses: Hypotheses, references: ReferenceLists, max_order: PositiveInt = 4
+    hypotheses: Sequence[Tokens], references: Sequence[Sequence[Tokens]], max_order: int = 4
 ) -> BLEUStatistics:
     """Sum BLEU's sufficient statistics over a corpus.
 
@@ -281,19 +275,29 @@ def bleu_statistics(
         >>> stats.correct, stats.total, stats.hyp_len, stats.ref_len
         ((2, 1), (3, 2), 3, 3)
     """
+    # the tokens are counted, and named if unhashable, by corpus_ngram_statistics
+    check_sequence("hypotheses", hypotheses, what="a list of token lists", non_empty=True)
+    check_sequence("references", references,
+                   what="a list with one list of references per hypothesis")
+    if len(references) != len(hypotheses):
+        raise ValueError(f"references must hold N = {len(hypotheses)} items (as in hypotheses), "
+                         f"got {len(references)}")
+    check_positive_int("max_order", max_order)
     hypotheses = [_check_tokens(f"hypotheses[{i}]", hyp) for i, hyp in enumerate(hypotheses)]
     references = [_check_references(f"references[{i}]", refs)
                   for i, refs in enumerate(references)]
-    return _bleu_statistics(hypotheses, references, max_order)
+    # (eq-bleu-clipped), summed over the corpus
+    correct, total, hyp_len, ref_len = corpus_ngram_statistics(hypotheses, references, max_order)
+    return BLEUStatistics(tuple(correct), tuple(total), hyp_len, ref_len)
 
 
 def corpus_bleu(
     hypotheses: Sequence[Tokens],
     references: Sequence[Sequence[Tokens]],
     max_order: int = 4,
-    smooth: Smoothing = "none",
-    smooth_value: NonNegativeReal | None = None,
-    effective_order: Flag = False,
+    smooth: str = "none",
+    smooth_value: float | None = None,
+    effective_order: bool = False,
 ) -> float:
     r"""Standard corpus BLEU (Papineni et al., 2002), in [0, 1].
 
@@ -327,19 +331,18 @@ def corpus_bleu(
         >>> round(corpus_bleu(hyp, refs), 4)
         0.9554
     """
-    # bleu_statistics checks the corpus and max_order
-    return bleu_statistics(hypotheses, references, max_order)._score(
-        smooth, smooth_value, effective_order
-    )
+    _check_smoothing(smooth, smooth_value)  # bleu_statistics checks the corpus and max_order
+    stats = bleu_statistics(hypotheses, references, max_order)
+    return stats.score(smooth, smooth_value, effective_order)
 
 
 def sentence_bleu(
-    hypothesis: Sentence,
-    references: References,
-    max_order: PositiveInt = 4,
-    smooth: Smoothing = "none",
-    smooth_value: NonNegativeReal | None = None,
-    effective_order: Flag = False,
+    hypothesis: Tokens,
+    references: Sequence[Tokens],
+    max_order: int = 4,
+    smooth: str = "none",
+    smooth_value: float | None = None,
+    effective_order: bool = False,
 ) -> float:
     """BLEU of one sentence: :func:`corpus_bleu` of a corpus of one.
 
@@ -354,5 +357,7 @@ def sentence_bleu(
         ...                     smooth="exp"), 4)
         0.3872
     """
-    stats = _bleu_statistics([hypothesis], [references], max_order)
-    return stats._score(smooth, smooth_value, effective_order)
+    _check_sentence("hypothesis", hypothesis), _check_references("references", references)
+    _check_smoothing(smooth, smooth_value)
+    stats = bleu_statistics([hypothesis], [references], max_order)
+    return stats.score(smooth, smooth_value, effective_order)

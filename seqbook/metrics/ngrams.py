@@ -12,6 +12,7 @@ Shape letters: ``L`` tokens of the whole corpus (hypotheses and references toget
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from itertools import chain
 
 import numpy as np
@@ -29,7 +30,9 @@ def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys[starts], counts
 
 
-def _unhashable_message(hypotheses: list[list], references: list[list[list]]) -> str:
+def _unhashable_message(
+    hypotheses: Sequence[Sequence[Hashable]], references: Sequence[Sequence[Sequence[Hashable]]]
+) -> str:
     """Which token of the corpus cannot be counted (a list, a dict, ...)."""
     named = [(f"hypotheses[{i}]", h) for i, h in enumerate(hypotheses)]
     named += [(f"references[{i}][{j}]", r) for i, refs in enumerate(references)
@@ -47,7 +50,9 @@ def _unhashable_message(hypotheses: list[list], references: list[list[list]]) ->
 
 
 def corpus_ngram_statistics(
-    hypotheses: list[list], references: list[list[list]], max_order: int
+    hypotheses: Sequence[Sequence[Hashable]],
+    references: Sequence[Sequence[Sequence[Hashable]]],
+    max_order: int,
 ) -> tuple[list[int], list[int], int, int]:
     """BLEU's sufficient statistics; the inputs must already be validated.
 
@@ -64,7 +69,7 @@ def corpus_ngram_statistics(
     N = len(hypotheses)
     flat_refs = list(chain.from_iterable(references))
     ref_sentence = np.repeat(np.arange(N), [len(refs) for refs in references])  # (R,)
-    sentences = hypotheses + flat_refs  # one corpus: hypotheses first, then references
+    sentences = [*hypotheses, *flat_refs]  # one corpus: hypotheses first, then references
     lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
     tokens = list(chain.from_iterable(sentences))
     try:

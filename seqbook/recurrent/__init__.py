@@ -21,7 +21,7 @@ from seqbook.recurrent.diagnostics import (
 from seqbook.recurrent.gru import GRU, GRUTrace
 from seqbook.recurrent.lstm import LSTM, LSTMTrace, chrono_init
 from seqbook.recurrent.rnn import RNN
-from seqbook.recurrent.rtrl import RTRLResult, rtrl
+from seqbook.recurrent.rtrl import RTRLResult, rtrl, rtrl_sensitivity
 from seqbook.recurrent.stack import RecurrentStack
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "chrono_init",
     "jacobian_norms",
     "rtrl",
+    "rtrl_sensitivity",
     "state_gradient_norms",
     "state_jacobians",
     "truncated_bptt",

@@ -1,30 +1,32 @@
-"""Contracts and the masked loop over time shared by RNN, LSTM and GRU.
+"""The masked loop over time shared by RNN, LSTM and GRU, and the check of a
+one-layer, one-direction module (plumbing, not concepts of the chapters).
 
-Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units,
-``K`` = ``num_layers * num_directions`` the stacked layers and directions.
+Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units.
 Error messages name the argument and the expected shape, as everywhere in seqbook.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Any, TypeAlias
 
 import torch
+from torch import Tensor
 
 from seqbook._checks import _describe
-from seqbook._contracts import Check, Shaped
 
-State = tuple[torch.Tensor, ...]  # (h,) for the RNN and the GRU, (y, c) for the LSTM
+State: TypeAlias = tuple[Tensor, ...]  # (h,) for the RNN and the GRU, (y, c) for the LSTM
+# the recurrence of one layer and direction: (input part of x_t, state) -> (state, gates)
+Step: TypeAlias = Callable[[Tensor, State], tuple[State, Any]]
 
 
 def check_one_layer(
     name: str, module: object, *, classes: tuple[type, ...], what: str, why: str,
     batch_first: bool = False,
-) -> torch.nn.Module:
+) -> None:
     """``module`` (the argument ``name``) is one of ``classes`` (``what`` in the
     message) with one layer and one direction (and, if ``batch_first``, batch-first);
-    ``why`` says what needs it. The check of :func:`OneLayer`."""
+    ``why`` says what needs it."""
     if not isinstance(module, classes):
         raise TypeError(f"{name} must be {what}, got {_describe(module)}")
     if batch_first and getattr(module, "batch_first", True) is not True:
@@ -34,23 +36,9 @@ def check_one_layer(
     if layers != 1 or bidirectional:
         raise ValueError(f"{name} must have num_layers=1 and bidirectional=False ({why}), "
                          f"got num_layers={layers}, bidirectional={bidirectional}")
-    return module
 
 
-def OneLayer(*classes: type, what: str, why: str, batch_first: bool = False) -> Any:
-    """A recurrent module, an instance of one of ``classes``, with one layer and one
-    direction (see :func:`check_one_layer`): a contract of a function's argument."""
-    return Annotated[classes[0], Check(check_one_layer, classes=classes, what=what, why=why,
-                                       batch_first=batch_first)]
-
-
-def ModuleInput(dims: str) -> Any:
-    """A floating tensor with named dimensions (as ``Shaped(dims)``), in the dtype and on
-    the device of the module's parameters: a contract of a method's argument."""
-    return Shaped(dims, floating=True, dtype_of="module", device_of="module")
-
-
-def padding_mask(lengths: torch.Tensor | None, T: int, device: Any) -> torch.Tensor | None:
+def padding_mask(lengths: Tensor | None, T: int, device: torch.device) -> Tensor | None:
     """A ``(B, T, 1)`` mask, True at the real steps of each sequence, or None."""
     if lengths is None:
         return None
@@ -59,12 +47,12 @@ def padding_mask(lengths: torch.Tensor | None, T: int, device: Any) -> torch.Ten
 
 
 def run_masked(
-    step: Callable[[torch.Tensor, State], tuple[State, Any]],
-    input_parts: torch.Tensor,
+    step: Step,
+    input_parts: Tensor,
     state: State,
-    mask: torch.Tensor | None,
+    mask: Tensor | None,
     record: bool = False,
-) -> tuple[torch.Tensor, State, list[tuple[State, Any]] | None]:
+) -> tuple[Tensor, State, list[tuple[State, Any]] | None]:
     """Run ``state, extra = step(input_parts[:, t], state)`` for every ``t``.
 
     ``input_parts`` ``(B, T, .)`` holds what each step needs of its input, computed
@@ -74,7 +62,8 @@ def run_masked(
     ``(B, T, H)`` (the first state tensor of every step), the last state and, if
     ``record``, every step's (carried) state and ``extra`` (e.g. its gates).
     """
-    outputs, history = [], [] if record else None
+    outputs: list[Tensor] = []
+    history: list[tuple[State, Any]] | None = [] if record else None
     # unbind (not input_parts[:, t]) so that the backward pass assembles the gradient
     # of input_parts once instead of once per step
     for t, part in enumerate(input_parts.unbind(1)):
@@ -85,11 +74,13 @@ def run_masked(
         else:
             state = new
             outputs.append(state[0])
-        if record:
+        if history is not None:
             history.append((state, extra))
     return torch.stack(outputs, dim=1), state, history  # (B, T, H), State
 
 
-def stack_history(values: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+def stack_history(values: Sequence[Tensor | None]) -> Tensor | None:
     """Per-step ``(B, H)`` tensors as one ``(B, T, H)`` tensor (None stays None)."""
-    return None if values[0] is None else torch.stack(list(values), dim=1)  # (B, T, H)
+    if values[0] is None:  # a gate the module does not have (for every step)
+        return None
+    return torch.stack([v for v in values if v is not None], dim=1)  # (B, T, H)

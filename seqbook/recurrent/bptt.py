@@ -23,23 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float, Shaped
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    CallableAs,
-    InstanceOf,
-    IntAtLeast,
-    PositiveInt,
-    PositiveReal,
-    Shaped,
-)
+from seqbook._checks import check_int, check_real, check_same_dtype, parameter_dtype
 
 __all__ = ["TruncatedBPTTResult", "truncated_bptt", "activation_bytes"]
 
-State = Any  # a tensor or a tuple of tensors
+State: TypeAlias = Any  # a tensor or a tuple of tensors
 
 
 def _detach(state: State) -> State:
@@ -61,15 +55,15 @@ class TruncatedBPTTResult:
 
 
 def truncated_bptt(
-    module: InstanceOf(nn.Module, what="a torch.nn.Module"),
-    x: Shaped("B T D", floating=True, dtype_of="module", min_size={"T": 1}),
-    targets: Shaped("B T ..."),
-    loss_fn: CallableAs('loss_fn(outputs, targets)'),
-    optimizer: InstanceOf(torch.optim.Optimizer, what="a torch.optim.Optimizer"),
-    k1: PositiveInt,
-    k2: IntAtLeast("k1") | None = None,
+    module: nn.Module,
+    x: Float[Tensor, "B T D"],
+    targets: Shaped[Tensor, "B T ..."],
+    loss_fn: Callable[..., Tensor],
+    optimizer: torch.optim.Optimizer,
+    k1: int,
+    k2: int | None = None,
     state: State = None,
-    clip: PositiveReal | None = None,
+    clip: float | None = None,
 ) -> TruncatedBPTTResult:
     r"""Train on one batch of long sequences with truncated BPTT(``k1``, ``k2``).
 
@@ -120,41 +114,38 @@ def truncated_bptt(
         >>> result.update_steps
         [2, 4, 6, 8, 10]
     """
-    k2 = k1 if k2 is None else k2  # k2 >= k1: every loss needs a window
-
-    parameters = [p for group in optimizer.param_groups for p in group["params"]]
-    return _truncated_bptt(module, x, targets, loss_fn, optimizer, parameters, k1, k2,
-                           state, clip)
-
-
-def _truncated_bptt(
-    module: nn.Module,
-    x: torch.Tensor,
-    targets: torch.Tensor,
-    loss_fn: Callable,
-    optimizer: torch.optim.Optimizer,
-    parameters: list[torch.Tensor],
-    k1: int,
-    k2: int,
-    state: State,
-    clip: float | None,
-) -> TruncatedBPTTResult:
-    """The loop of :func:`truncated_bptt` over the updates, for checked arguments."""
+    k2 = _check_windows(module, x, k1, k2, clip)  # k2 >= k1 (default: k1)
     states: list[State] = [_detach(state)]  # states[t]: after t steps, detached
-    result = TruncatedBPTTResult()
-    done, T = 0, x.shape[1]  # done: steps whose losses have been used
+    result, done, T = TruncatedBPTTResult(), 0, x.shape[1]  # done: steps used
     while done < T:
         end, start = min(done + k1, T), max(0, done - (k2 - k1))  # k1 losses
         outputs = _window(module, x, states, start, end)  # k2 steps from start
         loss = loss_fn(torch.cat(outputs[done - start :], dim=1),
                        targets[:, done:end])
-        norm = _update(loss, optimizer, parameters, clip)  # the last k1 losses
+        norm = _update(loss, optimizer, clip)  # the last k1 losses
         result.losses.append(loss.item())
         result.grad_norms.append(float(norm))
         result.update_steps.append(end)
         done = end
     result.final_state = states[T]
     return result
+
+
+def _check_windows(
+    module: nn.Module, x: Tensor, k1: int, k2: int | None, clip: float | None
+) -> int:
+    """The checks of :func:`truncated_bptt` that its types cannot make; returns k2."""
+    dtype = parameter_dtype(module)
+    if dtype is not None:
+        check_same_dtype("x", x, dtype, of="the module's parameters")
+    if x.shape[1] < 1:
+        raise ValueError(f"x must have shape (B, T, D) with T >= 1, got {tuple(x.shape)}")
+    check_int("k1", k1, min_value=1)
+    if k2 is not None and k2 < k1:
+        raise ValueError(f"k2 must be >= k1 = {k1} (the argument k1), got {k2}")
+    if clip is not None:
+        check_real("clip", clip, min_value=0.0, strict_min=True)
+    return k1 if k2 is None else k2
 
 
 def _window(
@@ -173,12 +164,13 @@ def _window(
 
 
 def _update(
-    loss: torch.Tensor, optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor],
-    clip: float | None,
+    loss: torch.Tensor, optimizer: torch.optim.Optimizer, clip: float | None
 ) -> torch.Tensor:
-    """Back-propagate ``loss``, clip the gradient norm, step; returns the norm."""
+    """Back-propagate ``loss``, clip the gradient norm of the optimizer's parameters,
+    step; returns the norm."""
     if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
         raise TypeError("loss_fn must return a scalar tensor")
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     norm = nn.utils.clip_grad_norm_(parameters, clip if clip else float("inf"))
@@ -186,10 +178,7 @@ def _update(
     return norm
 
 
-def activation_bytes(
-    fn: CallableAs(),
-    exclude: InstanceOf(nn.Module, what="a torch.nn.Module or None") | None = None,
-) -> int:
+def activation_bytes(fn: Callable[[], Any], exclude: nn.Module | None = None) -> int:
     """Bytes of the tensors autograd keeps for the backward pass of ``fn()``.
 
     Every tensor the forward pass saves for back-propagation passes through a

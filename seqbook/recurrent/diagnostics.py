@@ -35,29 +35,27 @@ the same step is held fixed, so the path :math:`c_t \to y_t` is not counted.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._checks import check_same_dtype, check_tensor
-from seqbook._contracts import (
-    CallableAs,
-    NonNegativeInt,
-    OneOf,
-    Shaped,
+from seqbook._checks import (
+    check_choice,
+    check_int,
+    check_same_dtype,
+    check_tensor,
+    parameter_dtype,
 )
-from seqbook.recurrent._sequence import OneLayer
+from seqbook.recurrent._sequence import check_one_layer
 
 __all__ = ["unroll_with_probes", "state_gradient_norms", "state_jacobians", "jacobian_norms"]
 
-State = Any  # a tensor or a tuple of tensors
-# batch-first, one layer and one direction: a backward direction cannot be stepped
-Module = OneLayer(nn.Module, what="a torch.nn.Module", batch_first=True,
-                  why="one layer and one direction: a backward direction cannot be "
-                  "stepped forward in time")
-# (B, T, D), T >= 1, in the dtype of the module's parameters
-Inputs = Shaped("B T D", floating=True, dtype_of="module", min_size={"T": 1})
+State: TypeAlias = Any  # a tensor or a tuple of tensors (None: the zero state)
+# the inputs: (B, T, D), T >= 1, in the dtype of the module's parameters
+Inputs: TypeAlias = Float[Tensor, "B T D"]
 # the orders torch.linalg.matrix_norm accepts
 _MATRIX_NORM_ORDERS = (2, -2, 1, -1, float("inf"), float("-inf"), "fro", "nuc")
 
@@ -70,10 +68,17 @@ def _like(template: State, parts: tuple[torch.Tensor, ...]) -> State:
     return parts if isinstance(template, (tuple, list)) else parts[0]
 
 
-def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, component: int) -> None:
+def _check_probe_inputs(module: nn.Module, x: Tensor, state: State) -> None:
     """Checks, with one dry step, the module's protocol (rules 1 and 2 of the module
-    docstring), the state and ``component`` against the module and ``x`` (each of
-    them checked by the signature's contracts)."""
+    docstring), and the module, ``x`` and the state against each other."""
+    check_one_layer("module", module, classes=(nn.Module,), what="a torch.nn.Module",
+                    batch_first=True, why="one layer and one direction: a backward "
+                    "direction cannot be stepped forward in time")
+    if x.shape[1] < 1:
+        raise ValueError(f"x must have shape (B, T, D) with T >= 1, got {tuple(x.shape)}")
+    dtype = parameter_dtype(module)
+    if dtype is not None:
+        check_same_dtype("x", x, dtype, of="the module's parameters")
     for i, part in enumerate(() if state is None else _as_tuple(state)):
         _check_state_part(f"state[{i}]", part, x, f" with B={x.shape[0]} (the batch of x)")
         check_same_dtype(f"state[{i}]", part, x.dtype, of="x")
@@ -88,21 +93,26 @@ def _check_probe_inputs(module: nn.Module, x: torch.Tensor, state: State, compon
     if not same:
         raise ValueError("the module's outputs must be its hidden states: outputs[:, -1] must "
                          "equal the first tensor of the final state")
-    if component >= len(parts):
-        raise ValueError(f"component must be < {len(parts)}, the number of tensors in the "
-                         f"state; got {component}")
 
 
-def _check_state_part(name: str, part: object, x: torch.Tensor, batch: str) -> None:
-    check_tensor(name, part, ndim=(2, 3), floating=True)
+def _check_component(component: int, probes: list[tuple[Tensor, ...]]) -> None:
+    """``component`` indexes the tensors of the state (``probes[t]`` has one each)."""
+    check_int("component", component, min_value=0)
+    if component >= len(probes[0]):
+        raise ValueError(f"component must be < {len(probes[0])}, the number of tensors in "
+                         f"the state; got {component}")
+
+
+def _check_state_part(name: str, value: object, x: torch.Tensor, batch: str) -> None:
+    part = check_tensor(name, value, ndim=(2, 3), floating=True)
     if part.shape[-2] != x.shape[0] or (part.dim() == 3 and part.shape[0] != 1):
         raise ValueError(f"{name} must have shape (1, B, H) or (B, H){batch}, got "
                          f"{tuple(part.shape)}")
 
 
 def unroll_with_probes(
-    module: Module, x: Inputs, state: State = None
-) -> tuple[torch.Tensor, State, list[tuple[torch.Tensor, ...]]]:
+    module: nn.Module, x: Inputs, state: State = None
+) -> tuple[Float[Tensor, "B T H"], State, list[tuple[Tensor, ...]]]:
     r"""Run ``module`` one step at a time, adding a zero probe to every new state.
 
     After step :math:`t` the state :math:`s_t` is replaced by :math:`s_t + p_t` with
@@ -132,14 +142,7 @@ def unroll_with_probes(
         >>> len(probes), tuple(probes[0][0].shape), tuple(outputs.shape)
         (5, (1, 4, 3), (4, 5, 3))
     """
-    _check_probe_inputs(module, x, state, 0)
-    return _unroll_with_probes(module, x, state)
-
-
-def _unroll_with_probes(
-    module: nn.Module, x: torch.Tensor, state: State
-) -> tuple[torch.Tensor, State, list[tuple[torch.Tensor, ...]]]:
-    """The loop of :func:`unroll_with_probes`, for a module whose protocol is checked."""
+    _check_probe_inputs(module, x, state)  # one dry step
     outputs, probes = [], []
     for t in range(x.shape[1]):
         # (B, 1, H), the new state s_t
@@ -161,12 +164,12 @@ def _batch_first(gradient: torch.Tensor, batch_size: int) -> torch.Tensor:
 
 
 def state_gradient_norms(
-    module: Module,
+    module: nn.Module,
     x: Inputs,
-    loss_fn: CallableAs('loss_fn(outputs, final_state)'),
+    loss_fn: Callable[..., Tensor],
     state: State = None,
-    component: NonNegativeInt = 0,
-) -> torch.Tensor:
+    component: int = 0,
+) -> Float[Tensor, "B T"]:
     r"""The norm of :math:`\partial L / \partial h_t` for every time step and sequence.
 
     .. math::
@@ -196,9 +199,9 @@ def state_gradient_norms(
         >>> tuple(norms.shape), bool(norms[0, -1] == 2.0)  # dL/dh_T = ones(4)
         ((2, 6), True)
     """
-    _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
-        outputs, final_state, probes = _unroll_with_probes(module, x, state)
+        outputs, final_state, probes = unroll_with_probes(module, x, state)
+        _check_component(component, probes)
         loss = loss_fn(outputs, final_state)
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
             raise TypeError("loss_fn must return a scalar tensor")
@@ -211,8 +214,8 @@ def state_gradient_norms(
 
 
 def state_jacobians(
-    module: Module, x: Inputs, state: State = None, component: NonNegativeInt = 0
-) -> torch.Tensor:
+    module: nn.Module, x: Inputs, state: State = None, component: int = 0
+) -> Float[Tensor, "B T H H"]:
     r"""The Jacobians :math:`\partial h_T / \partial h_t` for every time step.
 
     .. math::
@@ -240,38 +243,30 @@ def state_jacobians(
         >>> tuple(J.shape), torch.allclose(J[0, -1], torch.eye(3))
         ((1, 4, 3, 3), True)
     """
-    _check_probe_inputs(module, x, state, component)
     with torch.enable_grad():
-        return _state_jacobians(module, x, state, component)
-
-
-def _state_jacobians(
-    module: nn.Module, x: torch.Tensor, state: State, component: int
-) -> torch.Tensor:
-    """:func:`state_jacobians` for checked arguments, with gradients enabled."""
-    _, final_state, probes = _unroll_with_probes(module, x, state)
-    B = x.shape[0]
-    h_T = _batch_first(_as_tuple(final_state)[component], B)  # (B, H)
-    p = [p_t[component] for p_t in probes]  # p_1, ..., p_T
-    rows = []
-    for i in range(h_T.shape[1]):
-        # The sequences of a batch are independent, so one backward pass of the
-        # sum over the batch gives row i of every sequence's Jacobian.
-        # (eq-vanish-jacobian), row i
-        grads = torch.autograd.grad(h_T[:, i].sum(), p, retain_graph=True,
-                                    allow_unused=True, materialize_grads=True)
-        # (B, T, H)
-        rows.append(torch.stack([_batch_first(g, B) for g in grads], dim=1))
+        _, final_state, probes = unroll_with_probes(module, x, state)
+        _check_component(component, probes)
+        B = x.shape[0]
+        h_T = _batch_first(_as_tuple(final_state)[component], B)  # (B, H)
+        p = [p_t[component] for p_t in probes]  # p_1, ..., p_T
+        rows = []
+        for i in range(h_T.shape[1]):
+            # The sequences of a batch are independent, so one backward pass of
+            # the sum over the batch gives row i of every sequence's Jacobian.
+            # (eq-vanish-jacobian), row i
+            grads = torch.autograd.grad(h_T[:, i].sum(), p, retain_graph=True,
+                allow_unused=True, materialize_grads=True)
+            rows.append(torch.stack([_batch_first(g, B) for g in grads], 1))
     return torch.stack(rows, dim=2)  # (B, T, H, H): dh_T[i] / dh_t[j]
 
 
 def jacobian_norms(
-    module: Module,
+    module: nn.Module,
     x: Inputs,
     state: State = None,
-    component: NonNegativeInt = 0,
-    ord: OneOf(*_MATRIX_NORM_ORDERS) = 2,
-) -> torch.Tensor:
+    component: int = 0,
+    ord: int | float | str = 2,
+) -> Float[Tensor, "B T"]:
     r"""The matrix norm of :math:`\partial h_T / \partial h_t` for every time step.
 
     .. math::
@@ -293,7 +288,6 @@ def jacobian_norms(
         >>> tuple(norms.shape), torch.allclose(norms[:, -1], torch.ones(2))
         ((2, 5), True)
     """
-    _check_probe_inputs(module, x, state, component)
-    with torch.enable_grad():
-        jacobians = _state_jacobians(module, x, state, component)  # (B, T, H, H)
+    check_choice("ord", ord, _MATRIX_NORM_ORDERS)
+    jacobians = state_jacobians(module, x, state, component)  # (B, T, H, H)
     return torch.linalg.matrix_norm(jacobians, ord=ord)  # (B, T)

@@ -22,20 +22,33 @@ and ``b_r``. The candidate's two biases differ in kind (the reset gate multiplie
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import InstanceOf, Int
-from seqbook.recurrent._sequence import (
-    ModuleInput,
-    State,
-    run_masked,
-    stack_history,
+from seqbook.recurrent._sequence import State, Step, stack_history
+from seqbook.recurrent.stack import (
+    Inputs,
+    Lengths,
+    Outputs,
+    RecurrentStack,
+    _check_no_projection,
 )
-from seqbook.recurrent.stack import Lengths, NoProjection, RecurrentStack
 
 __all__ = ["GRU", "GRUTrace"]
+
+# a hidden state or a gate of one step, (B, H)
+Hidden: TypeAlias = Float[Tensor, "B {self.hidden_size}"]
+# the input parts [W_iz x_t + b_z; W_ir x_t + b_r; W_in x_t + b_in] of one step, (B, 3H)
+InputParts: TypeAlias = Float[Tensor, "B 3*{self.hidden_size}"]
+# the recurrent weights [W_hz; W_hr; W_hn] of one layer and direction, (3H, H)
+RecurrentWeights: TypeAlias = Float[Tensor, "3*{self.hidden_size} {self.hidden_size}"]
+# a bias, (H,); the constant 0 without bias
+Bias: TypeAlias = Float[Tensor, "{self.hidden_size}"] | Float[Tensor, ""]  # noqa: F821
+# initial and final states, (K, B, H) with K = num_layers * num_directions
+States: TypeAlias = Float[Tensor, "{self.num_layers*self.num_directions} B {self.hidden_size}"]
 
 
 @dataclass
@@ -105,6 +118,8 @@ class GRU(RecurrentStack):
     """
 
     _torch_class = nn.GRU
+    _parameter_names = ("W_iz", "W_ir", "W_in", "W_hz", "W_hr", "W_hn",
+                        "b_z", "b_r", "b_in", "b_hn")
 
     def __init__(
         self,
@@ -116,38 +131,50 @@ class GRU(RecurrentStack):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        proj_size: NoProjection("GRU") = 0,
+        proj_size: int = 0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device, dtype)
-        self._build()
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device, dtype)
+        _check_no_projection("proj_size", proj_size, module="GRU")
+        H = hidden_size
+        for suffix, D_l in self._layer_inputs():  # every layer and direction
+            for gate in "zrn":
+                self._new_parameter(f"W_i{gate}{suffix}", H, D_l)
+                self._new_parameter(f"W_h{gate}{suffix}", H, H)
+            for name in ("b_z", "b_r", "b_in", "b_hn"):
+                self._new_parameter(f"{name}{suffix}", H, is_bias=True)
+        self.reset_parameters()
 
-    def _make_parameters(self, suffix: str, input_size: int) -> None:
-        H = self.hidden_size
-        for gate in "zrn":
-            self._new_parameter(f"W_i{gate}{suffix}", H, input_size)
-            self._new_parameter(f"W_h{gate}{suffix}", H, H)
-        for name in ("b_z", "b_r", "b_in", "b_hn"):
-            self._new_parameter(f"{name}{suffix}", H, is_bias=True)
+    def step(
+        self, x_part: InputParts, h_prev: Hidden, W_h: RecurrentWeights, b_hn: Bias
+    ) -> tuple[Hidden, tuple[Hidden, Hidden, Hidden]]:
+        r"""One step of equations (3.3)-(3.6), given the input parts of the three
+        blocks (computed for all :math:`t` at once).
 
-    def _input_weights(self, suffix: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """``[W_iz; W_ir; W_in]`` ``(3H, D)`` and ``[b_z; b_r; b_in]`` ``(3H,)``."""
-        W = torch.cat([getattr(self, f"W_i{gate}{suffix}") for gate in "zrn"])  # (3H, D)
-        if not self.bias:
-            return W, self._parameter(f"b_z{suffix}")  # the constant 0
-        b = torch.cat([getattr(self, f"{name}{suffix}") for name in ("b_z", "b_r", "b_in")])
-        return W, b  # (3H, D), (3H,)
+        Args:
+            x_part: :math:`[W_{iz} x_t + b_z; W_{ir} x_t + b_r; W_{in} x_t + b_{in}]`,
+                ``(B, 3H)``.
+            h_prev: the previous hidden state :math:`h_{t-1}`, ``(B, H)``.
+            W_h: :math:`[W_{hz}; W_{hr}; W_{hn}]`, ``(3H, H)``.
+            b_hn: :math:`b_{hn}`, ``(H,)`` (a zero-dimensional 0 without bias).
 
-    def _step(
-        self, pre_x: torch.Tensor, h_prev: torch.Tensor, W_h: torch.Tensor,
-        b_hn: torch.Tensor,
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-        """One step given the input parts ``(B, 3H)`` = [W_iz x_t + b_z; W_ir x_t + b_r;
-        W_in x_t + b_in] and ``W_h`` = [W_hz; W_hr; W_hn] ``(3H, H)``."""
+        Returns:
+            ``(h, (z, r, n))``: the new state and the gates, ``(B, H)`` each.
+
+        Example:
+            >>> gru = GRU(2, 3)
+            >>> x_t, h = torch.randn(4, 2), torch.randn(4, 3)
+            >>> W_i = torch.cat([gru.W_iz, gru.W_ir, gru.W_in])
+            >>> b_i = torch.cat([gru.b_z, gru.b_r, gru.b_in])
+            >>> W_h = torch.cat([gru.W_hz, gru.W_hr, gru.W_hn])
+            >>> h_t, (z, r, n) = gru.step(x_t @ W_i.T + b_i, h, W_h, gru.b_hn)
+            >>> torch.equal(h_t, gru.cell(x_t, h))
+            True
+        """
         # Wx_g = W_ig x_t + b_g and Wh_g = W_hg h_{t-1} for g = z, r, n
-        Wx_z, Wx_r, Wx_n = pre_x.chunk(3, dim=1)  # (B, H) each
+        Wx_z, Wx_r, Wx_n = x_part.chunk(3, dim=1)  # (B, H) each
         Wh_z, Wh_r, Wh_n = (h_prev @ W_h.T).chunk(3, dim=1)  # (B, H) each
         z = torch.sigmoid(Wx_z + Wh_z)  # update gate  (eq-gru-z)
         r = torch.sigmoid(Wx_r + Wh_r)  # reset gate  (eq-gru-r)
@@ -155,28 +182,39 @@ class GRU(RecurrentStack):
         h = (1 - z) * n + z * h_prev  # new state  (eq-gru-h)
         return h, (z, r, n)
 
-    def _one_direction(self, x, state, mask, suffix, record=False):
-        W_x, b_x = self._input_weights(suffix)
-        # (3H, H)
-        W_h = torch.cat([getattr(self, f"W_h{gate}{suffix}") for gate in "zrn"])
-        b_hn = self._parameter(f"b_hn{suffix}")
+    def recurrence(
+        self, x: Float[Tensor, "*batch D"], layer: int = 0, direction: int = 0
+    ) -> tuple[Float[Tensor, "*batch 3*{self.hidden_size}"], Step]:
+        """The recurrence of one layer and direction: the input parts of the three
+        blocks for every step of ``x`` ``(B, T, D)`` in one matrix product, the
+        recurrent weights stacked once, and the function
+        ``advance(x_part, (h_prev,)) -> ((h_t,), (z, r, n))`` that the stack runs
+        over time.
 
-        def step(pre_x: torch.Tensor, state: State):
-            h, gates = self._step(pre_x, state[0], W_h, b_hn)
+        Example:
+            >>> gru = GRU(2, 3)
+            >>> x, h = torch.randn(4, 5, 2), torch.zeros(4, 3)
+            >>> x_parts, advance = gru.recurrence(x)
+            >>> (h_1,), gates = advance(x_parts[:, 0], (h,))
+            >>> torch.equal(h_1, gru(x)[0][:, 0])
+            True
+        """
+        w = self._layer_parameters(layer, direction)  # W_iz, ..., b_hn
+        W_i = torch.cat([w.W_iz, w.W_ir, w.W_in])  # (3H, D)
+        W_h = torch.cat([w.W_hz, w.W_hr, w.W_hn])  # (3H, H)
+        b_i = torch.cat([w.b_z, w.b_r, w.b_in]) if self.bias else w.b_z  # or 0
+
+        def advance(x_part: Tensor, state: State) -> tuple[State, tuple]:
+            h, gates = self.step(x_part, state[0], W_h, w.b_hn)
             return (h,), gates
 
-        # out: (B, T, H)
-        out, final, history = run_masked(step, x @ W_x.T + b_x, state, mask, record)
-        trace = None
-        if record:
-            gate_steps = zip(*(gates for _, gates in history))
-            z, r, n = (stack_history(g) for g in gate_steps)
-            trace = GRUTrace(z, r, n, out)  # (B, T, H) each
-        return out, final, trace
+        return x @ W_i.T + b_i, advance  # the input parts of all t, (B, T, 3H)
 
-    def cell(
-        self, x_t: ModuleInput("B input_size"), h_prev: ModuleInput("B hidden_size")
-    ) -> torch.Tensor:
+    def _trace(self, outputs: Tensor, history: list[tuple[State, tuple]]) -> GRUTrace:
+        z, r, n = (stack_history(g) for g in zip(*(gates for _, gates in history)))
+        return GRUTrace(z, r, n, outputs)  # type: ignore[arg-type]  # (B, T, H) each
+
+    def cell(self, x_t: Float[Tensor, "B {self.input_size}"], h_prev: Hidden) -> Hidden:
         r"""One time step, :math:`h_{t-1} \mapsto h_t`.
 
         For a one-layer, one-direction GRU (like ``torch.nn.GRUCell``).
@@ -194,17 +232,13 @@ class GRU(RecurrentStack):
             torch.Size([4, 3])
         """
         self._check_one_layer("cell")
-        W_x, b_x = self._input_weights("")
-        W_h = torch.cat([self.W_hz, self.W_hr, self.W_hn])  # (3H, H)
-        b_hn = self._parameter("b_hn")
-        return self._step(x_t @ W_x.T + b_x, h_prev, W_h, b_hn)[0]  # (B, H)
+        x_part, advance = self.recurrence(x_t)  # (B, 3H)
+        (h,), _ = advance(x_part, (h_prev,))
+        return h
 
     def forward(
-        self,
-        x: torch.Tensor,
-        h0: torch.Tensor | None = None,
-        lengths: Lengths | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, x: Inputs, h0: States | None = None, lengths: Lengths | None = None
+    ) -> tuple[Outputs, States]:
         """Run the GRU over a batch of sequences.
 
         Args:
@@ -228,10 +262,10 @@ class GRU(RecurrentStack):
 
     def trace(
         self,
-        x: torch.Tensor,
-        h0: torch.Tensor | None = None,
+        x: Float[Tensor, "_ _ {self.input_size}"],
+        h0: States | None = None,
         lengths: Lengths | None = None,
-        layer: Int = -1,
+        layer: int = -1,
     ) -> GRUTrace:
         """Run like :meth:`forward` and return every gate activation and state of one
         layer (by default the last, whose outputs are the module's).
@@ -247,7 +281,7 @@ class GRU(RecurrentStack):
         return self._trace_of_layer(x, h0, lengths, layer)
 
     @classmethod
-    def from_torch(cls, gru: InstanceOf(nn.GRU, what="a torch.nn.GRU")) -> "GRU":
+    def from_torch(cls, gru: nn.GRU) -> GRU:
         """A :class:`GRU` computing the same function as an ``nn.GRU``.
 
         Same configuration (``num_layers``, ``bias``, ``batch_first``, ``dropout``,
@@ -266,7 +300,8 @@ class GRU(RecurrentStack):
         """
         ours = cls(gru.input_size, gru.hidden_size, gru.num_layers, gru.bias, gru.batch_first,
                    float(gru.dropout), gru.bidirectional)
-        return ours._copy_all_from_torch(gru)
+        ours._copy_all_from_torch(gru)
+        return ours
 
     def to_torch(self) -> nn.GRU:
         """A ``torch.nn.GRU`` computing the same function (configuration, device, dtype,
@@ -284,7 +319,9 @@ class GRU(RecurrentStack):
             >>> torch.allclose(ours(x)[0], fused(x)[0], atol=1e-6)
             True
         """
-        return self._torch_twin()
+        twin = self._torch_twin()
+        assert isinstance(twin, nn.GRU)
+        return twin
 
     def _copy_from_torch(self, module: nn.GRU, suffix: str, torch_suffix: str) -> None:
         W_ir, W_iz, W_in = getattr(module, f"weight_ih{torch_suffix}").chunk(3)

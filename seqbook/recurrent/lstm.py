@@ -28,37 +28,31 @@ With ``proj_size`` :math:`P > 0` the block outputs are projected,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from types import SimpleNamespace
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._checks import check_real
-from seqbook._contracts import (
-    Check,
-    FiniteReal,
-    Flag,
-    IndexInto,
-    InstanceOf,
-    Int,
-    PositiveInt,
-    RandomGenerator,
-)
-from seqbook.recurrent._sequence import (
-    ModuleInput,
-    State,
-    run_masked,
-    stack_history,
-)
-from seqbook.recurrent.stack import Lengths, RecurrentStack
+from seqbook._checks import check_bool, check_int, check_real
+from seqbook.recurrent._sequence import State, Step, stack_history
+from seqbook.recurrent.stack import Inputs, Lengths, Outputs, RecurrentStack
 
 __all__ = ["LSTM", "LSTMTrace", "chrono_init"]
 
 # sigmoid(50) rounds to exactly 1 in float32 and float64: a forget gate pinned open
 _PINNED_FORGET_BIAS = 50.0
 _TORCH_ORDER = dict(zip("ifzo", range(4)))  # torch's gates i, f, g, o; its g is our z
-# chrono_init's T_max: a finite number of steps, at least 2
-TimeScale = Annotated[float, Check(check_real, min_value=2.0, finite=True)]
+# the cell state c or the gates of one step, (B, H)
+Cells: TypeAlias = Float[Tensor, "B {self.hidden_size}"]
+# the block output y, (B, P) with a projection, else (B, H)
+BlockOutput: TypeAlias = Float[Tensor, "B {self._output_size}"]
+# the state (h_0, c_0) of forward: (K, B, P or H) and (K, B, H), K layers and directions
+States: TypeAlias = tuple[
+    Float[Tensor, "{self.num_layers*self.num_directions} B {self._output_size}"],
+    Float[Tensor, "{self.num_layers*self.num_directions} B {self.hidden_size}"],
+]
 
 
 @dataclass
@@ -155,27 +149,39 @@ class LSTM(RecurrentStack):
     def __init__(
         self,
         input_size: int,
-        hidden_size: PositiveInt,
+        hidden_size: int,
         num_layers: int = 1,
         bias: bool = True,
         batch_first: bool = True,
         dropout: float = 0.0,
         bidirectional: bool = False,
-        proj_size: IndexInto("hidden_size") = 0,
+        proj_size: int = 0,
         *,
-        forget_gate: Flag = True,
-        input_gate_bias: FiniteReal = 0.0,
+        forget_gate: bool = True,
+        input_gate_bias: float = 0.0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device, dtype)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device, dtype)
+        check_int("proj_size", proj_size, min_value=0)
+        if proj_size >= hidden_size:
+            raise ValueError(f"proj_size must be < hidden_size = {hidden_size} (the argument "
+                             f"hidden_size), got {proj_size}")
         self.proj_size = proj_size
-        self.forget_gate = forget_gate
-        self.input_gate_bias = input_gate_bias
+        self.forget_gate = check_bool("forget_gate", forget_gate)
+        self.input_gate_bias = check_real("input_gate_bias", input_gate_bias, finite=True)
         if self.input_gate_bias and not self.bias:
             raise ValueError(f"input_gate_bias={input_gate_bias} needs a bias: bias must be True")
-        self._build()
+        H = hidden_size
+        for suffix, D_l in self._layer_inputs():  # every layer and direction
+            for gate in self.gate_names:
+                self._new_parameter(f"W_{gate}{suffix}", H, D_l)
+                self._new_parameter(f"R_{gate}{suffix}", H, self._output_size)
+                self._new_parameter(f"b_{gate}{suffix}", H, is_bias=True)
+            if proj_size:
+                self._new_parameter(f"W_proj{suffix}", proj_size, H)
+        self.reset_parameters()
 
     @property
     def gate_names(self) -> tuple[str, ...]:
@@ -190,14 +196,10 @@ class LSTM(RecurrentStack):
     def _state_sizes(self) -> tuple[int, ...]:
         return (self._output_size, self.hidden_size)
 
-    def _make_parameters(self, suffix: str, input_size: int) -> None:
-        H = self.hidden_size
-        for gate in self.gate_names:
-            self._new_parameter(f"W_{gate}{suffix}", H, input_size)
-            self._new_parameter(f"R_{gate}{suffix}", H, self._output_size)
-            self._new_parameter(f"b_{gate}{suffix}", H, is_bias=True)
-        if self.proj_size:
-            self._new_parameter(f"W_proj{suffix}", self.proj_size, H)
+    @property
+    def _parameter_names(self) -> tuple[str, ...]:  # type: ignore[override]
+        names = [f"{kind}_{gate}" for gate in self.gate_names for kind in "WRb"]
+        return (*names, "W_proj") if self.proj_size else tuple(names)
 
     def reset_parameters(self) -> None:
         r"""Uniform in :math:`\pm 1/\sqrt{H}` (as ``nn.LSTM``), then
@@ -219,18 +221,46 @@ class LSTM(RecurrentStack):
             extra.append(f"input_gate_bias={self.input_gate_bias}")
         return ", ".join(extra)
 
-    def _stacked(self, kind: str, suffix: str = "") -> torch.Tensor:
-        """``W``, ``R`` or ``b`` of all gates stacked, so one matmul serves them all."""
+    def _stack_gates(self, w: SimpleNamespace, kind: str) -> Tensor:
+        """``W``, ``R`` or ``b`` of one layer's gates (``w``, from
+        ``_layer_parameters``) stacked, so that one matrix product serves them all."""
         if kind == "b" and not self.bias:
-            return self._parameter(f"b_z{suffix}")  # the constant 0
-        return torch.cat([getattr(self, f"{kind}_{gate}{suffix}") for gate in self.gate_names])
+            return w.b_z  # the constant 0
+        return torch.cat([getattr(w, f"{kind}_{gate}") for gate in self.gate_names])
 
-    def _step(
-        self, pre_x: torch.Tensor, y_prev: torch.Tensor, c_prev: torch.Tensor,
-        R: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor | None, ...]]:
-        """One step given the input part ``W x_t + b`` of all gates ``(B, G H)``."""
-        pre = pre_x + y_prev @ R.T  # (B, G H)
+    def step(
+        self,
+        x_part: Float[Tensor, "B GH"],
+        y_prev: Float[Tensor, "B P"],
+        c_prev: Cells,
+        R: Float[Tensor, "GH P"],
+    ) -> tuple[Cells, Cells, tuple[Cells | None, ...]]:
+        r"""One step of the block equations, given the input part
+        :math:`W x_t + b` of all gates (computed for all :math:`t` at once).
+
+        Args:
+            x_part: :math:`W_g x_t + b_g` of the gates ``gate_names``, stacked,
+                ``(B, G H)``.
+            y_prev, c_prev: the previous block output ``(B, P)`` (``P = H`` without
+                projection) and cell state ``(B, H)``.
+            R: the recurrent weights :math:`R_g` of the gates, stacked, ``(G H, P)``.
+
+        Returns:
+            ``(y, c, (z, i, f, o))``: the block output :math:`o_t \odot \tanh(c_t)`
+            (before a projection), the cell state and the gates, ``(B, H)`` each
+            (``f`` is None without forget gate).
+
+        Example:
+            >>> lstm = LSTM(2, 3)
+            >>> x_t, zeros = torch.randn(4, 2), torch.zeros(4, 3)
+            >>> W = torch.cat([lstm.W_z, lstm.W_i, lstm.W_f, lstm.W_o])
+            >>> b = torch.cat([lstm.b_z, lstm.b_i, lstm.b_f, lstm.b_o])
+            >>> R = torch.cat([lstm.R_z, lstm.R_i, lstm.R_f, lstm.R_o])
+            >>> y, c, gates = lstm.step(x_t @ W.T + b, zeros, zeros, R)
+            >>> torch.equal(y, lstm.cell(x_t, (zeros, zeros))[0])
+            True
+        """
+        pre = x_part + y_prev @ R.T  # (B, G H)
         parts = dict(zip(self.gate_names, pre.chunk(len(self.gate_names), dim=1)))
         z = torch.tanh(parts["z"])  # (eq-lstm-z)
         i = torch.sigmoid(parts["i"])  # (eq-lstm-i)
@@ -244,38 +274,42 @@ class LSTM(RecurrentStack):
         y = o * torch.tanh(c)  # (eq-lstm-y)
         return y, c, (z, i, f, o)
 
-    def _recurrence(self, suffix: str):
-        """The step of one layer and direction on its state ``(y, c)``, with the
-        projection if there is one."""
-        R = self._stacked("R", suffix)  # (G H, P)
-        W_proj = getattr(self, f"W_proj{suffix}") if self.proj_size else None
+    def recurrence(
+        self, x: Float[Tensor, "*batch D"], layer: int = 0, direction: int = 0
+    ) -> tuple[Float[Tensor, "*batch _"], Step]:
+        """The recurrence of one layer and direction: the input parts
+        :math:`W_g x_t + b_g` of all gates and every step of ``x`` ``(B, T, D)`` in one
+        matrix product, and the function ``advance(x_part, (y, c)) -> ((y, c), gates)``
+        that the stack runs over time, with the projection if there is one.
 
-        def step(pre_x: torch.Tensor, state: State):
-            y, c, gates = self._step(pre_x, *state, R)
-            if W_proj is not None:
-                y = y @ W_proj.T  # (B, P)  (eq-lstm-proj)
+        Example:
+            >>> lstm = LSTM(2, 3, proj_size=1)
+            >>> x, y, c = torch.randn(4, 5, 2), torch.zeros(4, 1), torch.zeros(4, 3)
+            >>> x_parts, advance = lstm.recurrence(x)
+            >>> (y_1, c_1), gates = advance(x_parts[:, 0], (y, c))
+            >>> torch.equal(y_1, lstm(x)[0][:, 0])
+            True
+        """
+        w = self._layer_parameters(layer, direction)  # W_z, R_z, b_z, ...
+        W, R, b = (self._stack_gates(w, kind) for kind in "WRb")  # (G H, .)
+
+        def advance(x_part: Tensor, state: State) -> tuple[State, tuple]:
+            y, c, gates = self.step(x_part, state[0], state[1], R)
+            if self.proj_size:
+                y = y @ w.W_proj.T  # (B, P)  (eq-lstm-proj)
             return (y, c), gates
 
-        return step
+        return x @ W.T + b, advance  # the input parts of all t, (B, T, G H)
 
-    def _one_direction(self, x, state, mask, suffix, record=False):
-        # the input part of every gate for all t at once
-        # (B, T, G H)
-        pre_x = x @ self._stacked("W", suffix).T + self._stacked("b", suffix)
-        out, final, history = run_masked(
-            self._recurrence(suffix), pre_x, state, mask, record
-        )
-        trace = None
-        if record:
-            states, gates = zip(*history)
-            z, i, f, o = (stack_history(g) for g in zip(*gates))  # (B, T, H)
-            cells = stack_history([c for _, c in states])  # (B, T, H)
-            trace = LSTMTrace(z, i, f, cells, o, out)
-        return out, final, trace
+    def _trace(self, outputs: Tensor, history: list[tuple[State, tuple]]) -> LSTMTrace:
+        states, gates = zip(*history)
+        z, i, f, o = (stack_history(g) for g in zip(*gates))  # (B, T, H)
+        cells = stack_history([c for _, c in states])  # (B, T, H)
+        return LSTMTrace(z, i, f, cells, o, outputs)  # type: ignore[arg-type]
 
     def cell(
-        self, x_t: ModuleInput("B input_size"), state: tuple[torch.Tensor, torch.Tensor]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, x_t: Float[Tensor, "B {self.input_size}"], state: tuple[BlockOutput, Cells]
+    ) -> tuple[BlockOutput, Cells]:
         r"""One time step: :math:`(y_{t-1}, c_{t-1}) \mapsto (y_t, c_t)`.
 
         For a one-layer, one-direction LSTM (like ``torch.nn.LSTMCell``).
@@ -296,17 +330,13 @@ class LSTM(RecurrentStack):
             ((4, 3), (4, 3))
         """
         self._check_one_layer("cell")
-        y_prev, c_prev = self._check_state_parts(state, ("y_prev", "c_prev"), "B",
-                                                 {"B": (x_t.shape[0], "as in x_t")})
-        pre_x = x_t @ self._stacked("W").T + self._stacked("b")  # (B, G H)
-        return self._recurrence("")(pre_x, (y_prev, c_prev))[0]
+        x_part, advance = self.recurrence(x_t)  # (B, G H)
+        (y, c), _ = advance(x_part, state)
+        return y, c
 
     def forward(
-        self,
-        x: torch.Tensor,
-        state: tuple[torch.Tensor, torch.Tensor] | None = None,
-        lengths: Lengths | None = None,
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        self, x: Inputs, state: States | None = None, lengths: Lengths | None = None
+    ) -> tuple[Outputs, States]:
         """Run the LSTM over a batch of sequences.
 
         Args:
@@ -331,10 +361,10 @@ class LSTM(RecurrentStack):
 
     def trace(
         self,
-        x: torch.Tensor,
-        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+        x: Float[Tensor, "_ _ {self.input_size}"],
+        state: States | None = None,
         lengths: Lengths | None = None,
-        layer: Int = -1,
+        layer: int = -1,
     ) -> LSTMTrace:
         """Run like :meth:`forward` and return every cell state and gate activation
         of one layer (by default the last, whose outputs are the module's).
@@ -352,9 +382,7 @@ class LSTM(RecurrentStack):
         return self._trace_of_layer(x, state, lengths, layer)
 
     @classmethod
-    def from_torch(
-        cls, lstm: InstanceOf(nn.LSTM, what="a torch.nn.LSTM"), forget_gate: bool = True
-    ) -> "LSTM":
+    def from_torch(cls, lstm: nn.LSTM, forget_gate: bool = True) -> LSTM:
         """An :class:`LSTM` computing the same function as an ``nn.LSTM``.
 
         Same configuration (``num_layers``, ``bias``, ``batch_first``, ``dropout``,
@@ -382,7 +410,8 @@ class LSTM(RecurrentStack):
         ours = cls(lstm.input_size, lstm.hidden_size, lstm.num_layers, lstm.bias,
                    lstm.batch_first, float(lstm.dropout), lstm.bidirectional, lstm.proj_size,
                    forget_gate=forget_gate)
-        return ours._copy_all_from_torch(lstm)
+        ours._copy_all_from_torch(lstm)
+        return ours
 
     def to_torch(self) -> nn.LSTM:
         r"""An ``torch.nn.LSTM`` computing the same function (configuration, device,
@@ -408,6 +437,7 @@ class LSTM(RecurrentStack):
             raise ValueError("an LSTM with forget_gate=False and bias=False has no nn.LSTM twin: "
                              "pinning torch's forget gate at 1 needs a bias")
         fused = self._torch_twin()
+        assert isinstance(fused, nn.LSTM)
         if not self.forget_gate:
             H = self.hidden_size
             keep = torch.ones(4 * H, device=self._like.device, dtype=self._like.dtype)  # (4H,)
@@ -471,9 +501,7 @@ class LSTM(RecurrentStack):
 
 
 def chrono_init(
-    lstm: InstanceOf(LSTM, what="a seqbook.recurrent.LSTM"),
-    t_max: TimeScale,
-    generator: RandomGenerator = None,
+    lstm: LSTM, t_max: float, generator: torch.Generator | None = None
 ) -> LSTM:
     r"""Tallec and Ollivier's *chrono initialisation* of an LSTM's gate biases.
 
@@ -506,27 +534,25 @@ def chrono_init(
         >>> torch.equal(lstm.b_i, -lstm.b_f)
         True
     """
+    _check_chrono(lstm, t_max)
+    with torch.no_grad():
+        for name, b_f in lstm.named_parameters():  # every layer and direction
+            if name == "b_f" or name.startswith("b_f_"):
+                b_i = getattr(lstm, "b_i" + name[len("b_f"):])
+                # U[1, T_max - 1]
+                u = 1 + (t_max - 2) * torch.rand(
+                    b_f.shape, generator=generator, dtype=torch.float64
+                )
+                b_f.copy_(torch.log(u))  # (eq-lstm-chrono)
+                b_i.copy_(-b_f)  # (eq-lstm-chrono)
+    return lstm
+
+
+def _check_chrono(lstm: LSTM, t_max: float) -> None:
+    """What chrono initialisation needs: a forget gate, biases, T_max >= 2 (finite)."""
     if not lstm.forget_gate:
         raise ValueError("lstm must have a forget gate (forget_gate=True): chrono "
                          "initialisation sets the forget-gate biases b_f")
     if not lstm.bias:
         raise ValueError("lstm must have biases (bias=True): chrono initialisation sets them")
-    with torch.no_grad():
-        _chrono_init(lstm, t_max, generator)
-    return lstm
-
-
-def _chrono_init(
-    lstm: LSTM, t_max: float, generator: torch.Generator | None
-) -> None:
-    """(eq-lstm-chrono) in place, for every layer and direction (``b_f``, ``b_f_l1``,
-    ...), without gradients and for checked arguments."""
-    for name, b_f in lstm.named_parameters():
-        if name == "b_f" or name.startswith("b_f_"):
-            b_i = getattr(lstm, "b_i" + name[len("b_f"):])
-            # U[1, T_max - 1]
-            u = 1 + (t_max - 2) * torch.rand(
-                b_f.shape, generator=generator, dtype=torch.float64
-            )
-            b_f.copy_(torch.log(u))  # (eq-lstm-chrono)
-            b_i.copy_(-b_f)  # (eq-lstm-chrono)
+    check_real("t_max", t_max, min_value=2.0, finite=True)

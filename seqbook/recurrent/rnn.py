@@ -16,16 +16,33 @@ backward direction (``num_layers``, ``bidirectional``) come from
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from typing import TypeAlias
 
-from seqbook._contracts import InstanceOf, OneOf
-from seqbook.recurrent._sequence import ModuleInput, State, run_masked
-from seqbook.recurrent.stack import Lengths, NoProjection, RecurrentStack
+import torch
+from jaxtyping import Float
+from torch import Tensor, nn
+
+from seqbook._checks import check_choice
+from seqbook.recurrent._sequence import State, Step
+from seqbook.recurrent.stack import (
+    Inputs,
+    Lengths,
+    Outputs,
+    RecurrentStack,
+    _check_no_projection,
+)
 
 __all__ = ["RNN"]
 
 _NONLINEARITIES = {"tanh": torch.tanh, "relu": torch.relu}
+# a hidden state, or the input part of one step, (B, H)
+Hidden: TypeAlias = Float[Tensor, "B {self.hidden_size}"]
+# W_hh of one layer and direction, (H, H)
+Recurrent: TypeAlias = Float[Tensor, "{self.hidden_size} {self.hidden_size}"]
+# b_h, (H,); the constant 0 without bias
+Bias: TypeAlias = Float[Tensor, "{self.hidden_size}"] | Float[Tensor, ""]  # noqa: F821
+# initial and final states, (K, B, H) with K = num_layers * num_directions
+States: TypeAlias = Float[Tensor, "{self.num_layers*self.num_directions} B {self.hidden_size}"]
 
 
 class RNN(RecurrentStack):
@@ -84,32 +101,37 @@ class RNN(RecurrentStack):
     """
 
     _torch_class = nn.RNN
+    _parameter_names = ("W_xh", "W_hh", "b_h")
+    # the first layer's parameters (those of the others carry a suffix)
+    W_xh: Tensor
+    W_hh: Tensor
+    b_h: Tensor | None
 
     def __init__(
         self,
         input_size: int,
         hidden_size: int,
         num_layers: int = 1,
-        nonlinearity: OneOf(*_NONLINEARITIES) = "tanh",
+        nonlinearity: str = "tanh",
         bias: bool = True,
         batch_first: bool = True,
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        proj_size: NoProjection("RNN") = 0,
+        proj_size: int = 0,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device, dtype)
-        self.nonlinearity = nonlinearity
-        self._build()
-
-    def _make_parameters(self, suffix: str, input_size: int) -> None:
-        H = self.hidden_size
-        self._new_parameter(f"W_xh{suffix}", H, input_size)
-        self._new_parameter(f"W_hh{suffix}", H, H)
-        self._new_parameter(f"b_h{suffix}", H, is_bias=True)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device, dtype)
+        self.nonlinearity = check_choice("nonlinearity", nonlinearity, _NONLINEARITIES)
+        _check_no_projection("proj_size", proj_size, module="RNN")
+        H = hidden_size
+        for suffix, D_l in self._layer_inputs():  # every layer and direction
+            self._new_parameter(f"W_xh{suffix}", H, D_l)
+            self._new_parameter(f"W_hh{suffix}", H, H)
+            self._new_parameter(f"b_h{suffix}", H, is_bias=True)
+        self.reset_parameters()
 
     def extra_repr(self) -> str:
         nonlinearity = (
@@ -117,29 +139,55 @@ class RNN(RecurrentStack):
         )
         return super().extra_repr() + nonlinearity
 
-    def _step(
-        self, x_part: torch.Tensor, h_prev: torch.Tensor, W_hh: torch.Tensor,
-        b_h: torch.Tensor,
-    ) -> torch.Tensor:
-        """The update rule, given W_xh x_t (computed for all t at once)."""
+    def step(
+        self, x_part: Hidden, h_prev: Hidden, W_hh: Recurrent, b_h: Bias
+    ) -> Hidden:
+        r"""The update rule, :math:`h_t = f(W_{xh} x_t + W_{hh} h_{t-1} + b_h)`, given
+        its input part :math:`W_{xh} x_t` (computed for all :math:`t` at once).
+
+        Args:
+            x_part: :math:`W_{xh} x_t`, ``(B, H)``.
+            h_prev: the previous hidden state :math:`h_{t-1}`, ``(B, H)``.
+            W_hh, b_h: the recurrent weights ``(H, H)`` and the bias ``(H,)`` (a
+                zero-dimensional 0 without bias) of one layer and direction.
+
+        Returns:
+            :math:`h_t`, ``(B, H)``.
+
+        Example:
+            >>> rnn = RNN(2, 3)
+            >>> x_t, h = torch.randn(4, 2), torch.randn(4, 3)
+            >>> h_t = rnn.step(x_t @ rnn.W_xh.T, h, rnn.W_hh, rnn.b_h)
+            >>> torch.equal(h_t, rnn.cell(x_t, h))
+            True
+        """
         a_t = x_part + h_prev @ W_hh.T + b_h  # (B, H)
         return _NONLINEARITIES[self.nonlinearity](a_t)  # (eq-rnn-elman)
 
-    def _one_direction(self, x, state, mask, suffix, record=False):
-        W_xh, W_hh, b_h = (
-            self._parameter(f"{name}{suffix}") for name in ("W_xh", "W_hh", "b_h")
-        )
+    def recurrence(
+        self, x: Float[Tensor, "*batch D"], layer: int = 0, direction: int = 0
+    ) -> tuple[Float[Tensor, "*batch {self.hidden_size}"], Step]:
+        """The recurrence of one layer and direction: the input parts
+        :math:`W_{xh} x_t` of every step of ``x`` ``(B, T, D)`` in one matrix product,
+        and the function ``advance(x_part, (h_prev,)) -> ((h_t,), None)`` that the
+        stack runs over time.
 
-        def step(x_part: torch.Tensor, state: State) -> tuple[State, None]:
-            return (self._step(x_part, state[0], W_hh, b_h),), None
+        Example:
+            >>> rnn = RNN(2, 3)
+            >>> x, h = torch.randn(4, 5, 2), torch.zeros(4, 3)
+            >>> x_parts, advance = rnn.recurrence(x)
+            >>> (h_1,), _ = advance(x_parts[:, 0], (h,))
+            >>> torch.equal(h_1, rnn(x)[0][:, 0])
+            True
+        """
+        w = self._layer_parameters(layer, direction)  # W_xh, W_hh, b_h
 
-        # W_xh x_t for every t at once, then the recurrence step by step
-        out, final, _ = run_masked(step, x @ W_xh.T, state, mask)  # (B, T, H)
-        return out, final, None
+        def advance(x_part: Tensor, state: State) -> tuple[State, None]:
+            return (self.step(x_part, state[0], w.W_hh, w.b_h),), None
 
-    def cell(
-        self, x_t: ModuleInput("B input_size"), h_prev: ModuleInput("B hidden_size")
-    ) -> torch.Tensor:
+        return x @ w.W_xh.T, advance  # W_xh x_t for every t at once
+
+    def cell(self, x_t: Float[Tensor, "B {self.input_size}"], h_prev: Hidden) -> Hidden:
         r"""One time step, :math:`h_t = f(W_{xh} x_t + W_{hh} h_{t-1} + b_h)`.
 
         For a one-layer, one-direction RNN (like ``torch.nn.RNNCell``).
@@ -157,15 +205,13 @@ class RNN(RecurrentStack):
             torch.Size([4, 3])
         """
         self._check_one_layer("cell")
-        b_h = self._parameter("b_h")  # 0 without bias
-        return self._step(x_t @ self.W_xh.T, h_prev, self.W_hh, b_h)  # (B, H)
+        x_part, advance = self.recurrence(x_t)  # W_xh x_t, (B, H)
+        (h,), _ = advance(x_part, (h_prev,))
+        return h
 
     def forward(
-        self,
-        x: torch.Tensor,
-        h0: torch.Tensor | None = None,
-        lengths: Lengths | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, x: Inputs, h0: States | None = None, lengths: Lengths | None = None
+    ) -> tuple[Outputs, States]:
         """Run the recurrence over a batch of sequences.
 
         Args:
@@ -189,7 +235,7 @@ class RNN(RecurrentStack):
         return out, h_n
 
     @classmethod
-    def from_torch(cls, rnn: InstanceOf(nn.RNN, what="a torch.nn.RNN")) -> "RNN":
+    def from_torch(cls, rnn: nn.RNN) -> RNN:
         """An :class:`RNN` computing the same function as an ``nn.RNN``.
 
         Same configuration (``num_layers``, ``nonlinearity``, ``bias``, ``batch_first``,
@@ -207,7 +253,8 @@ class RNN(RecurrentStack):
         """
         ours = cls(rnn.input_size, rnn.hidden_size, rnn.num_layers, rnn.nonlinearity,
                    rnn.bias, rnn.batch_first, float(rnn.dropout), rnn.bidirectional)
-        return ours._copy_all_from_torch(rnn)
+        ours._copy_all_from_torch(rnn)
+        return ours
 
     def to_torch(self) -> nn.RNN:
         """An ``nn.RNN`` computing the same function (configuration, device, dtype, mode).
@@ -221,7 +268,9 @@ class RNN(RecurrentStack):
             >>> torch.allclose(ours(x)[0], twin(x)[0], atol=1e-6)
             True
         """
-        return self._torch_twin()
+        twin = self._torch_twin()
+        assert isinstance(twin, nn.RNN)
+        return twin
 
     def _torch_settings(self) -> dict[str, str]:
         return {"nonlinearity": self.nonlinearity}

@@ -23,14 +23,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import CallableAs, Shaped
-from seqbook.recurrent._sequence import OneLayer
+from seqbook._checks import check_same_dtype
+from seqbook.recurrent._sequence import check_one_layer
 from seqbook.recurrent.rnn import RNN
 
-__all__ = ["RTRLResult", "rtrl"]
+__all__ = ["RTRLResult", "rtrl", "rtrl_sensitivity"]
+
+# what multiplies the Kronecker delta in (eq-rnn-rtrl): x_t (B, D) for W_xh, h_{t-1}
+# (B, H) for W_hh, a zero-dimensional 1 for b_h
+Direct: TypeAlias = Float[Tensor, "B *J"] | Float[Tensor, ""]  # noqa: F821
 
 
 @dataclass
@@ -44,12 +51,10 @@ class RTRLResult:
 
 
 def rtrl(
-    rnn: OneLayer(RNN, what="a seqbook.recurrent.RNN", why="RTRL here is for one layer"),
-    x: Shaped("B T rnn.input_size", floating=True, dtype_of="rnn", device_of="rnn",
-              min_size={"T": 1}),
-    step_loss: CallableAs('step_loss(t, h_t)'),
-    h0: Shaped("1 B rnn.hidden_size", floating=True, dtype_of="rnn", device_of="rnn")
-    | None = None,
+    rnn: RNN,
+    x: Float[Tensor, "B T {rnn.input_size}"],
+    step_loss: Callable[[int, Tensor], Tensor | None],
+    h0: Float[Tensor, "1 B {rnn.hidden_size}"] | None = None,
 ) -> RTRLResult:
     r"""Gradients of an Elman RNN's losses, computed forward in time by RTRL.
 
@@ -92,45 +97,49 @@ def rtrl(
         >>> torch.allclose(result.grads["W_hh"], rnn.W_hh.grad, atol=1e-5)
         True
     """
-    B, H = x.shape[0], rnn.hidden_size
-    h = x.new_zeros(B, H) if h0 is None else h0[0].detach()  # (B, H)
-    with torch.no_grad():
-        total, grads, h, S = _rtrl(rnn, x.detach(), step_loss, h)
-    state_bytes = sum(s.numel() * s.element_size() for s in (h, *S.values()))
-    return RTRLResult(loss=total, grads=grads, h_T=h[None], state_bytes=state_bytes)  # (1, B, H)
-
-
-def _rtrl(
-    rnn: RNN, x: torch.Tensor, step_loss: Callable, h: torch.Tensor
-) -> tuple[
-    torch.Tensor, dict[str, torch.Tensor], torch.Tensor, dict[str, torch.Tensor]
-]:
-    """The loop of :func:`rtrl` over time, without gradients: returns the summed loss,
-    the gradients, the last state ``(B, H)`` and the sensitivities ``S``."""
-    W_xh, W_hh = rnn.W_xh.detach(), rnn.W_hh.detach()
-    b_h = rnn.b_h.detach() if rnn.bias else x.new_zeros(rnn.hidden_size)  # (H,)
-    S = _zero_sensitivities(rnn, x)  # S[name]: dh_t / d name, S_0 = 0
-    grads = {name: torch.zeros_like(getattr(rnn, name)) for name in S}
+    W_xh, W_hh, b_h, x, h = _detached_inputs(rnn, x, h0)  # no autograd graph
+    S, grads = _zero_sensitivities(rnn, x)  # S[name]: dh_t / d name, S_0 = 0
     total = x.new_zeros(())
     for t in range(x.shape[1]):
         a_t = x[:, t] @ W_xh.T + h @ W_hh.T + b_h  # (B, H)  (eq-rnn-elman)
-        direct = {"W_xh": x[:, t], "W_hh": h, "b_h": 1.0}  # x_t, h_{t-1}, 1
+        direct = {"W_xh": x[:, t], "W_hh": h, "b_h": x.new_ones(())}
         h, f_prime = _f_and_slope(a_t, rnn.nonlinearity)  # f(a_t), f'(a_t)
-        S = {n: _sensitivity(S[n], W_hh, direct[n], f_prime) for n in S}
+        S = {n: rtrl_sensitivity(S[n], W_hh, direct[n], f_prime) for n in S}
         loss, g = _step_gradient(step_loss, t, h)  # g = d l_t / d h_t, (B, H)
-        if g is not None:  # (eq-rnn-rtrl-grad):
+        if loss is not None and g is not None:  # (eq-rnn-rtrl-grad):
             grads = {n: grads[n] + _gradient_term(g, S[n]) for n in S}
             total = total + loss.detach()
-    return total, grads, h, S
+    state_bytes = sum(s.numel() * s.element_size() for s in (h, *S.values()))
+    return RTRLResult(loss=total, grads=grads, h_T=h[None],
+                      state_bytes=state_bytes)
 
 
-def _zero_sensitivities(rnn: RNN, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """``S_0 = 0`` for every parameter: ``(B, H, *parameter.shape)``."""
+def _detached_inputs(
+    rnn: RNN, x: Tensor, h0: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The checks of :func:`rtrl` that its types cannot make; then ``W_xh``, ``W_hh``,
+    ``b_h`` (0 without bias), ``x`` and the initial state ``(B, H)``, detached."""
+    check_one_layer("rnn", rnn, classes=(RNN,), what="a seqbook.recurrent.RNN",
+                    why="RTRL here is for one layer")
+    check_same_dtype("x", x, rnn.W_xh.dtype, of="the parameters of rnn")
+    if x.shape[1] < 1:
+        raise ValueError(f"x must have shape (B, T, rnn.input_size) with T >= 1, got "
+                         f"{tuple(x.shape)}")
+    b_h = rnn.b_h if rnn.b_h is not None else x.new_zeros(rnn.hidden_size)  # (H,)
+    h = x.new_zeros(x.shape[0], rnn.hidden_size) if h0 is None else h0[0]  # (B, H)
+    return rnn.W_xh.detach(), rnn.W_hh.detach(), b_h.detach(), x.detach(), h.detach()
+
+
+def _zero_sensitivities(
+    rnn: RNN, x: torch.Tensor
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """``S_0 = 0`` for every parameter, ``(B, H, *parameter.shape)``, and zero
+    gradients, shaped like the parameters."""
     B, H = x.shape[0], rnn.hidden_size
     S = {"W_xh": x.new_zeros(B, H, H, rnn.input_size), "W_hh": x.new_zeros(B, H, H, H)}
     if rnn.bias:
         S["b_h"] = x.new_zeros(B, H, H)
-    return S
+    return S, {name: torch.zeros_like(getattr(rnn, name)) for name in S}
 
 
 def _f_and_slope(a_t: torch.Tensor, nonlinearity: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -141,13 +150,37 @@ def _f_and_slope(a_t: torch.Tensor, nonlinearity: str) -> tuple[torch.Tensor, to
     return torch.relu(a_t), (a_t > 0).to(a_t.dtype)  # as autograd's relu
 
 
-def _sensitivity(
-    S: torch.Tensor,
-    W_hh: torch.Tensor,
-    direct: torch.Tensor | float,
-    f_prime: torch.Tensor,
-) -> torch.Tensor:
-    """One step of (eq-rnn-rtrl) for one parameter's sensitivity ``(B, H, H[, J])``."""
+def rtrl_sensitivity(
+    S: Float[Tensor, "B H H *J"],
+    W_hh: Float[Tensor, "H H"],
+    direct: Direct,
+    f_prime: Float[Tensor, "B H"],
+) -> Float[Tensor, "B H H *J"]:
+    r"""One step of the RTRL sensitivity of one parameter, (eq-rnn-rtrl) in place.
+
+    .. math::
+        S_{t,kij} = f'(a_{t,k}) \Big( \delta_{ki}\, d_{j}
+            + \sum_m W_{hh,km} S_{t-1,mij} \Big),
+
+    with :math:`d = x_t` for :math:`W_{xh}`, :math:`h_{t-1}` for :math:`W_{hh}` and 1
+    for the bias (no index :math:`j`).
+
+    Args:
+        S: :math:`S_{t-1}`, ``(B, H, H, J)`` for a weight matrix, ``(B, H, H)`` for
+            the bias; overwritten.
+        W_hh: the recurrent weights ``(H, H)``.
+        direct: :math:`d`, ``(B, J)``, or a zero-dimensional 1 for the bias.
+        f_prime: :math:`f'(a_t)`, ``(B, H)``.
+
+    Returns:
+        :math:`S_t`, shaped like ``S``.
+
+    Example:
+        >>> S = torch.zeros(1, 2, 2)               # the bias of an RNN with H = 2
+        >>> rtrl_sensitivity(S, torch.eye(2), torch.tensor(1.0), torch.ones(1, 2))[0]
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
     four = S.dim() == 4  # a weight matrix (B, H, H, J), else the bias (B, H, H)
     # W_hh S_{t-1}
     S = torch.einsum("km,bmij->bkij" if four else "km,bmi->bki", W_hh, S)

@@ -9,11 +9,12 @@ vocabulary.
 from __future__ import annotations
 
 import torch
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import PositiveInt, Probability, Shaped
+from seqbook._checks import check_positive_int, check_probability
 from seqbook.attention import AdditiveAttention
-from seqbook.seq2seq.decoder import DecoderState, EncodedInput
+from seqbook.seq2seq.decoder import _check_encoded, _check_inputs
 from seqbook.seq2seq.encoder import Encoded
 
 __all__ = ["BahdanauDecoder"]
@@ -67,14 +68,20 @@ class BahdanauDecoder(nn.Module):
 
     def __init__(
         self,
-        vocab_size: PositiveInt,
-        embed_size: PositiveInt,
-        hidden_size: PositiveInt,
-        context_size: PositiveInt,
-        attention_size: PositiveInt | None = None,
-        dropout: Probability = 0.0,
+        vocab_size: int,
+        embed_size: int,
+        hidden_size: int,
+        context_size: int,
+        attention_size: int | None = None,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        for name, size in dict(vocab_size=vocab_size, embed_size=embed_size,
+                               hidden_size=hidden_size, context_size=context_size,
+                               attention_size=attention_size).items():
+            if size is not None:
+                check_positive_int(name, size)
+        check_probability("dropout", dropout)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.context_size = context_size
@@ -86,39 +93,42 @@ class BahdanauDecoder(nn.Module):
         self.cell = nn.GRUCell(embed_size + context_size, hidden_size)
         self.W_o = nn.Linear(hidden_size + context_size, vocab_size)
 
-    def init_state(self, encoded: EncodedInput) -> torch.Tensor:
+    def init_state(self, encoded: Encoded) -> Float[Tensor, "B {self.hidden_size}"]:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
-        return self._init_state(encoded)
-
-    def _init_state(self, encoded: Encoded) -> torch.Tensor:
+        _check_encoded(self, encoded, None, "encoded.outputs")
         return torch.tanh(self.W_s(encoded.state))  # (B, H)
 
-    def _step(
-        self, y_emb: torch.Tensor, s_prev: torch.Tensor, encoded: Encoded
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def step(
+        self,
+        y_prev: Int[Tensor, " B"],
+        state: Float[Tensor, "B {self.hidden_size}"],
+        encoded: Encoded,
+    ) -> tuple[
+        Float[Tensor, "B {self.vocab_size}"], Float[Tensor, "B {self.hidden_size}"],
+        Float[Tensor, "B T_x"],
+    ]:
+        """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
+        _check_inputs(self, "y_prev", y_prev, encoded)
+        y = self.dropout(self.embedding(y_prev))  # (B, E)
         h = encoded.outputs  # (B, T_x, D): keys and values
         # the query is the previous state s_{i-1}
         # (B, D), (B, T_x)  (eq-s2s-attn-context)
-        c, alpha = self.attention._attend(s_prev, h, h, encoded.mask.unsqueeze(1))
+        c, alpha = self.attention(state, h, h, encoded.mask)
         # (B, H)  (eq-s2s-state)
-        s = self.cell(torch.cat([y_emb, c], dim=-1), s_prev)
+        s = self.cell(torch.cat([y, c], dim=-1), state)
         logits = self.W_o(torch.cat([s, c], dim=-1))  # (B, V)  (eq-s2s-output)
         return logits, s, alpha
 
     def forward(
-        self, tgt_in: Shaped("B T_y", ids="vocab_size"), encoded: EncodedInput
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
-        s = self._init_state(encoded)  # (B, H)
+        self, tgt_in: Int[Tensor, "B T_y"], encoded: Encoded
+    ) -> tuple[Float[Tensor, "B T_y {self.vocab_size}"], Float[Tensor, "B T_y T_x"]]:
+        """The whole target, one :meth:`step` per position (teacher forcing)."""
+        _check_inputs(self, "tgt_in", tgt_in, encoded)
+        s = self.init_state(encoded)  # (B, H)
         all_logits, all_weights = [], []
         for i in range(tgt_in.shape[1]):
-            logits, s, alpha = self._step(y[:, i], s, encoded)
+            logits, s, alpha = self.step(tgt_in[:, i], s, encoded)
             all_logits.append(logits)
             all_weights.append(alpha)
-        return torch.stack(all_logits, 1), torch.stack(all_weights, 1)  # (B, T_y, V), (B, T_y, T_x)
-
-    def step(
-        self, y_prev: Shaped("B", ids="vocab_size"), state: DecoderState, encoded: EncodedInput
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
-        return self._step(self.embedding(y_prev), state, encoded)
+        # (B, T_y, V), (B, T_y, T_x)
+        return torch.stack(all_logits, 1), torch.stack(all_weights, 1)

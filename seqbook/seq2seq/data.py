@@ -9,18 +9,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, NamedTuple
+from typing import Any, NamedTuple
 
 import torch
+from jaxtyping import Bool, Int
+from torch import Tensor
 
-from seqbook._checks import check_sequence
-from seqbook._contracts import (
-    Check,
-    Flag,
-    NonNegativeInt,
-    OneOf,
-    PositiveInt,
-)
+from seqbook._checks import check_choice, check_int, check_positive_int, check_sequence
 from seqbook.data import (
     NumberPair,
     Splits,
@@ -30,14 +25,14 @@ from seqbook.data import (
     spell_number,
     tokenize,
 )
-from seqbook.data.numbers import Language, _check_split_sizes
+from seqbook.data.numbers import LANGUAGES, _check_counts, _check_split_sizes
 from seqbook.seq2seq.pieces import PieceTokenizer, join_words
 from seqbook.utils import seeded_generator
 
 __all__ = ["TranslationBatch", "TranslationTask", "number_translation_task"]
 
 
-def _check_pairs(name: str, pairs: object) -> Sequence[NumberPair]:
+def _check_pairs(name: str, pairs: Any) -> Sequence[NumberPair]:
     """``pairs`` if it is a non-empty sequence of :class:`~seqbook.data.NumberPair`
     (the message of an empty one is the experiments' too)."""
     check_sequence(name, pairs, what="a list of NumberPair", of=NumberPair)
@@ -46,9 +41,8 @@ def _check_pairs(name: str, pairs: object) -> Sequence[NumberPair]:
     return pairs
 
 
-# a non-empty sequence of NumberPair
-Pairs = Annotated[Sequence[NumberPair], Check(_check_pairs)]
-TargetTokens = OneOf("pieces", "word", "char")
+#: The kinds of target tokens of a :class:`TranslationTask`.
+TARGET_TOKENS = ("pieces", "word", "char")
 
 
 class TranslationBatch(NamedTuple):
@@ -58,11 +52,11 @@ class TranslationBatch(NamedTuple):
     ``tgt_out`` the target followed by ``<eos>`` (what it must predict).
     """
 
-    src: torch.Tensor  # (B, T_x) source ids, <pad> = 0
-    src_lengths: torch.Tensor  # (B,)
-    tgt_in: torch.Tensor  # (B, T_y) <bos> y_1 ... y_n
-    tgt_out: torch.Tensor  # (B, T_y) y_1 ... y_n <eos>
-    tgt_mask: torch.Tensor  # (B, T_y) True at real target positions
+    src: Int[Tensor, "B T_x"]  # source ids, <pad> = 0
+    src_lengths: Int[Tensor, " B"]
+    tgt_in: Int[Tensor, "B T_y"]  # <bos> y_1 ... y_n
+    tgt_out: Int[Tensor, "B T_y"]  # y_1 ... y_n <eos>
+    tgt_mask: Bool[Tensor, "B T_y"]  # True at real target positions
 
 
 @dataclass
@@ -79,12 +73,14 @@ class TranslationTask:
 
     splits: Splits[NumberPair]
     tgt: str  # the target language, a num2words code
-    target_tokens: TargetTokens
+    target_tokens: str  # one of TARGET_TOKENS
     src_vocab: Vocab = field(init=False)
     tgt_vocab: Vocab = field(init=False)
     pieces: PieceTokenizer | None = None
 
     def __post_init__(self) -> None:
+        check_choice("tgt", self.tgt, LANGUAGES)
+        check_choice("target_tokens", self.target_tokens, TARGET_TOKENS)
         train = self.splits.train
         if self.target_tokens == "pieces" and self.pieces is None:
             # seed with the words for the numbers that English writes as one word
@@ -124,7 +120,7 @@ class TranslationTask:
             self._cache[key] = (src, tgt)
         return self._cache[key]
 
-    def batch(self, pairs: Pairs) -> TranslationBatch:
+    def batch(self, pairs: Sequence[NumberPair]) -> TranslationBatch:
         """Pad the ids of ``pairs`` into one :class:`TranslationBatch`.
 
         Example:
@@ -134,6 +130,7 @@ class TranslationTask:
             >>> tuple(batch.src.shape[:1]), bool((batch.tgt_in[:, 0] == 1).all())
             ((4,), True)
         """
+        _check_pairs("pairs", pairs)
         encoded = [self.encode(p) for p in pairs]
         src, src_lengths, _ = pad_batch([s for s, _ in encoded])
         bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
@@ -143,16 +140,17 @@ class TranslationTask:
 
     def batches(
         self,
-        pairs: Pairs,
-        batch_size: PositiveInt,
-        shuffle: Flag = False,
-        seed: NonNegativeInt = 0,
+        pairs: Sequence[NumberPair],
+        batch_size: int,
+        shuffle: bool = False,
+        seed: int = 0,
     ) -> list[TranslationBatch]:
         """Cut ``pairs`` into batches, optionally shuffled with ``seed``.
 
         All pairs are padded once; a batch is a selection of rows, cut to its own
         longest source and target.
         """
+        check_positive_int("batch_size", batch_size), check_int("seed", seed, min_value=0)
         whole = self.batch(pairs)
         tgt_lengths = whole.tgt_mask.sum(1)  # (B,)
         if shuffle:
@@ -204,14 +202,14 @@ def _balanced_numbers(max_number: int, count: int, seed: int) -> list[int]:
 
 
 def number_translation_task(
-    tgt: Language = "de",
-    target_tokens: TargetTokens | None = None,
-    max_number: NonNegativeInt = 9999,
-    num_valid: NonNegativeInt = 500,
-    num_test: NonNegativeInt = 500,
-    num_train: PositiveInt | None = None,
-    seed: NonNegativeInt = 0,
-    balanced: Flag = False,
+    tgt: str = "de",
+    target_tokens: str | None = None,
+    max_number: int = 9999,
+    num_valid: int = 500,
+    num_test: int = 500,
+    num_train: int | None = None,
+    seed: int = 0,
+    balanced: bool = False,
 ) -> TranslationTask:
     """English number words to ``tgt`` number words, split disjointly by number.
 
@@ -235,13 +233,16 @@ def number_translation_task(
         >>> task.target_tokens_of("vierunddreißig")
         ['vier', 'und', 'dreißig']
     """
+    check_choice("tgt", tgt, LANGUAGES)
     if target_tokens is None:
         target_tokens = "pieces" if tgt == "de" else "word"
+    check_choice("target_tokens", target_tokens, TARGET_TOKENS)
     if not balanced:
         splits = number_translation("en", tgt, max_number, num_valid, num_test, num_train, seed)
         return TranslationTask(splits, tgt, target_tokens)
     if num_train is None:
         raise ValueError("balanced=True needs num_train (the numbers are drawn, not all used)")
+    _check_counts(max_number, num_valid, num_test, seed)
     _check_split_sizes(max_number, num_valid, num_test, num_train)
     numbers = _balanced_numbers(max_number, num_valid + num_test + num_train, seed)
 

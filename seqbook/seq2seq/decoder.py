@@ -7,42 +7,63 @@ encoder state), ``V`` the target vocabulary.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING
 
 import torch
-from torch import nn
+from jaxtyping import Float, Int
+from torch import Tensor, nn
 
-from seqbook._contracts import Dims, PositiveInt, Probability, Shaped
+from seqbook._checks import (
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    check_token_ids,
+    parameter_dtype,
+)
 from seqbook.seq2seq.encoder import Encoded
+
+if TYPE_CHECKING:
+    from seqbook.seq2seq.bahdanau import BahdanauDecoder
 
 __all__ = ["Seq2SeqDecoder"]
 
 
-class _EncodedDims(Dims):
-    """The contract of the encoder output a decoder reads (shared by both decoders): an
-    :class:`Encoded` whose ``outputs (B, T_x, context_size)`` and ``state (B, context_size)``
-    have the dtype of the decoder's parameters and whose ``mask (B, T_x)`` is boolean."""
+def _check_encoded(
+    decoder: Seq2SeqDecoder | BahdanauDecoder, encoded: object, B: int | None, of: str
+) -> None:
+    """What the type :class:`Encoded` cannot say (shared by both decoders): its
+    ``outputs (B, T_x, context_size)``, ``mask (B, T_x)`` and ``state (B, context_size)``
+    fit the batch ``B`` of the argument ``of`` (default: that of ``outputs``) and the
+    decoder's ``context_size``, with the dtype of its parameters and a boolean mask."""
+    if not isinstance(encoded, Encoded):
+        raise TypeError(f"encoded must be the encoder's Encoded output, got "
+                        f"{type(encoded).__name__}")
+    outputs = check_tensor("encoded.outputs", encoded.outputs, ndim=3, floating=True)
+    B = outputs.shape[0] if B is None else B
+    T_x, D = outputs.shape[1], decoder.context_size
+    shapes = {"outputs": ((B, T_x, D), "(B, T_x, context_size)"),
+              "mask": ((B, T_x), "(B, T_x)"), "state": ((B, D), "(B, context_size)")}
+    for field, (shape, letters) in shapes.items():
+        value = check_tensor(f"encoded.{field}", getattr(encoded, field))
+        if tuple(value.shape) != shape:
+            raise ValueError(f"encoded.{field} must have shape {letters} with B = {B} (as in "
+                             f"{of}) and context_size = {D}, got {tuple(value.shape)}")
+    if encoded.mask.dtype != torch.bool:
+        raise TypeError(f"encoded.mask must have dtype torch.bool, got {encoded.mask.dtype}")
+    dtype = parameter_dtype(decoder)
+    for field in ("outputs", "state"):
+        if getattr(encoded, field).dtype != dtype:
+            raise TypeError(f"encoded.{field} must have the dtype of the decoder's parameters "
+                            f"({dtype}), got {getattr(encoded, field).dtype}")
 
-    _state = Dims("B context_size", floating=True, dtype_of="module")
-    _mask = Dims("B T_x", dtype=torch.bool)  # True at real source tokens
 
-    def __init__(self) -> None:
-        super().__init__("B T_x context_size", floating=True, dtype_of="module")
-
-    def check_in(self, name: str, value: Any, call: dict[str, Any], bound: dict[str, Any]) -> Any:
-        if not isinstance(value, Encoded):
-            raise TypeError(f"{name} must be the encoder's Encoded output, got "
-                            f"{type(value).__name__}")
-        super().check_in(f"{name}.outputs", value.outputs, call, bound)
-        self._state.check_in(f"{name}.state", value.state, call, bound)
-        self._mask.check_in(f"{name}.mask", value.mask, call, bound)
-        return value
-
-
-# the encoder output, as a decoder of context_size reads it
-EncodedInput = Annotated[Encoded, _EncodedDims()]
-# a decoder's state s_{i-1}, one per sentence
-DecoderState = Shaped("B hidden_size", floating=True, dtype_of="module")
+def _check_inputs(
+    decoder: Seq2SeqDecoder | BahdanauDecoder, name: str, ids: Tensor, encoded: object
+) -> None:
+    """The token ids ``ids`` (the argument ``name``) are below the decoder's
+    ``vocab_size``, and ``encoded`` fits their batch (see :func:`_check_encoded`)."""
+    check_token_ids(name, ids, decoder.vocab_size, of="the decoder's vocab_size")
+    _check_encoded(decoder, encoded, ids.shape[0], name)
 
 
 class Seq2SeqDecoder(nn.Module):
@@ -85,13 +106,17 @@ class Seq2SeqDecoder(nn.Module):
 
     def __init__(
         self,
-        vocab_size: PositiveInt,
-        embed_size: PositiveInt,
-        hidden_size: PositiveInt,
-        context_size: PositiveInt,
-        dropout: Probability = 0.0,
+        vocab_size: int,
+        embed_size: int,
+        hidden_size: int,
+        context_size: int,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        for name, size in dict(vocab_size=vocab_size, embed_size=embed_size,
+                               hidden_size=hidden_size, context_size=context_size).items():
+            check_positive_int(name, size)
+        check_probability("dropout", dropout)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.context_size = context_size
@@ -101,22 +126,16 @@ class Seq2SeqDecoder(nn.Module):
         self.rnn = nn.GRU(embed_size + context_size, hidden_size, batch_first=True)
         self.W_o = nn.Linear(hidden_size + context_size, vocab_size)
 
-    def init_state(self, encoded: EncodedInput) -> torch.Tensor:
+    def init_state(self, encoded: Encoded) -> Float[Tensor, "B {self.hidden_size}"]:
         """:math:`\\mathbf{s}_0`, shape ``(B, H)``."""
-        return self._init_state(encoded)
-
-    def _init_state(self, encoded: Encoded) -> torch.Tensor:
+        _check_encoded(self, encoded, None, "encoded.outputs")
         return torch.tanh(self.W_s(encoded.state))  # (B, H)
 
     def forward(
-        self, tgt_in: Shaped("B T_y", ids="vocab_size"), encoded: EncodedInput
-    ) -> tuple[torch.Tensor, None]:
-        return self._decode(tgt_in, encoded)
-
-    def _decode(
-        self, tgt_in: torch.Tensor, encoded: Encoded
-    ) -> tuple[torch.Tensor, None]:
-        """:meth:`forward` of checked arguments: the whole target at once (teacher forcing)."""
+        self, tgt_in: Int[Tensor, "B T_y"], encoded: Encoded
+    ) -> tuple[Float[Tensor, "B T_y {self.vocab_size}"], None]:
+        """The whole target at once (teacher forcing)."""
+        _check_inputs(self, "tgt_in", tgt_in, encoded)
         c, T_y = encoded.state, tgt_in.shape[1]  # (B, D)
         y = self.dropout(self.embedding(tgt_in))  # (B, T_y, E)
         c_rep = c.unsqueeze(1).expand(-1, T_y, -1)  # (B, T_y, D)
@@ -127,16 +146,16 @@ class Seq2SeqDecoder(nn.Module):
         return self.W_o(torch.cat([s, c_rep], dim=-1)), None
 
     def step(
-        self, y_prev: Shaped("B", ids="vocab_size"), state: DecoderState, encoded: EncodedInput
-    ) -> tuple[torch.Tensor, torch.Tensor, None]:
+        self,
+        y_prev: Int[Tensor, " B"],
+        state: Float[Tensor, "B {self.hidden_size}"],
+        encoded: Encoded,
+    ) -> tuple[Float[Tensor, "B {self.vocab_size}"], Float[Tensor, "B {self.hidden_size}"], None]:
         """One decoding step from :math:`y_{i-1}` and :math:`\\mathbf{s}_{i-1}`."""
-        return self._step(self.embedding(y_prev), state, encoded)
-
-    def _step(
-        self, y_emb: torch.Tensor, s_prev: torch.Tensor, encoded: Encoded
-    ) -> tuple[torch.Tensor, torch.Tensor, None]:
+        _check_inputs(self, "y_prev", y_prev, encoded)
+        y_emb = self.dropout(self.embedding(y_prev))  # (B, E)
         c = encoded.state  # (B, D)
         x = torch.cat([y_emb, c], dim=-1).unsqueeze(1)  # (B, 1, E + D)
-        _, s = self.rnn(x, s_prev.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
+        _, s = self.rnn(x, state.unsqueeze(0))  # (1, B, H)  (eq-s2s-plain-state)
         s = s.squeeze(0)  # (B, H)
         return self.W_o(torch.cat([s, c], dim=-1)), s, None  # (B, V)  (eq-s2s-output)

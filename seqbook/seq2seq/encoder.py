@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
-from torch import nn
+from jaxtyping import Bool, Float, Int
+from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbook._contracts import Flag, PositiveInt, Probability, Shaped
+from seqbook._checks import check_positive_int, check_probability, check_token_ids
 from seqbook.data import lengths_to_mask
 
 __all__ = ["Encoded", "Seq2SeqEncoder"]
@@ -22,9 +23,9 @@ __all__ = ["Encoded", "Seq2SeqEncoder"]
 class Encoded(NamedTuple):
     """What the decoder may read: every encoder state, the mask, the summary."""
 
-    outputs: torch.Tensor  # (B, T, D) the annotations h_1 ... h_T (zero at padding)
-    mask: torch.Tensor  # (B, T) a keep mask: True at real source tokens
-    state: torch.Tensor  # (B, D) the fixed context c: the final state(s)
+    outputs: Float[Tensor, "B T D"]  # the annotations h_1 ... h_T (zero at padding)
+    mask: Bool[Tensor, "B T"]  # a keep mask: True at real source tokens
+    state: Float[Tensor, "B D"]  # the fixed context c: the final state(s)
 
 
 class Seq2SeqEncoder(nn.Module):
@@ -67,13 +68,17 @@ class Seq2SeqEncoder(nn.Module):
 
     def __init__(
         self,
-        vocab_size: PositiveInt,
-        embed_size: PositiveInt,
-        hidden_size: PositiveInt,
-        bidirectional: Flag = False,
-        dropout: Probability = 0.0,
+        vocab_size: int,
+        embed_size: int,
+        hidden_size: int,
+        bidirectional: bool = False,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        for name, size in dict(vocab_size=vocab_size, embed_size=embed_size,
+                               hidden_size=hidden_size).items():
+            check_positive_int(name, size)
+        check_probability("dropout", dropout)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.bidirectional = bidirectional
@@ -87,15 +92,21 @@ class Seq2SeqEncoder(nn.Module):
         """:math:`D`, the size of an annotation and of the summary."""
         return self.hidden_size * (2 if self.bidirectional else 1)
 
-    def forward(
-        self,
-        src: Shaped("B T", ids="vocab_size"),
-        src_lengths: Shaped("B", floating=False, min_value=1, max_value="T"),
-    ) -> Encoded:
-        return self._encode(src, src_lengths)
+    def check_inputs(self, src: Int[Tensor, "B T"], src_lengths: Int[Tensor, " B"]) -> None:
+        """What a type cannot say: ``src`` holds ids below ``vocab_size``, and every
+        length is in ``[1, T]``."""
+        check_token_ids("src", src, self.vocab_size)
+        T = src.shape[1]
+        if src_lengths.numel() and not torch.compiler.is_compiling():
+            low, high = int(src_lengths.min()), int(src_lengths.max())
+            if low < 1 or high > T:
+                raise ValueError(f"src_lengths must hold values in [1, T = {T} (as in src)], "
+                                 f"got values from {low} to {high}")
 
-    def _encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:
-        """:meth:`forward` of checked arguments."""
+    def forward(
+        self, src: Int[Tensor, "B T"], src_lengths: Int[Tensor, " B"]
+    ) -> Encoded:
+        self.check_inputs(src, src_lengths)
         T = src.shape[1]
         x = self.dropout(self.embedding(src))  # (B, T, E)
         packed = pack_padded_sequence(

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Bool, Float, Int
+from torch import Tensor, nn
 
-from seqbook._checks import check_tensor, check_token_ids
-from seqbook._contracts import IndexInto, InstanceOf, Shaped
+from seqbook._checks import check_int, check_tensor, check_token_ids
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
@@ -23,11 +23,21 @@ from seqbook.seq2seq.encoder import Encoded, Seq2SeqEncoder
 __all__ = ["EncoderDecoder", "masked_cross_entropy"]
 
 
+def _check_targets(
+    targets_name: str, targets: Tensor, mask_name: str, mask: Tensor, vocab_size: int
+) -> None:
+    """What a type cannot say: the targets are ids below ``vocab_size``, and the mask
+    keeps at least one of them."""
+    check_token_ids(targets_name, targets, vocab_size, of="the logits' V")
+    if not torch.compiler.is_compiling() and not bool(mask.any()):
+        raise ValueError(f"{mask_name} must keep at least one target position, got none")
+
+
 def masked_cross_entropy(
-    logits: Shaped("B T_y V", floating=True),
-    targets: Shaped("B T_y", ids="V"),
-    mask: Shaped("B T_y", dtype=torch.bool),
-) -> torch.Tensor:
+    logits: Float[Tensor, "B T_y V"],
+    targets: Int[Tensor, "B T_y"],
+    mask: Bool[Tensor, "B T_y"],
+) -> Float[Tensor, ""]:
     r"""Mean cross-entropy over the real (unpadded) target positions.
 
     .. math::
@@ -46,15 +56,7 @@ def masked_cross_entropy(
         >>> round(loss.item(), 4)                  # log 4, the padding ignored
         1.3863
     """
-    if not bool(mask.any()):
-        raise ValueError("mask must mark at least one real target token, got none")
-    return _masked_cross_entropy(logits, targets, mask)
-
-
-def _masked_cross_entropy(
-    logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
-) -> torch.Tensor:
-    """:func:`masked_cross_entropy` of checked arguments."""
+    _check_targets("targets", targets, "mask", mask, logits.shape[-1])
     per_token = F.cross_entropy(
         logits.transpose(1, 2), targets, reduction="none"
     )  # (B, T_y)
@@ -96,13 +98,19 @@ class EncoderDecoder(nn.Module):
 
     def __init__(
         self,
-        encoder: InstanceOf(Seq2SeqEncoder),
-        decoder: InstanceOf(Seq2SeqDecoder, BahdanauDecoder),
-        pad_id: IndexInto("decoder.vocab_size") = 0,
-        bos_id: IndexInto("decoder.vocab_size") = 1,
-        eos_id: IndexInto("decoder.vocab_size") = 2,
+        encoder: Seq2SeqEncoder,
+        decoder: Seq2SeqDecoder | BahdanauDecoder,
+        pad_id: int = 0,
+        bos_id: int = 1,
+        eos_id: int = 2,
     ) -> None:
         super().__init__()
+        V = decoder.vocab_size
+        for name, token in dict(pad_id=pad_id, bos_id=bos_id, eos_id=eos_id).items():
+            check_int(name, token, min_value=0)
+            if token >= V:
+                raise ValueError(f"{name} must be < decoder.vocab_size = {V} (decoder's "
+                                 f"vocabulary), got {token}")
         if decoder.context_size != encoder.output_size:
             raise ValueError(
                 f"decoder.context_size ({decoder.context_size}) must equal the encoder's "
@@ -117,48 +125,49 @@ class EncoderDecoder(nn.Module):
     def uses_attention(self) -> bool:
         return isinstance(self.decoder, BahdanauDecoder)
 
-    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Encoded:
+    def encode(self, src: Int[Tensor, "B T_x"], src_lengths: Int[Tensor, " B"]) -> Encoded:
+        """The encoder's output (see :class:`Seq2SeqEncoder`)."""
         return self.encoder(src, src_lengths)
 
     def forward(
-        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        self,
+        src: Int[Tensor, "B T_x"],
+        src_lengths: Int[Tensor, " B"],
+        tgt_in: Int[Tensor, "B T_y"],
+    ) -> tuple[
+        Float[Tensor, "B T_y {self.decoder.vocab_size}"], Float[Tensor, "B T_y T_x"] | None
+    ]:
         """Teacher-forced logits ``(B, T_y, V)`` and attention weights
         ``(B, T_y, T_x)`` (``None`` for the fixed-context decoder)."""
         return self.decoder(tgt_in, self.encode(src, src_lengths))
 
-    def loss(self, batch: InstanceOf(TranslationBatch)) -> torch.Tensor:
+    def loss(self, batch: TranslationBatch) -> Float[Tensor, ""]:
         """The masked cross-entropy of one batch (a ``loss_fn`` for ``fit``)."""
         logits, _ = self(batch.src, batch.src_lengths, batch.tgt_in)
         # the targets, which the signature cannot reach: ids below V, and the mask, both
         # of tgt_in's shape
         shape = tuple(batch.tgt_in.shape)
-        check_token_ids("batch.tgt_out", check_tensor("batch.tgt_out", batch.tgt_out, shape=shape),
-                        self.decoder.vocab_size, of="the decoder's vocab_size")
+        check_tensor("batch.tgt_out", batch.tgt_out, shape=shape, floating=False)
         if check_tensor("batch.tgt_mask", batch.tgt_mask, shape=shape).dtype != torch.bool:
             raise TypeError("batch.tgt_mask must have dtype torch.bool, got "
                             f"{batch.tgt_mask.dtype}")
-        if not batch.tgt_mask.any():
-            raise ValueError("batch.tgt_mask must keep at least one target position")
-        return _masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)
+        _check_targets("batch.tgt_out", batch.tgt_out, "batch.tgt_mask", batch.tgt_mask,
+                       self.decoder.vocab_size)
+        return masked_cross_entropy(logits, batch.tgt_out, batch.tgt_mask)
 
-    def step_function(self, src: torch.Tensor, src_lengths: torch.Tensor) -> StepFn:
+    def step_function(self, src: Int[Tensor, "N T_x"], src_lengths: Int[Tensor, " N"]) -> StepFn:
         """A step function for :mod:`seqbook.decoding` that translates ``src``.
 
         The sources are encoded once; each call feeds the last token of every prefix
         and the decoder state (kept as the search's state, ``(N, K, H)``) through one
-        decoder step. ``<pad>`` and ``<bos>`` get probability 0. The encoder output
-        and the states are the model's own, so each step skips the decoder's argument
-        checks; only the new tokens are checked.
+        decoder step. ``<pad>`` and ``<bos>`` get probability 0.
         """
         with torch.no_grad():
             encoded = self.encode(src, src_lengths)
         N, V, decoder = src.shape[0], self.decoder.vocab_size, self.decoder
         expanded: dict[int, Encoded] = {}
 
-        def step(
-            prefixes: torch.Tensor, state: torch.Tensor | None
-        ) -> tuple[torch.Tensor, torch.Tensor]:
+        def step(prefixes: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor]:
             _, K, _ = prefixes.shape
             if K not in expanded:  # every prefix of sentence n reads sentence n
                 expanded[K] = Encoded(*(x.repeat_interleave(K, dim=0) for x in encoded))
@@ -166,8 +175,8 @@ class EncoderDecoder(nn.Module):
             with torch.no_grad():
                 y_prev = prefixes[:, :, -1].reshape(N * K).to(src.device)  # (N * K,)
                 check_token_ids("prefixes (bos and the tokens so far)", y_prev, V)
-                s = decoder._init_state(enc) if state is None else state.reshape(N * K, -1)
-                logits, s, _ = decoder._step(decoder.embedding(y_prev), s, enc)  # (N * K, V)
+                s = decoder.init_state(enc) if state is None else state.reshape(N * K, -1)
+                logits, s, _ = decoder.step(y_prev, s, enc)  # (N * K, V), (N * K, H)
                 log_probs = torch.log_softmax(logits, dim=-1)
                 log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
             return log_probs.view(N, K, -1), s.view(N, K, -1)  # (N, K, V), (N, K, H)
@@ -176,8 +185,8 @@ class EncoderDecoder(nn.Module):
 
     def generate(
         self,
-        src: torch.Tensor,
-        src_lengths: torch.Tensor,
+        src: Int[Tensor, "N T_x"],
+        src_lengths: Int[Tensor, " N"],
         max_len: int,
         beam_size: int = 1,
         length_penalty: float = 0.0,

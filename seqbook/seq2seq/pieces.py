@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Annotated
+from collections.abc import Iterable, Sequence
 
-from seqbook._checks import check_sequence
-from seqbook._contracts import Check, InstanceOf, PositiveInt
+from seqbook._checks import check_positive_int, check_sequence
 
 __all__ = ["PieceTokenizer", "join_words"]
 
@@ -29,11 +28,6 @@ def _check_strings(name: str, values: object, *, allow_empty_str: bool = False) 
     if not allow_empty_str and "" in values:
         raise ValueError(f"{name} must be non-empty strings, got '' at index {values.index('')}")
     return values
-
-
-# an iterable of strings, received as a list: pieces (non-empty), texts and tokens
-Pieces = Annotated[list[str], Check(_check_strings)]
-Strings = Annotated[list[str], Check(_check_strings, allow_empty_str=True)]
 
 
 class PieceTokenizer:
@@ -55,7 +49,8 @@ class PieceTokenizer:
         'vierunddreißig'
     """
 
-    def __init__(self, pieces: Pieces) -> None:
+    def __init__(self, pieces: Iterable[str]) -> None:
+        pieces = _check_strings("pieces", pieces)
         # longest first: the regex tries alternatives in order, so the first that
         # matches at a position is the longest one
         self.pieces: list[str] = sorted(set(pieces), key=lambda p: (-len(p), p))
@@ -68,17 +63,18 @@ class PieceTokenizer:
     def __repr__(self) -> str:
         return f"PieceTokenizer({len(self.pieces)} pieces)"
 
-    def tokenize(self, text: InstanceOf(str)) -> list[str]:
+    def tokenize(self, text: str) -> list[str]:
         """Greedy longest-match segmentation of ``text``."""
         return self._pattern.findall(text)
 
-    def detokenize(self, tokens: Strings) -> str:
+    def detokenize(self, tokens: Iterable[str]) -> str:
         """The inverse of :meth:`tokenize`: concatenate."""
-        return "".join(tokens)
+        return "".join(_check_strings("tokens", tokens, allow_empty_str=True))
 
     def unexplained(self, text: str) -> list[str]:
         """The maximal stretches of ``text`` that no piece covers."""
-        stretches, current = [], []
+        stretches: list[str] = []
+        current: list[str] = []
         for token in self.tokenize(text):
             if token in self._known:
                 if current:
@@ -99,11 +95,11 @@ class PieceTokenizer:
     @classmethod
     def learn(
         cls,
-        texts: Strings,
-        seed_pieces: Pieces,
-        min_count: PositiveInt = 2,
-        max_new: PositiveInt = 100,
-    ) -> "PieceTokenizer":
+        texts: Iterable[str],
+        seed_pieces: Iterable[str],
+        min_count: int = 2,
+        max_new: int = 100,
+    ) -> PieceTokenizer:
         """Grow ``seed_pieces`` until the pieces explain ``texts``.
 
         Each round segments every text, counts the stretches left unexplained and
@@ -124,6 +120,9 @@ class PieceTokenizer:
             >>> PieceTokenizer.learn(texts, ["zwei", "drei", "zwanzig"]).pieces
             ['hundert', 'zwanzig', 'drei', 'zwei', 'ein', 'und']
         """
+        texts = _check_strings("texts", texts, allow_empty_str=True)
+        seed_pieces = _check_strings("seed_pieces", seed_pieces)
+        check_positive_int("min_count", min_count), check_positive_int("max_new", max_new)
         tokenizer = cls(seed_pieces)
         for _ in range(max_new):
             counts = Counter(s for text in texts for s in tokenizer.unexplained(text))
@@ -145,7 +144,7 @@ def _desc(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
 
 
-def join_words(tokens: Strings) -> str:
+def join_words(tokens: Sequence[str]) -> str:
     """Undo ``tokenize(text, "word")`` for number words: spaces, but none around ``-``.
 
     Example:
@@ -154,5 +153,5 @@ def join_words(tokens: Strings) -> str:
         >>> join_words(["mille", "deux", "cent", "un"])
         'mille deux cent un'
     """
-    text = " ".join(tokens)
+    text = " ".join(_check_strings("tokens", tokens, allow_empty_str=True))
     return text.replace(" - ", "-").replace(" , ", ", ")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from seqbook._contracts import Device, InstanceOf, PositiveInt, PositiveReal
+from seqbook._checks import check_device, check_positive_int, check_real
+from seqbook.data import NumberPair
 from seqbook.metrics import corpus_bleu
 from seqbook.seq2seq.bahdanau import BahdanauDecoder
-from seqbook.seq2seq.data import Pairs, TranslationTask
+from seqbook.seq2seq.data import TranslationTask, _check_pairs
 from seqbook.seq2seq.decoder import Seq2SeqDecoder
 from seqbook.seq2seq.encoder import Seq2SeqEncoder
 from seqbook.seq2seq.model import EncoderDecoder
@@ -36,14 +38,17 @@ class TranslatorConfig:
     dropout: float = 0.0  # on the embeddings
     epochs: int = 8
     batch_size: int = 64
-    lr: PositiveReal = 5e-3  # Adam
+    lr: float = 5e-3  # Adam
     clip: float = 1.0  # gradient-norm clipping
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_positive_int("epochs", self.epochs)
+        check_positive_int("batch_size", self.batch_size)
+        check_real("lr", self.lr, min_value=0.0, strict_min=True)
 
-def build_translator(
-    task: InstanceOf(TranslationTask), config: InstanceOf(TranslatorConfig)
-) -> EncoderDecoder:
+
+def build_translator(task: TranslationTask, config: TranslatorConfig) -> EncoderDecoder:
     """A seeded, untrained :class:`EncoderDecoder` sized for ``task``.
 
     Example:
@@ -58,6 +63,7 @@ def build_translator(
     E, H = config.embed_size, config.hidden_size
     encoder = Seq2SeqEncoder(len(task.src_vocab), E, H, bidirectional=True, dropout=config.dropout)
     D = encoder.output_size
+    decoder: Seq2SeqDecoder | BahdanauDecoder
     if config.attention:
         decoder = BahdanauDecoder(len(task.tgt_vocab), E, H, D, dropout=config.dropout)
     else:
@@ -69,7 +75,7 @@ def build_translator(
 def train_translator(
     task: TranslationTask,
     config: TranslatorConfig,
-    device: Device = None,
+    device: torch.device | str | None = None,
     progress: bool = True,
 ) -> tuple[EncoderDecoder, History]:
     """Build a translator and train it with teacher forcing on ``task``'s training split.
@@ -80,6 +86,7 @@ def train_translator(
     Returns:
         The trained model (in eval mode) and the training :class:`~seqbook.train.History`.
     """
+    device = check_device("device", device)
     model = build_translator(task, config)
     device = default_device() if device is None else device
     model.to(device)
@@ -108,13 +115,13 @@ class Translations:
 
 
 def evaluate_translator(
-    model: EncoderDecoder,
-    task: InstanceOf(TranslationTask),
-    pairs: Pairs,
+    model: nn.Module,
+    task: TranslationTask,
+    pairs: Sequence[NumberPair],
     beam_size: int = 1,
     length_penalty: float = 0.0,
     max_len: int | None = None,
-    batch_size: PositiveInt = 1000,
+    batch_size: int = 1000,
 ) -> Translations:
     """Translate ``pairs`` (batched) and score them: corpus BLEU and exact matches.
 
@@ -123,16 +130,18 @@ def evaluate_translator(
             target plus 5.
         batch_size: sentences decoded at once.
     """
-    if not (isinstance(model, nn.Module) and callable(getattr(model, "generate", None))):
+    generate = getattr(model, "generate", None)
+    if not (isinstance(model, nn.Module) and callable(generate)):
         raise TypeError(f"model must be a translator with a generate method (EncoderDecoder, "
                         f"Transformer), got {type(model).__name__}")
+    _check_pairs("pairs", pairs), check_positive_int("batch_size", batch_size)
     if max_len is None:
         max_len = max(len(task.encode(p)[1]) for p in task.splits.train) + 5
     device = next(model.parameters()).device
     hypotheses: list[list[str]] = []
     for start in range(0, len(pairs), batch_size):
         batch = task.batch(pairs[start : start + batch_size])
-        out = model.generate(
+        out = generate(
             batch.src.to(device), batch.src_lengths.to(device), max_len, beam_size, length_penalty
         )
         hypotheses += [task.tgt_vocab.decode(ids) for ids in out.tokens]

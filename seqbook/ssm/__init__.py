@@ -9,6 +9,7 @@ piece.
 from seqbook.ssm.linear import S4D, ssm_convolution, ssm_kernel, ssm_recurrence, zoh
 from seqbook.ssm.selective import (
     MambaBlock,
+    selective_discretize,
     selective_scan,
     selective_scan_sequential,
     semiseparable_matrix,
@@ -17,6 +18,7 @@ from seqbook.ssm.selective import (
 __all__ = [
     "MambaBlock",
     "S4D",
+    "selective_discretize",
     "selective_scan",
     "selective_scan_sequential",
     "semiseparable_matrix",

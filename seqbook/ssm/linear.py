@@ -14,29 +14,25 @@ Shape letters: ``b`` batch (``B`` is the model's input matrix here), ``L`` lengt
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    MultipleOf,
-    PositiveInt,
-    PositiveReal,
-    RandomGenerator,
-    Shaped,
-)
+from seqbook._checks import check_positive_int, check_real, check_steps
 
 __all__ = ["zoh", "ssm_recurrence", "ssm_kernel", "ssm_convolution", "S4D"]
 
+
 # a discrete one-channel system: its state, input and output matrices
-StateMatrix = Shaped("N N", floating=True)
-InputMatrix = Shaped("N 1", dtype_of="A_bar")
-OutputMatrix = Shaped("1 N", dtype_of="A_bar")
+StateMatrix: TypeAlias = Float[Tensor, "N N"]
+InputMatrix: TypeAlias = Float[Tensor, "N 1"]
+OutputMatrix: TypeAlias = Float[Tensor, "1 N"]
 
 
-def zoh(
-    A: Shaped("N N", floating=True), B: Shaped("N M", dtype_of="A"), delta: PositiveReal
-) -> tuple[torch.Tensor, torch.Tensor]:
+def zoh(A: Float[Tensor, "N N"], B: Float[Tensor, "N M"], delta: float
+        ) -> tuple[Float[Tensor, "N N"], Float[Tensor, "N M"]]:
     r"""Zero-order-hold discretisation of :math:`\mathbf{h}' = \mathbf{A}\mathbf{h} +
     \mathbf{B}x`: the exact solution over a step :math:`\Delta` when :math:`x` is held
     constant during the step.
@@ -59,12 +55,7 @@ def zoh(
         >>> A_bar, B_bar        # e^{-ln 2} = 1/2, and (1 - 1/2) / 1
         (tensor([[0.5000]]), tensor([[0.5000]]))
     """
-    return _zoh(A, B, delta)
-
-
-def _zoh(
-    A: torch.Tensor, B: torch.Tensor, delta: float
-) -> tuple[torch.Tensor, torch.Tensor]:
+    check_real("delta", delta, min_value=0.0, strict_min=True)
     A_bar = torch.linalg.matrix_exp(delta * A)  # (eq-ssm-zoh)
     I = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
     # (eq-ssm-zoh)
@@ -73,11 +64,8 @@ def _zoh(
 
 
 def ssm_recurrence(
-    x: Shaped("b L", dtype_of="A_bar", min_size={"L": 1}),
-    A_bar: StateMatrix,
-    B_bar: InputMatrix,
-    C: OutputMatrix,
-) -> torch.Tensor:
+    x: Float[Tensor, "b L"], A_bar: StateMatrix, B_bar: InputMatrix, C: OutputMatrix
+) -> Float[Tensor, "b L"]:
     r"""Run the discrete SSM as a recurrence over a one-channel input signal.
 
     .. math::
@@ -85,14 +73,15 @@ def ssm_recurrence(
         y_t = \mathbf{C}\mathbf{h}_t, \qquad \mathbf{h}_0 = 0
 
     Shapes:
-        x: ``(b, L)``; A_bar: ``(N, N)``; B_bar: ``(N, 1)``; C: ``(1, N)``;
-        returns ``(b, L)``.
+        x: ``(b, L)`` with ``L >= 1``; A_bar: ``(N, N)``; B_bar: ``(N, 1)``;
+        C: ``(1, N)``; returns ``(b, L)``.
 
     Example:
         >>> A_bar, B_bar = torch.tensor([[0.5]]), torch.tensor([[1.0]])
         >>> ssm_recurrence(torch.tensor([[1.0, 0.0, 0.0]]), A_bar, B_bar, torch.ones(1, 1))
         tensor([[1.0000, 0.5000, 0.2500]])
     """
+    check_steps("x", x, "b L")
     h = x.new_zeros(x.shape[0], A_bar.shape[0])  # (b, N)
     ys = []
     for t in range(x.shape[1]):
@@ -101,9 +90,8 @@ def ssm_recurrence(
     return torch.stack(ys, dim=1)  # (b, L)
 
 
-def ssm_kernel(
-    A_bar: StateMatrix, B_bar: InputMatrix, C: OutputMatrix, length: PositiveInt
-) -> torch.Tensor:
+def ssm_kernel(A_bar: StateMatrix, B_bar: InputMatrix, C: OutputMatrix,
+               length: int) -> Float[Tensor, " {length}"]:
     r"""The convolution kernel of the discrete SSM: its response to a unit impulse.
 
     .. math::
@@ -111,17 +99,14 @@ def ssm_kernel(
         k = 0, \dots, L - 1
 
     Shapes:
-        A_bar: ``(N, N)``; B_bar: ``(N, 1)``; C: ``(1, N)``; returns ``(L,)``.
+        A_bar: ``(N, N)``; B_bar: ``(N, 1)``; C: ``(1, N)``; returns ``(L,)`` with
+        ``L = length >= 1``.
 
     Example:
         >>> ssm_kernel(torch.tensor([[0.5]]), torch.ones(1, 1), torch.ones(1, 1), 3)
         tensor([1.0000, 0.5000, 0.2500])
     """
-    return _kernel(A_bar, B_bar, C, length)
-
-
-def _kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
-            length: int) -> torch.Tensor:
+    check_positive_int("length", length)
     terms, v = [], B_bar[:, 0]  # v = A_bar^k B_bar, (N,)
     for _ in range(length):
         terms.append(C[0] @ v)  # (eq-ssm-kernel)
@@ -130,8 +115,8 @@ def _kernel(A_bar: torch.Tensor, B_bar: torch.Tensor, C: torch.Tensor,
 
 
 def ssm_convolution(
-    x: Shaped("... L", floating=True, min_size={"L": 1}), K: Shaped("... L", floating=True)
-) -> torch.Tensor:
+    x: Float[Tensor, "*batch L"], K: Float[Tensor, "*kernel_batch L"]
+) -> Float[Tensor, "*batch L"]:
     r"""Causal convolution of each signal with a kernel, by FFT.
 
     .. math::
@@ -141,18 +126,17 @@ def ssm_convolution(
     linear one: :math:`O(L \log L)` instead of :math:`O(L^2)`.
 
     Shapes:
-        x: ``(..., L)``; K: ``(..., L)`` (broadcast against x); returns ``(..., L)``.
+        x: ``(..., L)`` with ``L >= 1``; K: ``(..., L)`` (broadcast against x, without
+        enlarging it); returns ``(..., L)``.
 
     Example:
         >>> ssm_convolution(torch.tensor([[1.0, 2.0, 0.0]]), torch.tensor([1.0, 0.5, 0.0]))
         tensor([[1.0000, 2.5000, 1.0000]])
     """
-    if any(k not in (1, n) for k, n in zip(K.shape[-2::-1], x.shape[-2::-1])):
+    check_steps("x", x, "... L", dim=-1)
+    if K.dim() > x.dim() or any(
+            k not in (1, n) for k, n in zip(K.shape[-2::-1], x.shape[-2::-1])):
         raise ValueError(f"K must broadcast against x {tuple(x.shape)}, got {tuple(K.shape)}")
-    return _convolution(x, K)
-
-
-def _convolution(x: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     L = x.shape[-1]
     y = torch.fft.irfft(torch.fft.rfft(x, n=2 * L) * torch.fft.rfft(K, n=2 * L), n=2 * L)
     return y[..., :L]  # (eq-ssm-convolution)
@@ -189,12 +173,16 @@ class S4D(nn.Module):
         True
     """
 
-    def __init__(self, channels: PositiveInt, state_size: MultipleOf(2) = 64,
-                 generator: RandomGenerator = None) -> None:
+    def __init__(self, channels: int, state_size: int = 64,
+                 generator: torch.Generator | None = None) -> None:
         super().__init__()
+        check_positive_int("channels", channels)
+        check_positive_int("state_size", state_size)
+        if state_size % 2:  # N even: conjugate pairs
+            raise ValueError(f"state_size must be a multiple of 2, got {state_size}")
         D = channels
         N = state_size
-        self.channels = D  # N even: conjugate pairs
+        self.channels = D
         modes = torch.arange(N // 2, dtype=torch.float32)
         self.A_real_log = nn.Parameter(torch.full((D, N // 2), math.log(0.5)))
         self.A_imag = nn.Parameter(math.pi * modes.repeat(D, 1))  # (D, N/2)
@@ -203,17 +191,15 @@ class S4D(nn.Module):
         self.C = nn.Parameter(torch.randn(D, N // 2, 2, generator=generator) * 0.5**0.5)
         self.D = nn.Parameter(torch.randn(D, generator=generator))
 
-    def discretize(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def discretize(self) -> tuple[Tensor, Tensor]:
         r"""The per-channel :math:`(\bar{a}_n, \bar{b}_n)`, complex, each ``(D, N/2)``."""
         a = -torch.exp(self.A_real_log) + 1j * self.A_imag  # (D, N/2)
         dt_a = self.log_dt.exp()[:, None] * a  # (D, N/2)
         return torch.exp(dt_a), (torch.exp(dt_a) - 1) / a  # (eq-ssm-zoh), diagonal
 
-    def kernel(self, length: PositiveInt) -> torch.Tensor:
-        r"""The kernels :math:`\bar{K}` of every channel, ``(D, L)``."""
-        return self._kernel(length)
-
-    def _kernel(self, length: int) -> torch.Tensor:
+    def kernel(self, length: int) -> Float[Tensor, "{self.channels} {length}"]:
+        r"""The kernels :math:`\bar{K}` of every channel, ``(D, L)`` with ``L = length``."""
+        check_positive_int("length", length)
         a_bar, b_bar = self.discretize()
         c = torch.view_as_complex(self.C)  # (D, N/2)
         # (D, N/2, L)
@@ -222,16 +208,18 @@ class S4D(nn.Module):
         return 2 * torch.einsum("dn,dnl->dl", c * b_bar, powers).real
 
     def forward(
-        self, x: Shaped("b L channels", floating=True, dtype_of="module", min_size={"L": 1})
-    ) -> torch.Tensor:
+        self, x: Float[Tensor, "b L {self.channels}"]
+    ) -> Float[Tensor, "b L {self.channels}"]:
+        check_steps("x", x, "b L channels")
         u = x.transpose(1, 2)  # (b, D, L)
-        y = _convolution(u, self._kernel(u.shape[-1])) + self.D[:, None] * u
+        y = ssm_convolution(u, self.kernel(u.shape[-1])) + self.D[:, None] * u
         return y.transpose(1, 2)  # (b, L, D)
 
     def recurrent(
-        self, x: Shaped("b L channels", floating=True, dtype_of="module", min_size={"L": 1})
-    ) -> torch.Tensor:
+        self, x: Float[Tensor, "b L {self.channels}"]
+    ) -> Float[Tensor, "b L {self.channels}"]:
         r"""The same layer as a recurrence, one step per position (how it generates)."""
+        check_steps("x", x, "b L channels")
         a_bar, b_bar = self.discretize()  # (D, N/2)
         c = torch.view_as_complex(self.C)  # (D, N/2)
         h = torch.zeros(x.shape[0], *a_bar.shape, dtype=a_bar.dtype, device=x.device)

@@ -9,14 +9,17 @@ channels, ``N`` state size.
 from __future__ import annotations
 
 import math
+from typing import Any, TypeAlias
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import PositiveInt, Shaped
+from seqbook._checks import check_positive_int, check_steps
 
 __all__ = [
+    "selective_discretize",
     "selective_scan",
     "selective_scan_sequential",
     "semiseparable_matrix",
@@ -24,27 +27,41 @@ __all__ = [
 ]
 
 
-# the arguments of a selective scan: the input and step of each channel, each channel's
-# diagonal state matrix and skip weight, the input and output vectors of each position
-Signal = Shaped("b L channels", floating=True)
-Steps = Shaped("b L channels", dtype_of="x")
-StateMatrix = Shaped("channels N", dtype_of="x")
-Vectors = Shaped("b L N", dtype_of="x")
-Skip = Shaped("channels", dtype_of="x")
+# the arguments of a selective scan: the input and step of each channel (Signal), each
+# channel's diagonal state matrix and skip weight, the input and output vectors of each
+# position; and the discretised steps, one number per state
+Signal: TypeAlias = Float[Tensor, "b L channels"]
+StateMatrix: TypeAlias = Float[Tensor, "channels N"]
+Skip: TypeAlias = Float[Tensor, " channels"]
+Vectors: TypeAlias = Float[Tensor, "b L N"]
+States: TypeAlias = Float[Tensor, "b L channels N"]
 
 
-def _discretize(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
-                B: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each step's decay exp(delta A) and input delta B x, both (b, L, D, N)."""
+def selective_discretize(x: Signal, delta: Signal, A: StateMatrix,
+                         B: Vectors) -> tuple[States, States]:
+    r"""Each step's decay :math:`e^{\Delta_t \mathbf{A}}` and write
+    :math:`\Delta_t \mathbf{B}_t x_t`, for every channel: the discretisation of the
+    selective SSM (the first half of its recurrence).
+
+    Shapes:
+        x, delta: ``(b, L, D)``; A: ``(D, N)``; B: ``(b, L, N)``; returns two
+        ``(b, L, D, N)`` tensors.
+
+    Example:
+        >>> x, delta = torch.ones(1, 1, 1), torch.full((1, 1, 1), math.log(2))
+        >>> A_bar, Bx = selective_discretize(x, delta, -torch.ones(1, 1), torch.ones(1, 1, 1))
+        >>> A_bar.item(), round(Bx.item(), 4)      # e^{-ln 2}, ln 2 * 1 * 1
+        (0.5, 0.6931)
+    """
     A_bar = torch.exp(delta[..., None] * A)  # (eq-ssm-selective)
     # (eq-ssm-selective)
     Bx = delta[..., None] * B[:, :, None, :] * x[..., None]
     return A_bar, Bx
 
 
-def selective_scan_sequential(x: Shaped("b L channels", floating=True, min_size={"L": 1}),
-                              delta: Steps, A: StateMatrix, B: Vectors,
-                              C: Vectors, D: Skip) -> torch.Tensor:
+def selective_scan_sequential(
+    x: Signal, delta: Signal, A: StateMatrix, B: Vectors, C: Vectors, D: Skip
+) -> Signal:
     r"""Mamba's selective SSM, one step at a time.
 
     .. math::
@@ -53,7 +70,8 @@ def selective_scan_sequential(x: Shaped("b L channels", floating=True, min_size=
         y_t = \mathbf{C}_t^\top \mathbf{h}_t + D x_t
 
     for every channel, with a diagonal :math:`\mathbf{A}` (one row of ``A`` per
-    channel) and :math:`\Delta_t, \mathbf{B}_t, \mathbf{C}_t` computed from the input.
+    channel) and :math:`\Delta_t, \mathbf{B}_t, \mathbf{C}_t` computed from the input
+    (discretised by :func:`selective_discretize`).
 
     Args:
         x: the input of each channel.
@@ -63,8 +81,8 @@ def selective_scan_sequential(x: Shaped("b L channels", floating=True, min_size=
         D: the skip connection of each channel.
 
     Shapes:
-        x, delta: ``(b, L, D)``; A: ``(D, N)``; B, C: ``(b, L, N)``; D: ``(D,)``;
-        returns ``(b, L, D)``.
+        x, delta: ``(b, L, D)`` with ``L >= 1``; A: ``(D, N)``; B, C: ``(b, L, N)``;
+        D: ``(D,)``; returns ``(b, L, D)``.
 
     Example:
         >>> x, delta = torch.ones(1, 3, 1), torch.full((1, 3, 1), math.log(2))
@@ -72,21 +90,19 @@ def selective_scan_sequential(x: Shaped("b L channels", floating=True, min_size=
         >>> selective_scan_sequential(x, delta, A, B, C, D)[0, :, 0]   # h = h / 2 + ln 2
         tensor([0.6931, 1.0397, 1.2130])
     """
-    A_bar, Bx = _discretize(x, delta, A, B)
+    check_steps("x", x, "b L channels")
+    A_bar, Bx = selective_discretize(x, delta, A, B)
     h = torch.zeros_like(Bx[:, 0])  # (b, D, N)
     hs = []
     for t in range(x.shape[1]):
         h = A_bar[:, t] * h + Bx[:, t]  # (eq-ssm-selective)
         hs.append(h)
-    return _read(torch.stack(hs, dim=1), C, D, x)
+    # y_t = C_t^T h_t + D x_t, (b, L, D)
+    return (torch.stack(hs, dim=1) @ C[..., None])[..., 0] + D * x
 
 
-def _read(h: torch.Tensor, C: torch.Tensor, D: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    return (h @ C[..., None])[..., 0] + D * x  # y_t = C_t^T h_t + D x_t, (b, L, D)
-
-
-def selective_scan(x: Signal, delta: Steps, A: StateMatrix, B: Vectors, C: Vectors,
-                   D: Skip) -> torch.Tensor:
+def selective_scan(x: Signal, delta: Signal, A: StateMatrix, B: Vectors,
+                   C: Vectors, D: Skip) -> Signal:
     r"""Mamba's selective SSM by a parallel associative scan.
 
     The recurrence :math:`\mathbf{h}_t = \bar{\mathbf{a}}_t \odot \mathbf{h}_{t-1} +
@@ -111,38 +127,21 @@ def selective_scan(x: Signal, delta: Steps, A: StateMatrix, B: Vectors, C: Vecto
         ...                selective_scan_sequential(x, delta, A, B, C, D), atol=1e-6)
         True
     """
-    return _selective_scan(x, delta, A, B, C, D)
-
-
-def _selective_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
-                    C: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
-    A_bar, Bx = _discretize(x, delta, A, B)
-    return _read(_parallel_scan(A_bar, Bx), C, D, x)
-
-
-def _parallel_scan(a: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Every prefix of h_t = a_t h_{t-1} + u_t (h_0 = 0), in log2(L) rounds."""
+    a, u = selective_discretize(x, delta, A, B)  # (b, L, D, N) each
     offset = 1
-    while offset < a.shape[1]:
-        # padded with the identity
+    while offset < a.shape[1]:  # log2(L) rounds
+        # the step `offset` places before, padded with the identity
         a_before = F.pad(a[:, :-offset], (0, 0, 0, 0, offset, 0), value=1.0)
         u_before = F.pad(u[:, :-offset], (0, 0, 0, 0, offset, 0))
-        a, u = _combine(a_before, u_before, a, u)  # (eq-ssm-scan)
+        # (a_before, u_before) then (a, u)  (eq-ssm-scan)
+        a, u = a * a_before, a * u_before + u
         offset *= 2
-    return u  # the state after each prefix, (b, L, D, N)
-
-
-def _combine(a: torch.Tensor, u: torch.Tensor, a_next: torch.Tensor,
-             u_next: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    # (a, u) then (a', u')  (eq-ssm-scan)
-    return a_next * a, a_next * u + u_next
+    return (u @ C[..., None])[..., 0] + D * x  # y_t = C_t^T h_t + D x_t
 
 
 def semiseparable_matrix(
-    log_a: Shaped("b L", floating=True),
-    B: Shaped("b L N", dtype_of="log_a"),
-    C: Shaped("b L N", dtype_of="log_a"),
-) -> torch.Tensor:
+    log_a: Float[Tensor, "b L"], B: Vectors, C: Vectors
+) -> Float[Tensor, "b L L"]:
     r"""Mamba-2's form of a selective SSM with a scalar decay per step: one matrix that
     maps the inputs to the outputs, attention with a 1-semiseparable mask.
 
@@ -174,12 +173,6 @@ def semiseparable_matrix(
                 [0.5000, 1.0000, 0.0000],
                 [0.2500, 0.5000, 1.0000]])
     """
-    return _semiseparable(log_a, B, C)
-
-
-def _semiseparable(
-    log_a: torch.Tensor, B: torch.Tensor, C: torch.Tensor
-) -> torch.Tensor:
     cumulative = log_a.cumsum(-1)  # log(a_1 ... a_t), (b, L)
     L = log_a.shape[1]
     causal = torch.ones(L, L, dtype=torch.bool, device=log_a.device).tril()
@@ -236,10 +229,13 @@ class MambaBlock(nn.Module):
         torch.Size([2, 5, 8])
     """
 
-    def __init__(self, d_model: PositiveInt, state_size: PositiveInt = 16,
-                 expand: PositiveInt = 2, conv_size: PositiveInt = 4,
-                 dt_rank: PositiveInt | None = None) -> None:
+    def __init__(self, d_model: int, state_size: int = 16, expand: int = 2,
+                 conv_size: int = 4, dt_rank: int | None = None) -> None:
         super().__init__()
+        for name, size in dict(d_model=d_model, state_size=state_size, expand=expand,
+                               conv_size=conv_size, dt_rank=dt_rank).items():
+            if size is not None:
+                check_positive_int(name, size)
         N = state_size
         inner = expand * d_model
         r = math.ceil(d_model / 16) if dt_rank is None else dt_rank
@@ -254,27 +250,23 @@ class MambaBlock(nn.Module):
         self.d_model, self.dt_rank, self.state_size = d_model, r, N
 
     def forward(
-        self, u: Shaped("b L d_model", floating=True, dtype_of="module", min_size={"L": 1})
-    ) -> torch.Tensor:
-        return self._block(u)
-
-    def _block(self, u: torch.Tensor) -> torch.Tensor:
+        self, u: Float[Tensor, "b L {self.d_model}"]
+    ) -> Float[Tensor, "b L {self.d_model}"]:
+        check_steps("u", u, "b L d_model")
         x, z = self.in_proj(u).chunk(2, dim=-1)  # (b, L, inner) each
-        L = u.shape[1]
+        L, N = u.shape[1], self.state_size
         x = F.silu(self.conv1d(x.transpose(1, 2))[:, :, :L].transpose(1, 2))
-        dt, B, C = self.x_proj(x).split(
-            [self.dt_rank, self.state_size, self.state_size], -1
-        )
+        dt, B, C = self.x_proj(x).split([self.dt_rank, N, N], -1)
         delta = F.softplus(self.dt_proj(dt))  # (b, L, inner)
         # (eq-ssm-selective)
-        y = _selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
+        y = selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
         return self.out_proj(y * F.silu(z))  # (b, L, d_model)
 
     @classmethod
-    def from_mambapy(cls, block: nn.Module) -> "MambaBlock":
+    def from_mambapy(cls, block: nn.Module) -> MambaBlock:
         """A copy of a ``mambapy.mamba.MambaBlock`` (without inner layer norms or biases
         on the projections), with the same weights."""
-        config = block.config
+        config: Any = block.config  # a mambapy.mamba.MambaConfig
         if config.bias or not config.conv_bias or config.inner_layernorms:
             raise ValueError("from_mambapy supports bias=False, conv_bias=True and "
                              "inner_layernorms=False, mambapy's defaults")

@@ -14,41 +14,47 @@ attention is **forbidden** (:mod:`seqbook.attention.masking`); ``from_torch`` an
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TypeAlias
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    Check,
-    Flag,
-    InstanceOf,
-    PositiveInt,
-    PositiveReal,
-    Probability,
-    Shaped,
-)
+from seqbook._checks import check_bool, check_positive_int, check_probability, check_real
 from seqbook.attention import MultiHeadAttention
-from seqbook.attention.multihead import AttentionMask, KeyPaddingMask
 from seqbook.transformer.norm import AddNorm, LayerNorm
 
 __all__ = ["FeedForward", "EncoderBlock", "DecoderBlock"]
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _check_activation(name: str, activation: object) -> str | Callable[..., torch.Tensor]:
-    if activation in _ACTIVATIONS if isinstance(activation, str) else callable(activation):
-        return activation  # type: ignore[return-value]
-    raise ValueError(f"{name} must be 'relu', 'gelu' or a callable (as in torch), got "
-                     f"{activation!r}")
-
-
+_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 # the feed-forward activation, as torch's layers take it
-Activation = Annotated[str | Callable[[torch.Tensor], torch.Tensor], Check(_check_activation)]
-# the input of a block: a batch of sequences of width d_model, in the module's dtype
-Sequences = Shaped("B T d_model", floating=True, dtype_of="module")
+Activation: TypeAlias = str | Callable[[Tensor], Tensor]
+# torch's masks (see MultiHeadAttention) under the blocks' letters: T the block's own
+# positions, S the memory's. Padding: True (or -inf) at the positions to ignore.
+Padding: TypeAlias = Bool[Tensor, "B T"] | Float[Tensor, "B T"]
+MemoryPadding: TypeAlias = Bool[Tensor, "B S"] | Float[Tensor, "B S"]
+# (T, T), one per head (B * num_heads, T, T), or broadcastable to (B, num_heads, T, T);
+# True (or -inf) where attention is forbidden
+SelfAttentionMask: TypeAlias = (
+    Bool[Tensor, "#T #T"] | Float[Tensor, "#T #T"]
+    | Bool[Tensor, "B*{self.num_heads} T T"] | Float[Tensor, "B*{self.num_heads} T T"]
+    | Bool[Tensor, "#B #{self.num_heads} #T #T"] | Float[Tensor, "#B #{self.num_heads} #T #T"]
+)
+MemoryMask: TypeAlias = (
+    Bool[Tensor, "#T #S"] | Float[Tensor, "#T #S"]
+    | Bool[Tensor, "B*{self.num_heads} T S"] | Float[Tensor, "B*{self.num_heads} T S"]
+    | Bool[Tensor, "#B #{self.num_heads} #T #S"] | Float[Tensor, "#B #{self.num_heads} #T #S"]
+)
+
+
+def _activation(activation: Activation) -> Callable[[Tensor], Tensor]:
+    if isinstance(activation, str) and activation in _ACTIVATIONS:
+        return _ACTIVATIONS[activation]
+    if not isinstance(activation, str) and callable(activation):
+        return activation
+    raise ValueError(f"activation must be 'relu', 'gelu' or a callable (as in torch), got "
+                     f"{activation!r}")
 
 
 class FeedForward(nn.Module):
@@ -81,25 +87,25 @@ class FeedForward(nn.Module):
 
     def __init__(
         self,
-        d_model: PositiveInt,
-        d_ff: PositiveInt,
-        dropout: Probability = 0.0,
+        d_model: int,
+        d_ff: int,
+        dropout: float = 0.0,
         activation: Activation = "relu",
-        bias: Flag = True,
+        bias: bool = True,
     ) -> None:
         super().__init__()
+        check_positive_int("d_model", d_model), check_positive_int("d_ff", d_ff)
+        check_probability("dropout", dropout), check_bool("bias", bias)
         self.d_model = d_model
         self.activation_spec = activation
-        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+        self.activation = _activation(activation)
         self.linear_1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, b_1
         self.linear_2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Shaped("... d_model", floating=True, dtype_of="module")) -> torch.Tensor:
-        return self._ffn(x)
-
-    def _ffn(self, x: torch.Tensor) -> torch.Tensor:
-        """The feed-forward network of a checked ``x``."""
+    def forward(
+        self, x: Float[Tensor, "*batch {self.d_model}"]
+    ) -> Float[Tensor, "*batch {self.d_model}"]:
         hidden = self.activation(self.linear_1(x))  # (B, T, d_ff)  (eq-tf-ffn)
         return self.linear_2(self.dropout(hidden))  # (B, T, d_model)
 
@@ -124,7 +130,7 @@ def _copy_norm_to_torch(ours: LayerNorm, theirs: nn.LayerNorm) -> None:
 
 def _torch_options(module: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> dict:
     """The constructor arguments of a torch transformer layer, for ours."""
-    activation = module.activation
+    activation: Activation = module.activation
     if activation is F.relu or isinstance(activation, nn.ReLU):
         activation = "relu"
     elif activation is F.gelu or (
@@ -183,17 +189,18 @@ class EncoderBlock(nn.Module):
 
     def __init__(
         self,
-        d_model: PositiveInt,
+        d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: Probability = 0.1,
-        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
-        layer_norm_eps: PositiveReal = 1e-5,
+        dropout: float = 0.1,
+        activation: Activation = "relu",
+        layer_norm_eps: float = 1e-5,
         *,
         norm_first: bool = False,
         bias: bool = True,
     ) -> None:
         super().__init__()
+        check_real("layer_norm_eps", layer_norm_eps, min_value=0.0, strict_min=True)
         eps = layer_norm_eps
         self.d_model, self.num_heads = d_model, num_heads  # num_heads: the masks' shapes
         self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
@@ -203,43 +210,31 @@ class EncoderBlock(nn.Module):
         self.norm_first = norm_first
         self.last_attention: torch.Tensor | None = None
 
-    def _attend(self, x, src_mask, src_key_padding_mask, is_causal) -> torch.Tensor:
-        attention = self.self_attention
-        mask = attention._mask(x, x, src_key_padding_mask, src_mask, is_causal)
-        output, weights = attention._attend(x, x, x, mask)
-        self.last_attention = weights.detach()  # (B, h, T, T)
-        return output
-
     def forward(
         self,
-        src: Sequences,
-        src_mask: AttentionMask("T", "T", of="src") | None = None,
-        src_key_padding_mask: KeyPaddingMask("T", of="src") | None = None,
-        is_causal: Flag = False,
-    ) -> torch.Tensor:
+        src: Float[Tensor, "B T {self.d_model}"],
+        src_mask: SelfAttentionMask | None = None,
+        src_key_padding_mask: Padding | None = None,
+        is_causal: bool = False,
+    ) -> Float[Tensor, "B T {self.d_model}"]:
         """Run the block (arguments as ``nn.TransformerEncoderLayer.forward``;
         ``is_causal=True`` applies the causal mask, with or without ``src_mask``)."""
-        return self._encode(src, src_mask, src_key_padding_mask, is_causal)
 
-    def _encode(
-        self,
-        x: torch.Tensor,
-        src_mask: torch.Tensor | None,
-        src_key_padding_mask: torch.Tensor | None,
-        is_causal: bool,
-    ) -> torch.Tensor:
-        """The block's output for checked arguments."""
-        z = self.add_norm_1._add_norm(
-            x, lambda x: self._attend(x, src_mask, src_key_padding_mask, is_causal)
-        )  # z = AddNorm(x, MultiHead)
-        # y = AddNorm(z, FFN)
-        return self.add_norm_2._add_norm(z, self.feed_forward._ffn)
+        def self_attention(x: Tensor) -> Tensor:
+            output, weights = self.self_attention(
+                x, x, x, src_key_padding_mask, attn_mask=src_mask,
+                average_attn_weights=False, is_causal=is_causal)
+            self.last_attention = weights.detach()  # (B, h, T, T), for plotting
+            return output
+
+        z = self.add_norm_1(src, self_attention)  # z = AddNorm(x, MultiHead)
+        return self.add_norm_2(z, self.feed_forward)  # y = AddNorm(z, FFN)
 
     @classmethod
     def from_torch(
         cls,
-        module: InstanceOf(nn.TransformerEncoderLayer, what="a torch.nn.TransformerEncoderLayer"),
-    ) -> "EncoderBlock":
+        module: nn.TransformerEncoderLayer,
+    ) -> EncoderBlock:
         """A copy of an ``nn.TransformerEncoderLayer`` (any options but ``batch_first``:
         ours is batch-first, the weights are the same), in the module's training mode.
 
@@ -333,17 +328,18 @@ class DecoderBlock(nn.Module):
 
     def __init__(
         self,
-        d_model: PositiveInt,
+        d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: Probability = 0.1,
-        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
-        layer_norm_eps: PositiveReal = 1e-5,
+        dropout: float = 0.1,
+        activation: Activation = "relu",
+        layer_norm_eps: float = 1e-5,
         *,
         norm_first: bool = False,
         bias: bool = True,
     ) -> None:
         super().__init__()
+        check_real("layer_norm_eps", layer_norm_eps, min_value=0.0, strict_min=True)
         eps = layer_norm_eps
         self.d_model, self.num_heads = d_model, num_heads  # num_heads: the masks' shapes
         self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, bias)
@@ -356,69 +352,43 @@ class DecoderBlock(nn.Module):
         self.last_self_attention: torch.Tensor | None = None
         self.last_cross_attention: torch.Tensor | None = None
 
-    def _self_attend(self, y, tgt_mask, tgt_key_padding_mask, is_causal) -> torch.Tensor:
-        attention = self.self_attention
-        mask = attention._mask(y, y, tgt_key_padding_mask, tgt_mask, is_causal)
-        output, weights = attention._attend(y, y, y, mask)
-        self.last_self_attention = weights.detach()  # (B, h, T, T)
-        return output
-
-    def _cross_attend(self, y, memory, memory_mask, memory_key_padding_mask, is_causal):
-        attention = self.cross_attention
-        mask = attention._mask(y, memory, memory_key_padding_mask, memory_mask, is_causal)
-        output, weights = attention._attend(y, memory, memory, mask)
-        self.last_cross_attention = weights.detach()  # (B, h, T, S)
-        return output
-
     def forward(
         self,
-        tgt: Sequences,
-        memory: Shaped("B S d_model", floating=True, dtype_of="module"),
-        tgt_mask: AttentionMask("T", "T", of="tgt") | None = None,
-        memory_mask: AttentionMask("T", "S", of="tgt and memory") | None = None,
-        tgt_key_padding_mask: KeyPaddingMask("T", of="tgt") | None = None,
-        memory_key_padding_mask: KeyPaddingMask("S", of="memory") | None = None,
-        tgt_is_causal: Flag = False,
-        memory_is_causal: Flag = False,
-    ) -> torch.Tensor:
+        tgt: Float[Tensor, "B T {self.d_model}"],
+        memory: Float[Tensor, "B S {self.d_model}"],
+        tgt_mask: SelfAttentionMask | None = None,
+        memory_mask: MemoryMask | None = None,
+        tgt_key_padding_mask: Padding | None = None,
+        memory_key_padding_mask: MemoryPadding | None = None,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
+    ) -> Float[Tensor, "B T {self.d_model}"]:
         """Run the block (arguments as ``nn.TransformerDecoderLayer.forward``;
         ``tgt_is_causal=True`` applies the causal mask, with or without ``tgt_mask``)."""
-        return self._decode(
-            tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-            memory_key_padding_mask, tgt_is_causal, memory_is_causal,
-        )
 
-    def _decode(
-        self,
-        y,
-        m,
-        tgt_mask,
-        memory_mask,
-        tgt_key_padding_mask,
-        memory_key_padding_mask,
-        tgt_is_causal,
-        memory_is_causal,
-    ) -> torch.Tensor:
-        """The block's output for checked arguments (``y`` the target, ``m`` memory)."""
-        z_1 = self.add_norm_1._add_norm(
-            y,
-            lambda y: self._self_attend(
-                y, tgt_mask, tgt_key_padding_mask, tgt_is_causal
-            ),
-        )  # z_1 = AddNorm(y, causal MultiHead)
-        z_2 = self.add_norm_2._add_norm(
-            z_1, lambda z: self._cross_attend(
-                z, m, memory_mask, memory_key_padding_mask, memory_is_causal
-            )
-        )  # z_2 = AddNorm(z_1, MultiHead(., m, m))
-        # (B, T, d_model)
-        return self.add_norm_3._add_norm(z_2, self.feed_forward._ffn)
+        def self_attention(y: Tensor) -> Tensor:
+            output, weights = self.self_attention(
+                y, y, y, tgt_key_padding_mask, attn_mask=tgt_mask,
+                average_attn_weights=False, is_causal=tgt_is_causal)
+            self.last_self_attention = weights.detach()  # (B, h, T, T)
+            return output
+
+        def cross_attention(z: Tensor) -> Tensor:
+            output, weights = self.cross_attention(
+                z, memory, memory, memory_key_padding_mask, attn_mask=memory_mask,
+                average_attn_weights=False, is_causal=memory_is_causal)
+            self.last_cross_attention = weights.detach()  # (B, h, T, S)
+            return output
+
+        z_1 = self.add_norm_1(tgt, self_attention)  # AddNorm(y, MultiHead_causal)
+        z_2 = self.add_norm_2(z_1, cross_attention)  # AddNorm(z_1, MultiHead(m))
+        return self.add_norm_3(z_2, self.feed_forward)  # (B, T, d_model)
 
     @classmethod
     def from_torch(
         cls,
-        module: InstanceOf(nn.TransformerDecoderLayer, what="a torch.nn.TransformerDecoderLayer"),
-    ) -> "DecoderBlock":
+        module: nn.TransformerDecoderLayer,
+    ) -> DecoderBlock:
         """A copy of an ``nn.TransformerDecoderLayer`` (any options but ``batch_first``),
         in the module's training mode.
 
@@ -464,6 +434,7 @@ class DecoderBlock(nn.Module):
         with torch.no_grad():
             _copy_linear(theirs.linear1, ffn.linear_1)
             _copy_linear(theirs.linear2, ffn.linear_2)
-            for i, norm in enumerate((theirs.norm1, theirs.norm2, theirs.norm3)):
-                _copy_norm_to_torch(getattr(self, f"add_norm_{i + 1}").norm, norm)
+            ours = (self.add_norm_1, self.add_norm_2, self.add_norm_3)
+            for add_norm, torch_norm in zip(ours, (theirs.norm1, theirs.norm2, theirs.norm3)):
+                _copy_norm_to_torch(add_norm.norm, torch_norm)
         return theirs

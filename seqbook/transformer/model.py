@@ -15,34 +15,21 @@ import math
 from collections.abc import Callable
 
 import torch
-from torch import nn
+from jaxtyping import Bool, Float, Int
+from torch import Tensor, nn
 
-from seqbook._checks import check_tensor, check_token_ids
-from seqbook._contracts import (
-    IndexInto,
-    InstanceOf,
-    PositiveInt,
-    RealIn,
-    Shaped,
-)
-from seqbook.attention.masking import Mask, check_mask
+from seqbook._checks import check_positive_int, check_real, check_token_ids
 from seqbook.data import lengths_to_mask
 from seqbook.decoding import Hypotheses
 from seqbook.decoding.beam import search_in_eval_mode
 from seqbook.decoding.common import StepFn
-from seqbook.losses import _label_smoothing_loss, label_smoothing_loss
+from seqbook.losses import label_smoothing_loss
 from seqbook.seq2seq.data import TranslationBatch
 from seqbook.transformer.blocks import DecoderBlock, EncoderBlock
 from seqbook.transformer.norm import LayerNorm
 from seqbook.transformer.positional import PositionalEncoding
 
 __all__ = ["Transformer"]
-
-# source and target ids of a batch, below the model's vocabulary sizes and at most its
-# max_len long; a length in [1, S] per source
-SourceIds = Shaped("B S", ids="src_vocab_size", max_size={"S": "max_len"})
-SourceLengths = Shaped("B", floating=False, min_value=1, max_value="S")
-TargetIds = Shaped("B T", ids="tgt_vocab_size", max_size={"T": "max_len"})
 
 
 class Transformer(nn.Module):
@@ -96,24 +83,34 @@ class Transformer(nn.Module):
 
     def __init__(
         self,
-        src_vocab_size: PositiveInt,
-        tgt_vocab_size: PositiveInt,
-        d_model: PositiveInt = 64,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 64,
         num_heads: int = 4,
-        num_layers: PositiveInt = 2,
+        num_layers: int = 2,
         d_ff: int = 256,
         dropout: float = 0.1,
         norm_first: bool = False,
-        max_len: PositiveInt = 128,
-        pad_id: IndexInto("src_vocab_size", "tgt_vocab_size") = 0,
-        bos_id: IndexInto("tgt_vocab_size") = 1,
-        eos_id: IndexInto("tgt_vocab_size") = 2,
+        max_len: int = 128,
+        pad_id: int = 0,
+        bos_id: int = 1,
+        eos_id: int = 2,
         *,
-        activation: str | Callable[[torch.Tensor], torch.Tensor] = "relu",
+        activation: str | Callable[[Tensor], Tensor] = "relu",
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
     ) -> None:
         super().__init__()
+        for name, size in dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+                               d_model=d_model, num_heads=num_heads, num_layers=num_layers,
+                               d_ff=d_ff, max_len=max_len).items():
+            check_positive_int(name, size)
+        for name, token in dict(pad_id=pad_id, bos_id=bos_id, eos_id=eos_id).items():
+            sizes = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size)
+            for size_name, size in sizes.items():
+                if (name == "pad_id" or size_name == "tgt_vocab_size") and not 0 <= token < size:
+                    raise ValueError(f"{name} must be an id in [0, {size_name} = {size}), "
+                                     f"got {token}")
         V_src = src_vocab_size
         V_tgt = tgt_vocab_size
         self.src_vocab_size, self.tgt_vocab_size = V_src, V_tgt
@@ -130,13 +127,12 @@ class Transformer(nn.Module):
             with torch.no_grad():
                 embedding.weight[pad_id].zero_()
         self.positional = PositionalEncoding(d_model, max_len, dropout)
-        options = dict(norm_first=norm_first, bias=bias)
         blocks = (d_model, num_heads, d_ff, dropout, activation, layer_norm_eps)
         self.encoder_blocks = nn.ModuleList(
-            EncoderBlock(*blocks, **options) for _ in range(num_layers)
+            EncoderBlock(*blocks, norm_first=norm_first, bias=bias) for _ in range(num_layers)
         )
         self.decoder_blocks = nn.ModuleList(
-            DecoderBlock(*blocks, **options) for _ in range(num_layers)
+            DecoderBlock(*blocks, norm_first=norm_first, bias=bias) for _ in range(num_layers)
         )
         # pre-norm stacks end with a LayerNorm; post-norm blocks already do
         self.encoder_norm = (
@@ -148,92 +144,96 @@ class Transformer(nn.Module):
         self.output = nn.Linear(d_model, V_tgt)
         self.norm_first = norm_first
 
-    def embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
+    def embed(
+        self, ids: Int[Tensor, "B T"], embedding: nn.Embedding
+    ) -> Float[Tensor, "B T {self.d_model}"]:
         """Scaled embeddings plus positional encoding (and dropout)."""
-        # (B, T, d_model)  (eq-tf-embed)
-        x = embedding(ids) * math.sqrt(self.d_model)
+        x = embedding(ids) * math.sqrt(self.d_model)  # (B, T, d)  (eq-tf-embed)
         return self.positional(x)  # (B, T, d_model)
 
+    def check_ids(self, name: str, ids: Tensor, vocab_size: int) -> None:
+        """What a type cannot say: ``ids`` are below the vocabulary size, and the
+        sequence is no longer than the positional encoding (``max_len``)."""
+        if ids.shape[-1] > self.max_len:
+            raise ValueError(f"{name} must be at most max_len = {self.max_len} long, got "
+                             f"{ids.shape[-1]}")
+        check_token_ids(name, ids, vocab_size)
+
+    def check_batch(self, batch: TranslationBatch) -> None:
+        """What a type cannot say about a batch: its targets and their mask have the
+        shape of ``tgt_in``, and the targets at the masked-in positions are ids."""
+        shape = tuple(batch.tgt_in.shape)
+        for name, value, dtype in (("tgt_out", batch.tgt_out, "an integer"),
+                                   ("tgt_mask", batch.tgt_mask, "a boolean")):
+            if tuple(value.shape) != shape:
+                raise ValueError(f"batch.{name} must have the shape {shape} of batch.tgt_in, "
+                                 f"got {tuple(value.shape)}")
+            if value.is_floating_point() or (dtype == "a boolean") != (value.dtype == torch.bool):
+                raise TypeError(f"batch.{name} must have {dtype} dtype, got {value.dtype}")
+        check_token_ids("batch.tgt_out", batch.tgt_out.masked_fill(~batch.tgt_mask, 0),
+                        self.tgt_vocab_size, of="tgt_vocab_size, where batch.tgt_mask is True")
+
     def encode(
-        self, src: SourceIds, src_lengths: SourceLengths
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, src: Int[Tensor, "B S"], src_lengths: Int[Tensor, " B"]
+    ) -> tuple[Float[Tensor, "B S {self.d_model}"], Bool[Tensor, "B S"]]:
         """The encoder output ("memory") ``(B, S, d_model)`` and its padding mask
         ``(B, S)``, True at padding (as ``memory_key_padding_mask`` in torch)."""
-        return self._encode(src, src_lengths)
-
-    def _encode(
-        self, src: torch.Tensor, src_lengths: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`encode` of checked arguments."""
+        self.check_ids("src", src, self.src_vocab_size)
+        if not torch.compiler.is_compiling() and (
+                bool((src_lengths < 1).any()) or bool((src_lengths > src.shape[1]).any())):
+            raise ValueError(f"src_lengths must hold values in [1, S = {src.shape[1]}] (the "
+                             f"length of src), got {src_lengths.tolist()}")
         padding = ~lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
         x = self.embed(src, self.src_embedding)
         for block in self.encoder_blocks:
-            x = block._encode(x, None, padding, False)  # (B, S, d_model)
+            x = block(x, src_key_padding_mask=padding)  # (B, S, d_model)
         return self.encoder_norm(x), padding
 
     def decode(
         self,
-        tgt_in: TargetIds,
-        memory: Shaped("B S d_model", floating=True, dtype_of="module"),
-        memory_key_padding_mask: Mask("B S", polarity="ignore", ndim=2,
-                                      of="memory (B, S)") | None = None,
-    ) -> torch.Tensor:
-        """Logits ``(B, T, V)`` for every position of the target prefix ``tgt_in``.
-
-        ``memory_key_padding_mask`` ``(B, S)`` is True at the padded source positions
-        (what :meth:`encode` returns)."""
-        return self._decode(tgt_in, memory, memory_key_padding_mask)
-
-    def _decode(
-        self, tgt_in: torch.Tensor, memory: torch.Tensor, padding: torch.Tensor | None
-    ) -> torch.Tensor:
-        """:meth:`decode` of checked arguments (the decoder is causal)."""
+        tgt_in: Int[Tensor, "B T"],
+        memory: Float[Tensor, "B S {self.d_model}"],
+        memory_key_padding_mask: Bool[Tensor, "B S"] | None = None,
+    ) -> Float[Tensor, "B T {self.tgt_vocab_size}"]:
+        """Logits ``(B, T, V)`` for every position of the target prefix ``tgt_in``
+        (the decoder is causal). ``memory_key_padding_mask`` ``(B, S)`` is True at the
+        padded source positions (what :meth:`encode` returns)."""
+        self.check_ids("tgt_in", tgt_in, self.tgt_vocab_size)
         y = self.embed(tgt_in, self.tgt_embedding)
-        for block in self.decoder_blocks:
-            y = block._decode(y, memory, None, None, None, padding, True, False)  # (B, T, d)
+        for block in self.decoder_blocks:  # (B, T, d_model)
+            y = block(y, memory, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=True)
         return self.output(self.decoder_norm(y))  # (B, T, V)
 
     def forward(
-        self, src: SourceIds, src_lengths: SourceLengths, tgt_in: TargetIds
-    ) -> torch.Tensor:
+        self, src: Int[Tensor, "B S"], src_lengths: Int[Tensor, " B"], tgt_in: Int[Tensor, "B T"]
+    ) -> Float[Tensor, "B T {self.tgt_vocab_size}"]:
         """Teacher-forced logits ``(B, T, V)``."""
-        return self._decode(tgt_in, *self._encode(src, src_lengths))
+        return self.decode(tgt_in, *self.encode(src, src_lengths))
 
-    def loss(
-        self,
-        batch: InstanceOf(TranslationBatch),
-        label_smoothing: RealIn(0.0, 1.0) = 0.0,
-    ) -> torch.Tensor:
+    def loss(self, batch: TranslationBatch, label_smoothing: float = 0.0) -> Tensor:
         """The (label-smoothed) cross-entropy of one batch over its real target tokens."""
+        check_real("label_smoothing", label_smoothing, min_value=0.0, max_value=1.0)
+        self.check_batch(batch)
         logits = self(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
-        # what the signature cannot say: the targets' mask and ids, of tgt_in's shape
-        mask = check_mask("batch.tgt_mask", batch.tgt_mask, batch.tgt_in.shape, of="tgt_in")
-        tgt_out = check_tensor("batch.tgt_out", batch.tgt_out, shape=tuple(batch.tgt_in.shape))
-        check_token_ids("batch.tgt_out", tgt_out.masked_fill(~mask, 0), self.tgt_vocab_size,
-                        of="tgt_vocab_size, at the positions of batch.tgt_mask")
-        target = tgt_out.masked_fill(~mask, -100)  # (B, T)
+        target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
         return label_smoothing_loss(logits, target, label_smoothing, ignore_index=-100)
 
-    def _loss(self, batch: TranslationBatch, epsilon: float) -> torch.Tensor:
-        """:meth:`loss` of a batch the package built (a task's, trusted) and a checked
-        ``epsilon``: what :func:`~seqbook.transformer.train_transformer` runs each step."""
-        logits = self._decode(batch.tgt_in, *self._encode(batch.src, batch.src_lengths))
-        target = batch.tgt_out.masked_fill(~batch.tgt_mask, -100)  # (B, T)
-        return _label_smoothing_loss(logits, target, epsilon, target != -100, "mean")
-
-    def attention_maps(self) -> dict[str, list[torch.Tensor]]:
+    def attention_maps(self) -> dict[str, list[Tensor | None]]:
         """The last call's attention weights of every block, for plotting.
 
         Keys ``"encoder"`` (each ``(B, h, S, S)``), ``"decoder"`` (``(B, h, T, T)``)
         and ``"cross"`` (``(B, h, T, S)``), one tensor per layer.
         """
+        encoders = [b for b in self.encoder_blocks if isinstance(b, EncoderBlock)]
+        decoders = [b for b in self.decoder_blocks if isinstance(b, DecoderBlock)]
         return {
-            "encoder": [b.last_attention for b in self.encoder_blocks],
-            "decoder": [b.last_self_attention for b in self.decoder_blocks],
-            "cross": [b.last_cross_attention for b in self.decoder_blocks],
+            "encoder": [b.last_attention for b in encoders],
+            "decoder": [b.last_self_attention for b in decoders],
+            "cross": [b.last_cross_attention for b in decoders],
         }
 
-    def step_function(self, src: torch.Tensor, src_lengths: torch.Tensor) -> StepFn:
+    def step_function(self, src: Int[Tensor, "N S"], src_lengths: Int[Tensor, " N"]) -> StepFn:
         """A stateless step function for :mod:`seqbook.decoding` that translates ``src``.
 
         The sources are encoded once; each call re-runs the decoder on the whole
@@ -244,7 +244,7 @@ class Transformer(nn.Module):
         """
         with torch.no_grad():
             memory, padding = self.encode(src, src_lengths)
-        N, V = src.shape[0], self.tgt_embedding.num_embeddings
+        N = src.shape[0]
         expanded: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
         def step(prefixes: torch.Tensor, state: None) -> tuple[torch.Tensor, None]:
@@ -257,9 +257,9 @@ class Transformer(nn.Module):
             mem, mask = expanded[K]
             with torch.no_grad():
                 flat = prefixes.reshape(N * K, t).to(memory.device)  # (N*K, t)
-                if t == 1:  # bos: the later tokens are the model's own, in [0, V)
-                    check_token_ids("prefixes (bos and the tokens so far)", flat, V)
-                logits = self._decode(flat, mem, mask)[:, -1]  # (N*K, V)
+                if t == 1:  # bos, the search's; the later tokens are the model's own
+                    check_token_ids("prefixes (bos)", flat, self.tgt_vocab_size)
+                logits = self.decode(flat, mem, mask)[:, -1]  # (N*K, V)
                 log_probs = torch.log_softmax(logits, dim=-1)
                 log_probs[:, [self.pad_id, self.bos_id]] = float("-inf")
             return log_probs.view(N, K, -1), None  # (N, K, V)
@@ -268,8 +268,8 @@ class Transformer(nn.Module):
 
     def generate(
         self,
-        src: torch.Tensor,
-        src_lengths: torch.Tensor,
+        src: Int[Tensor, "N S"],
+        src_lengths: Int[Tensor, " N"],
         max_len: int,
         beam_size: int = 1,
         length_penalty: float = 0.0,

@@ -19,34 +19,22 @@ Two departures from Aryaman's notes' eq. 5.6, :math:`a (x - \bar{x}) / (s_x +
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    CallableAs,
-    Flag,
-    InstanceOf,
-    NonNegativeReal,
-    PositiveInt,
-    PositiveReal,
-    Probability,
-    Shaped,
-)
+from seqbook._checks import check_bool, check_positive_int, check_probability, check_real
 
 __all__ = ["layer_norm", "LayerNorm", "AddNorm"]
 
-# the input of a module of width d_model, in the dtype of its parameters
-Features = Shaped("... d_model", floating=True, dtype_of="module")
-
 
 def layer_norm(
-    x: Shaped("... d", floating=True),
-    a: Shaped("d", floating=True, dtype_of="x"),
-    b: Shaped("d", floating=True, dtype_of="x") | None = None,
-    eps: NonNegativeReal = 1e-5,
-) -> torch.Tensor:
+    x: Float[Tensor, "*batch d"],
+    a: Float[Tensor, " d"],
+    b: Float[Tensor, " d"] | None = None,
+    eps: float = 1e-5,
+) -> Float[Tensor, "*batch d"]:
     r"""Normalise each feature vector to zero mean and unit variance, then scale and shift.
 
     .. math::
@@ -73,13 +61,7 @@ def layer_norm(
         >>> layer_norm(x, torch.ones(3), torch.zeros(3), eps=0.0)
         tensor([[-1.2247,  0.0000,  1.2247]])
     """
-    return _layer_norm(x, a, b, eps)
-
-
-def _layer_norm(
-    x: torch.Tensor, a: torch.Tensor, b: torch.Tensor | None, eps: float
-) -> torch.Tensor:
-    """:func:`layer_norm` of checked arguments."""
+    check_real("eps", eps, min_value=0.0)
     x_bar = x.mean(dim=-1, keepdim=True)  # (..., 1)
     centred = x - x_bar  # (..., d)
     # sigma_x^2, the biased variance (divide by d), written out: torch.var
@@ -116,8 +98,10 @@ class LayerNorm(nn.Module):
         (0.0, 1.0)
     """
 
-    def __init__(self, d_model: PositiveInt, eps: PositiveReal = 1e-5, bias: Flag = True) -> None:
+    def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True) -> None:
         super().__init__()
+        check_positive_int("d_model", d_model), check_bool("bias", bias)
+        check_real("eps", eps, min_value=0.0, strict_min=True)
         self.d_model = d_model
         self.eps = eps
         self.a = nn.Parameter(torch.ones(d_model))
@@ -128,8 +112,8 @@ class LayerNorm(nn.Module):
 
     @classmethod
     def from_torch(
-        cls, module: InstanceOf(nn.LayerNorm, what="a torch.nn.LayerNorm")
-    ) -> "LayerNorm":
+        cls, module: nn.LayerNorm
+    ) -> LayerNorm:
         """A copy of an ``nn.LayerNorm`` over one dimension, with its weight, bias and
         training mode.
 
@@ -170,22 +154,18 @@ class LayerNorm(nn.Module):
                 theirs.bias.copy_(self.b)
         return theirs
 
-    def forward(self, x: Features) -> torch.Tensor:
-        return self._norm(x)
-
-    def _norm(self, x: torch.Tensor) -> torch.Tensor:
-        """The layer norm of a checked ``x``."""
-        return _layer_norm(x, self.a, self.b, self.eps)
+    def forward(
+        self, x: Float[Tensor, "*batch {self.d_model}"]
+    ) -> Float[Tensor, "*batch {self.d_model}"]:
+        return layer_norm(x, self.a, self.b, self.eps)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}, bias={self.b is not None}"
 
 
-def _check_sublayer(
-    sublayer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
-) -> torch.Tensor:
-    """``sublayer(x)``, which must keep the shape of ``x`` (the residual adds them)."""
-    out = sublayer(x)
+def _residual(out: object, x: Tensor) -> Tensor:
+    """A sublayer's output ``out``, which must have the shape of its input ``x`` (the
+    residual connection adds them: a broadcast would be silent)."""
     if not isinstance(out, torch.Tensor) or out.shape != x.shape:
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise ValueError(f"sublayer must return a tensor of its input's shape {tuple(x.shape)} "
@@ -232,29 +212,27 @@ class AddNorm(nn.Module):
     def __init__(
         self,
         d_model: int,
-        dropout: Probability = 0.0,
-        norm_first: Flag = False,
+        dropout: float = 0.0,
+        norm_first: bool = False,
         eps: float = 1e-5,
         bias: bool = True,
     ) -> None:
         super().__init__()
+        check_probability("dropout", dropout), check_bool("norm_first", norm_first)
         self.norm_first = norm_first
         self.norm = LayerNorm(d_model, eps=eps, bias=bias)  # checks d_model, eps and bias
         self.d_model = d_model
         self.dropout = nn.Dropout(dropout)
 
     def forward(
-        self, x: Features, sublayer: CallableAs('sublayer(x)', nargs=1)
-    ) -> torch.Tensor:
-        return self._add_norm(x, partial(_check_sublayer, sublayer))
-
-    def _add_norm(
-        self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]
-    ) -> torch.Tensor:
-        """The add & norm of a checked ``x`` around ``sublayer``."""
-        if self.norm_first:
-            return x + self.dropout(sublayer(self.norm._norm(x)))  # (eq-tf-prenorm)
-        return self.norm._norm(x + self.dropout(sublayer(x)))  # (eq-tf-postnorm)
+        self,
+        x: Float[Tensor, "*batch {self.d_model}"],
+        sublayer: Callable[[Tensor], Tensor],
+    ) -> Float[Tensor, "*batch {self.d_model}"]:
+        if self.norm_first:  # (eq-tf-prenorm)
+            return x + self.dropout(_residual(sublayer(self.norm(x)), x))
+        # (eq-tf-postnorm)
+        return self.norm(x + self.dropout(_residual(sublayer(x), x)))
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

@@ -17,18 +17,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._contracts import (
-    Device,
-    FloatDtype,
-    Int,
-    MultipleOf,
-    PositiveInt,
-    Probability,
-    RealIn,
-    Shaped,
-)
+from seqbook._checks import check_float_dtype, check_positive_int, check_probability, check_real
 
 __all__ = ["positional_encoding", "relative_position_map", "PositionalEncoding"]
 
@@ -39,17 +31,27 @@ def _frequencies(d_model: int, base: float, device=None) -> torch.Tensor:
     return torch.exp(-math.log(base) * two_i / d_model)  # (ceil(D/2),)
 
 
-# the base of the frequencies, > 1
-Base = RealIn(1.0, strict_min=True)
+
+def _check_table(
+    max_len: int, d_model: int, base: float, dtype: torch.dtype | None, pairs: bool = False
+) -> None:
+    """What the types of a table's arguments cannot say (``pairs``: an even d_model)."""
+    check_positive_int("max_len", max_len), check_positive_int("d_model", d_model)
+    if pairs and d_model % 2:
+        raise ValueError(f"d_model must be a multiple of 2 (sines and cosines in pairs), "
+                         f"got {d_model}")
+    check_real("base", base, min_value=1.0, strict_min=True)  # the frequencies' base
+    if dtype is not None:
+        check_float_dtype("dtype", dtype)
 
 
 def positional_encoding(
-    max_len: PositiveInt,
-    d_model: PositiveInt,
-    base: Base = 10000.0,
-    device: Device = None,
-    dtype: FloatDtype | None = None,
-) -> torch.Tensor:
+    max_len: int,
+    d_model: int,
+    base: float = 10000.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> Float[Tensor, "{max_len} {d_model}"]:
     r"""The sinusoidal positional encodings of positions ``0, ..., max_len - 1``.
 
     .. math::
@@ -77,18 +79,9 @@ def positional_encoding(
         >>> pe[0]                                   # sin(0) = 0, cos(0) = 1
         tensor([0., 1., 0., 1., 0., 1., 0., 1.])
     """
+    _check_table(max_len, d_model, base, dtype)
     dtype = torch.get_default_dtype() if dtype is None else dtype
-    return _positional_encoding(max_len, d_model, base, device, dtype)
-
-
-def _positional_encoding(
-    L: int,
-    d_model: int,
-    base: float,
-    device: torch.device | None,
-    dtype: torch.dtype,
-) -> torch.Tensor:
-    """The table :math:`PE` of positions ``0, ..., L - 1`` (arguments checked)."""
+    L = max_len
     omega = _frequencies(d_model, base, device)  # omega_i, (ceil(D/2),)
     pos = torch.arange(L, dtype=torch.float64, device=device)  # (L,)
     angle = pos[:, None] * omega[None, :]  # pos * omega_i, (L, ceil(D/2))
@@ -99,12 +92,12 @@ def _positional_encoding(
 
 
 def relative_position_map(
-    offset: Int,
-    d_model: MultipleOf(2),
-    base: Base = 10000.0,
-    device: Device = None,
-    dtype: FloatDtype | None = None,
-) -> torch.Tensor:
+    offset: int,
+    d_model: int,
+    base: float = 10000.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> Float[Tensor, "{d_model} {d_model}"]:
     r"""The matrix :math:`M_k` with :math:`PE_{pos+k} = M_k PE_{pos}` for every ``pos``.
 
     For the column pair :math:`(2i, 2i+1)` with frequency :math:`\omega_i`, the
@@ -136,18 +129,9 @@ def relative_position_map(
         >>> torch.allclose(pe[:17] @ M.T, pe[3:], atol=1e-6)
         True
     """
+    _check_table(1, d_model, base, dtype, pairs=True)
     dtype = torch.get_default_dtype() if dtype is None else dtype
-    return _relative_position_map(offset, d_model, base, device, dtype)
-
-
-def _relative_position_map(
-    k: int,
-    d_model: int,
-    base: float,
-    device: torch.device | None,
-    dtype: torch.dtype,
-) -> torch.Tensor:
-    """:math:`M_k` for an even ``d_model`` (arguments checked)."""
+    k = offset
     angle = _frequencies(d_model, base, device) * k  # omega_i k, (D/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)  # (D/2,)
     # 2 x (D/2, 2)
@@ -189,21 +173,25 @@ class PositionalEncoding(nn.Module):
 
     def __init__(
         self,
-        d_model: PositiveInt,
-        max_len: PositiveInt = 512,
-        dropout: Probability = 0.0,
-        base: Base = 10000.0,
+        d_model: int,
+        max_len: int = 512,
+        dropout: float = 0.0,
+        base: float = 10000.0,
     ) -> None:
         super().__init__()
+        check_probability("dropout", dropout)
         self.d_model = d_model
         self.max_len = max_len
         self.dropout = nn.Dropout(dropout)
-        table = _positional_encoding(max_len, d_model, base, None, torch.float64)  # (L, D)
+        table = positional_encoding(max_len, d_model, base, dtype=torch.float64)  # (L, D)
         self.register_buffer("pe", table, persistent=False)
 
     def forward(
-        self, x: Shaped("B T d_model", floating=True, max_size={"T": "max_len"})
-    ) -> torch.Tensor:
+        self, x: Float[Tensor, "B T {self.d_model}"]
+    ) -> Float[Tensor, "B T {self.d_model}"]:
+        if x.shape[1] > self.max_len:
+            raise ValueError(f"x must be at most max_len = {self.max_len} positions long, "
+                             f"got {x.shape[1]}")
         return self.dropout(x + self.pe[: x.shape[1]].to(x.dtype))  # (B, T, d_model)
 
     def extra_repr(self) -> str:

@@ -9,16 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
-from seqbook._contracts import (
-    Device,
-    InstanceOf,
-    NonNegativeInt,
-    PositiveInt,
-    PositiveReal,
-    RealIn,
-)
-from seqbook.seq2seq.data import TranslationTask
+from seqbook._checks import check_int, check_positive_int, check_real
+from seqbook.seq2seq.data import TranslationBatch, TranslationTask
 from seqbook.train import History, fit
 from seqbook.transformer.model import Transformer
 from seqbook.utils import default_device, seed_everything
@@ -37,20 +32,27 @@ class TransformerConfig:
     dropout: float = 0.0  # clean data and short runs: no need (the paper: 0.1)
     norm_first: bool = True  # pre-norm; False: the paper's post-norm
     max_len: int = 64  # longest sequence the positional encoding covers
-    label_smoothing: RealIn(0.0, 1.0) = 0.1  # epsilon of the loss; 0: plain cross-entropy
-    epochs: PositiveInt = 4
+    label_smoothing: float = 0.1  # epsilon of the loss; 0: plain cross-entropy
+    epochs: int = 4
     batch_size: int = 64
-    lr: PositiveReal = 2e-3  # Adam's peak learning rate, after the warm-up
-    warmup: NonNegativeInt = 100  # optimizer steps of linear warm-up
+    lr: float = 2e-3  # Adam's peak learning rate, after the warm-up
+    warmup: int = 100  # optimizer steps of linear warm-up
     clip: float = 1.0  # gradient-norm clipping
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_real("label_smoothing", self.label_smoothing, min_value=0.0, max_value=1.0)
+        check_positive_int("epochs", self.epochs)
+        check_positive_int("batch_size", self.batch_size)
+        check_real("lr", self.lr, min_value=0.0, strict_min=True)
+        check_int("warmup", self.warmup, min_value=0)
+
 
 def warmup_lr(
-    step: PositiveInt,
-    lr: PositiveReal,
-    warmup: NonNegativeInt,
-    total: PositiveInt,
+    step: int,
+    lr: float,
+    warmup: int,
+    total: int,
 ) -> float:
     r"""Linear warm-up to ``lr`` over ``warmup`` steps, then linear decay to 0 at ``total``.
 
@@ -66,18 +68,15 @@ def warmup_lr(
         >>> [round(warmup_lr(s, 1.0, 2, 6), 2) for s in range(1, 7)]
         [0.5, 1.0, 0.75, 0.5, 0.25, 0.0]
     """
-    return _warmup_lr(step, lr, warmup, total)
-
-
-def _warmup_lr(step: int, lr: float, warmup: int, total: int) -> float:
-    """:func:`warmup_lr` of checked arguments."""
+    check_positive_int("step", step), check_positive_int("total", total)
+    check_real("lr", lr, min_value=0.0, strict_min=True), check_int("warmup", warmup, min_value=0)
     if step <= warmup:
         return lr * step / warmup
     return lr * max(0.0, (total - step) / max(total - warmup, 1))
 
 
 def build_transformer(
-    task: InstanceOf(TranslationTask), config: InstanceOf(TransformerConfig)
+    task: TranslationTask, config: TransformerConfig
 ) -> Transformer:
     """A seeded, untrained :class:`Transformer` sized for ``task``.
 
@@ -111,7 +110,7 @@ def build_transformer(
 def train_transformer(
     task: TranslationTask,
     config: TransformerConfig,
-    device: Device = None,
+    device: torch.device | str | None = None,
     progress: bool = True,
 ) -> tuple[Transformer, History]:
     """Build a transformer and train it with teacher forcing on ``task``'s training split.
@@ -134,11 +133,11 @@ def train_transformer(
     total = epochs * per_epoch
     steps = iter(range(1, total + 1))
 
-    def loss_fn(m: Transformer, batch) -> torch.Tensor:
-        lr = _warmup_lr(next(steps), config.lr, config.warmup, total)
+    def loss_fn(m: Transformer, batch: TranslationBatch) -> Float[Tensor, ""]:
+        lr = warmup_lr(next(steps), config.lr, config.warmup, total)
         for group in optimizer.param_groups:  # the step that follows uses this lr
             group["lr"] = lr
-        return m._loss(batch, epsilon)  # the task's batches: checked once, by the task
+        return m.loss(batch, epsilon)
 
     history = fit(
         model, loss_fn, batches, optimizer, epochs, config.clip,

@@ -7,7 +7,7 @@ The chapter "xLSTM: the LSTM with exponential gates and a matrix memory"
 authors, against which the tests check these cells, is another package.)
 """
 
-from seqbook.xlstm.mlstm import mlstm_parallel, mlstm_recurrent
+from seqbook.xlstm.mlstm import mlstm_parallel, mlstm_recurrent, mlstm_step
 from seqbook.xlstm.slstm import SLSTM, SLSTMState
 
-__all__ = ["SLSTM", "SLSTMState", "mlstm_parallel", "mlstm_recurrent"]
+__all__ = ["SLSTM", "SLSTMState", "mlstm_parallel", "mlstm_recurrent", "mlstm_step"]

@@ -11,10 +11,10 @@ from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from jaxtyping import Float
+from torch import Tensor, nn
 
-from seqbook._checks import check_same_dtype, check_tensor
-from seqbook._contracts import InstanceOf, PositiveInt, Shaped
+from seqbook._checks import check_positive_int, check_same_dtype, check_tensor
 
 __all__ = ["SLSTMState", "SLSTM"]
 
@@ -23,17 +23,22 @@ class SLSTMState(NamedTuple):
     """The sLSTM's state: hidden ``h``, cell ``c``, normaliser ``n`` and stabiliser
     ``m`` (the log of the scale by which ``c`` and ``n`` are divided), each ``(B, H)``."""
 
-    h: torch.Tensor
-    c: torch.Tensor
-    n: torch.Tensor
-    m: torch.Tensor
+    h: Tensor
+    c: Tensor
+    n: Tensor
+    m: Tensor
 
 
-def _check_state(state: SLSTMState, B: int, H: int, dtype: torch.dtype) -> SLSTMState:
-    """Each of the state's tensors is ``(B, H)`` with the input's dtype."""
+def _check_step(pre: Tensor, state: SLSTMState) -> None:
+    """What the types cannot say: ``pre`` is ``(B, 4H)``, and each of the state's
+    tensors is ``(B, H)`` with the dtype of ``pre``."""
+    B, width = pre.shape
+    if width % 4:
+        raise ValueError(f"pre must have shape (B, 4H) with 4H a multiple of 4, got "
+                         f"{tuple(pre.shape)}")
     for name, value in zip(("state.h", "state.c", "state.n", "state.m"), state):
-        check_same_dtype(name, check_tensor(name, value, shape=(B, H)), dtype, of="the input")
-    return state
+        check_tensor(name, value, shape=(B, width // 4))
+        check_same_dtype(name, value, pre.dtype, of="the input")
 
 
 class SLSTM(nn.Module):
@@ -69,8 +74,10 @@ class SLSTM(nn.Module):
 
     gate_names = ("i", "f", "z", "o")
 
-    def __init__(self, input_size: PositiveInt, hidden_size: PositiveInt) -> None:
+    def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()
+        check_positive_int("input_size", input_size)
+        check_positive_int("hidden_size", hidden_size)
         D = input_size
         H = hidden_size
         bound = 1 / math.sqrt(H)
@@ -79,35 +86,34 @@ class SLSTM(nn.Module):
         self.b = nn.Parameter(torch.zeros(4 * H))
         self.input_size, self.hidden_size = D, H
 
-    def init_state(self, batch_size: PositiveInt) -> SLSTMState:
+    def init_state(self, batch_size: int) -> SLSTMState:
         """Zero memory; the stabiliser starts at minus infinity (nothing written yet)."""
-        return self._init_state(batch_size)
-
-    def _init_state(self, batch_size: int) -> SLSTMState:
+        check_positive_int("batch_size", batch_size)
         zeros = self.b.new_zeros(batch_size, self.hidden_size)
         return SLSTMState(zeros, zeros, zeros, torch.full_like(zeros, -math.inf))
 
     def forward(
         self,
-        x: Shaped("B T input_size", floating=True, dtype_of="module", min_size={"T": 1}),
-        state: InstanceOf(SLSTMState, what="an SLSTMState or None") | None = None,
-    ) -> tuple[torch.Tensor, SLSTMState]:
-        B, H = x.shape[0], self.hidden_size
-        state = self._init_state(B) if state is None else _check_state(state, B, H, x.dtype)
+        x: Float[Tensor, "B T {self.input_size}"],
+        state: SLSTMState | None = None,
+    ) -> tuple[Float[Tensor, "B T {self.hidden_size}"], SLSTMState]:
+        if x.shape[1] == 0:  # a loop over no steps
+            raise ValueError(f"x must have shape (B, T, input_size) with T >= 1, got "
+                             f"{tuple(x.shape)}")
+        state = self.init_state(x.shape[0]) if state is None else state
         pre_x = x @ self.W.T + self.b  # (B, T, 4H): the input's part, all steps at once
+        _check_step(pre_x[:, 0], state)  # a state of this batch, width and dtype
         hs = []
         for t in range(x.shape[1]):
-            state = self._step(pre_x[:, t] + state.h @ self.R.T, state)
+            state = self.step(pre_x[:, t] + state.h @ self.R.T, state)
             hs.append(state.h)
         return torch.stack(hs, dim=1), state  # (B, T, H)
 
     @staticmethod
-    def step(
-        pre: Shaped("B 4H", floating=True, multiple_of={"4H": 4}),
-        state: InstanceOf(SLSTMState, what="an SLSTMState"),
-    ) -> SLSTMState:
+    def step(pre: Float[Tensor, "B H4"], state: SLSTMState) -> SLSTMState:
         r"""One stabilised step from the pre-activations ``pre`` = :math:`(\tilde{\mathbf{i}},
-        \tilde{\mathbf{f}}, \tilde{\mathbf{z}}, \tilde{\mathbf{o}})`, ``(B, 4H)``.
+        \tilde{\mathbf{f}}, \tilde{\mathbf{z}}, \tilde{\mathbf{o}})`, ``(B, 4H)``, and a
+        state of ``(B, H)`` tensors.
 
         .. math::
             \mathbf{m}_t = \max(\log\mathbf{f}_t + \mathbf{m}_{t-1}, \tilde{\mathbf{i}}_t),
@@ -119,12 +125,7 @@ class SLSTM(nn.Module):
         every exponential is at most 1, and :math:`\mathbf{h}_t = \mathbf{o}_t \odot
         \mathbf{c}_t / \mathbf{n}_t` is unchanged.
         """
-        B, width = pre.shape
-        state = _check_state(state, B, width // 4, pre.dtype)
-        return SLSTM._step(pre, state)
-
-    @staticmethod
-    def _step(pre: torch.Tensor, state: SLSTMState) -> SLSTMState:
+        _check_step(pre, state)  # (B, 4H), and a state of (B, H) tensors
         i_pre, f_pre, z_pre, o_pre = pre.chunk(4, dim=-1)  # (B, H) each
         log_f = F.logsigmoid(f_pre)  # log of the sigmoid forget gate
         m = torch.maximum(log_f + state.m, i_pre)  # (eq-slstm-stabiliser)

@@ -1,0 +1,291 @@
+"""Shapes as types: the package's public calls are checked by jaxtyping and beartype.
+
+Public functions and methods annotate their tensors with jaxtyping
+(``x: Float[Tensor, "B T {self.d_model}"]``: names bind sizes across the arguments of
+one call, ``{...}`` reads a size from an argument such as ``self``); beartype checks the
+annotations and raises a ``TypeError`` that names the parameter, the value's dtype and
+shape, and the type expected. The package's ``__init__`` installs one import hook, so
+that every ``seqbook.*`` module, once run, has the functions of its ``__all__`` and the
+public methods of its public classes wrapped by :func:`typechecked`
+(:func:`typecheck_namespace`). A ``check_*`` function or method is left as it is: it
+checks, as part of its caller's check, what a type cannot say (ids below a vocabulary
+size, spins in {-1, +1}), as PyTorch's ``RNNBase.check_forward_args`` does.
+
+Two measures keep the check within a few microseconds of a call (a full jaxtyping and
+beartype check costs 10-100 us, more than a small model's forward):
+
+* only the outermost checked call is checked: a model's submodules and helpers, called
+  from a checked call, run as they are (their inputs are the model's own work);
+* a call whose arguments match one that passed before (same tensor shapes and dtypes,
+  same scalar values, on the same instance) is not checked again.
+
+Under ``torch.compile`` nothing is checked, so no check breaks a graph (value checks
+that read a tensor's contents skip themselves there too: :mod:`seqbook._checks`).
+:func:`unchecked` turns the checks off, to measure what they cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["typechecked", "typecheck_namespace", "unchecked"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+class _State(threading.local):
+    inside = False  # a checked call is running on this thread
+
+
+_state = _State()
+# scalars whose value, with their type, decides a check (bool is not int here)
+_VALUE_TYPES = frozenset({type(None), bool, int, float, str, torch.dtype, torch.device})
+_SEEN_LIMIT = 64  # passed calls remembered per function and instance
+_is_compiling = torch.compiler.is_compiling
+
+
+def _call_key(args: tuple, kwargs: dict) -> tuple | None:
+    """What the check of a call depends on, hashable: each tensor's type, shape and
+    dtype, each scalar's type and value, a tuple's items so (an LSTM's state
+    ``(h, c)``); None if an argument is anything else."""
+    parts: list = []
+    for value in (*args, *kwargs.values()):
+        kind = type(value)
+        if kind in _VALUE_TYPES:
+            parts.append((kind, value))
+        elif isinstance(value, Tensor):
+            parts.append((kind, value.shape, value.dtype))
+        elif kind is tuple:
+            inner = _call_key(value, {})
+            if inner is None:
+                return None
+            parts.append((tuple, inner))
+        else:
+            return None
+    return (*parts, *kwargs)
+
+
+def _calls_of(owner: Any) -> dict | None:
+    """The passed calls remembered for an instance (or a class), kept as long as it
+    lives: a module keeps them in its ``__dict__``, other objects in a table of weak
+    references (its sizes are its own; a new object never inherits another's)."""
+    entry = _instance_calls.get(id(owner))
+    if entry is not None and entry[0]() is owner:
+        return entry[1]
+    key = id(owner)
+
+    def forget(_: object) -> None:  # the owner is gone: so is what it passed
+        _instance_calls.pop(key, None)
+
+    try:
+        ref = weakref.ref(owner, forget)
+    except TypeError:  # no weak references (slots, builtins): nothing remembered
+        return None
+    seen: dict = {}
+    _instance_calls[id(owner)] = (ref, seen)
+    return seen
+
+
+_instance_calls: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Run the block with the checks off (to measure what they cost)."""
+    before, _state.inside = _state.inside, True
+    try:
+        yield
+    finally:
+        _state.inside = before
+
+
+def typechecked(fn: F, *, method: bool | None = None) -> F:
+    """``fn`` with its annotations checked by jaxtyping and beartype, at the outermost
+    call only, and once per kind of call (see the module's docstring). ``method``: its
+    first argument is an instance or a class (default: guessed from its qualified name;
+    a staticmethod must say False)."""
+    checker: Callable[..., Any] | None = None
+    seen_here: dict = {}
+    is_method = (("." in fn.__qualname__ and "<locals>" not in fn.__qualname__)
+                 if method is None else method)
+    # a constructor runs once per instance (nothing to remember), before its parameters
+    is_init = fn.__name__ == "__init__"
+    store_name = "_typechecked_" + fn.__qualname__
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal checker
+        if _is_compiling():
+            return fn(*args, **kwargs)
+        if _state.inside:
+            return fn(*args, **kwargs)
+        key = None if is_init else _call_key(args[1:] if is_method else args, kwargs)
+        seen: dict | None = None
+        if key is not None and not is_method:
+            seen = seen_here
+        elif key is not None:  # an instance's sizes are its own: its calls are kept on it
+            owner = args[0]
+            seen = (owner.__dict__.setdefault(store_name, {}) if isinstance(owner, nn.Module)
+                    else _calls_of(owner))
+            if seen is not None and not isinstance(owner, nn.Module):
+                seen = seen.setdefault(store_name, {})
+        _state.inside = True
+        try:
+            if seen is not None and key in seen:
+                return fn(*args, **kwargs)
+            if checker is None:
+                checker = _jaxtyped(fn)
+            if not is_init:
+                _check_dtypes(fn, args, kwargs, is_method)
+            _check_devices(fn, args, kwargs)
+            try:
+                result = checker(*args, **kwargs)
+            except TypeError as error:
+                if type(error).__name__ != "TypeCheckError":
+                    raise  # the body's own
+                raise type(error)(_summary(error, fn, args, kwargs)) from error.__cause__
+            if seen is not None and len(seen) < _SEEN_LIMIT:
+                seen[key] = True
+            return result
+        finally:
+            _state.inside = False
+
+    wrapper.__wrapped_by_typecheck__ = True  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+def _check_devices(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    """An argument named ``device`` given as a str names a device torch knows (a type
+    says only "str"; torch would fail later, deep inside, with a RuntimeError)."""
+    names = list(inspect.signature(fn).parameters)
+    for name, value in [*zip(names, args), *kwargs.items()]:
+        if name == "device" and isinstance(value, str):
+            try:
+                torch.device(value)
+            except RuntimeError:
+                raise ValueError(f"device must name a device such as 'cpu' or 'cuda', got "
+                                 f"{value!r}") from None
+
+
+def _check_dtypes(fn: Callable[..., Any], args: tuple, kwargs: dict, is_method: bool) -> None:
+    """The floating-point tensors of one call share one dtype, and a module's method
+    takes that of the module's parameters (torch would fail deep inside, with "expected
+    both tensors to have the same dtype", or silently promote)."""
+    parameters = inspect.signature(fn).parameters
+    names = list(parameters)
+    # the named arguments: what **kwargs gathers is passed on, not this function's own
+    given = [(n, v) for n, v in [*zip(names, args), *kwargs.items()]
+             if n in parameters and parameters[n].kind not in (inspect.Parameter.VAR_KEYWORD,
+                                                               inspect.Parameter.VAR_POSITIONAL)]
+    floats = [(name, value.dtype) for name, value in given
+              if isinstance(value, Tensor) and value.is_floating_point()]
+    module = args[0] if is_method and args and isinstance(args[0], nn.Module) else None
+    parameter = None if module is None else next(module.parameters(), None)
+    if parameter is not None and parameter.is_floating_point():
+        for name, dtype in floats:
+            if dtype != parameter.dtype:
+                raise TypeError(f"{name} must have the dtype of the module's parameters "
+                                f"({parameter.dtype}), got {dtype}")
+    for name, dtype in floats[1:]:
+        if dtype != floats[0][1]:
+            raise TypeError(f"{name} has dtype {dtype} but {floats[0][0]} has dtype "
+                            f"{floats[0][1]}: the floating-point tensors of one call must "
+                            "share one dtype")
+
+
+def _summary(error: Exception, fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
+    """jaxtyping's message with one line first that says what was wrong: the argument,
+    what it was, what was expected, beartype's reason (a size that disagrees), and the
+    sizes the arguments checked before it had bound (a size that disagrees may be the
+    earlier argument's fault)."""
+    import re
+
+    text = str(error)
+    causes: list[str] = []  # jaxtyping's errors chain to beartype's, which gives the reason
+    cause, missing = error.__cause__, ""
+    while cause is not None and len(causes) < 5:
+        causes.append(str(cause))
+        if isinstance(cause, AttributeError):  # a size read from a renamed attribute
+            missing = f" (a size in the annotation cannot be read: {cause})"
+        cause = cause.__cause__ or cause.__context__
+    name = re.search(r"typechecking parameter '(\w+)'|(the return value)", text)
+    got = re.search(r"Actual value: (.*)", text)
+    expected = re.search(r"Expected type: (.*?)\.?$", text, re.M)
+    reason = re.search(r"violates type hint .*?, as ([^\n]*?)(?:\.\s|\.?$)", "\n".join(causes),
+                       re.M)
+    if not (name and got and expected):
+        # jaxtyping's second look passed (beartype checks one item of a list, drawn at
+        # random): beartype's own first look names the parameter
+        named = re.search(r"parameter (\w+)=(.*?) violates type hint (.*?), as (.*?)\.?$",
+                          "\n".join(causes), re.S)
+        if named is None:
+            return text
+        argument, value, hint, why = (" ".join(g.split()) for g in named.groups())
+        return f"{argument} must be {hint}, got {value[:80]}: {why}\n{text}"
+    hint = re.sub(r"<class '(.*)'>", r"\1", expected.group(1)).replace("jaxtyping.", "")
+    first = (f"{name.group(1) or name.group(2)} must be {hint}, got {got.group(1)}"
+             f"{missing}")
+    # beartype's reason, unless it only lists a union's members
+    if reason and not reason.group(1).startswith("<protocol"):
+        first += f": {' '.join(reason.group(1).split())}"
+    sizes = [line.strip() for line in
+             text.partition("annotation are as follows.")[2].splitlines() if line.strip()]
+    if sizes:
+        names = list(inspect.signature(fn).parameters)
+        given = dict(zip(names, args)) | kwargs
+        failed = name.group(1)
+        before = [n for n in names[: names.index(failed)] if isinstance(given.get(n), Tensor)
+                  ] if failed in names else []
+        bound_by = f", bound by {', '.join(before)}" if before else ""
+        first += f" (sizes so far: {', '.join(sizes)}{bound_by})"
+    return first + "\n" + text
+
+
+def _jaxtyped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    from beartype import BeartypeConf, BeartypeStrategy, beartype
+    from jaxtyping import jaxtyped
+
+    # is_pep484_tower: an int is a float, as Python's numbers go; strategy On: every item
+    # of a list is checked (beartype's default checks one drawn at random)
+    conf = BeartypeConf(is_pep484_tower=True, strategy=BeartypeStrategy.On)
+    return jaxtyped(typechecker=beartype(conf=conf))(fn)
+
+
+def _public_methods(cls: type) -> dict[str, Any]:
+    # a check_* method checks what a type cannot say, as part of its caller's check: it
+    # is not itself a call to check (nor an inner call that would skip value checks)
+    names = {"__init__", "__call__"} | {n for n in vars(cls)
+                                        if not n.startswith("_") and not n.startswith("check")}
+    return {n: vars(cls)[n] for n in names if n in vars(cls)}
+
+
+def _annotated(fn: Any) -> bool:
+    """Has hints, and is not already wrapped (here or by another decorator)."""
+    return bool(getattr(fn, "__annotations__", None)) and not hasattr(fn, "__wrapped__")
+
+
+def typecheck_namespace(namespace: dict[str, Any]) -> None:
+    """Wrap the public functions and public classes' methods of a module."""
+    for name in namespace.get("__all__", ()):
+        obj = namespace.get(name)
+        if name.startswith("check"):
+            continue  # see _public_methods
+        if inspect.isfunction(obj) and _annotated(obj) and obj.__module__ == namespace["__name__"]:
+            namespace[name] = typechecked(obj, method=False)
+        elif inspect.isclass(obj) and obj.__module__ == namespace["__name__"]:
+            for attr, member in _public_methods(obj).items():
+                if isinstance(member, (classmethod, staticmethod)):
+                    inner = member.__func__
+                    if _annotated(inner):
+                        bound = isinstance(member, classmethod)
+                        setattr(obj, attr, type(member)(typechecked(inner, method=bound)))
+                elif inspect.isfunction(member) and _annotated(member):
+                    setattr(obj, attr, typechecked(member, method=True))

@@ -1,0 +1,196 @@
+"""The package-wide check of annotations (seqbook/_typecheck.py): what it checks, what it
+says, when it does not check, and what it costs."""
+
+import time
+from collections.abc import Callable
+
+import pytest
+import torch
+from jaxtyping import Float
+from torch import Tensor, nn
+
+from seqbook._typecheck import typechecked, unchecked
+from seqbook.attention import MultiHeadAttention, masked_softmax
+from seqbook.transformer import EncoderBlock, FeedForward
+
+
+class Scale(nn.Module):
+    """A module with one size attribute and one parameter, checked as the package's are."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.width = width
+        self.gain = nn.Parameter(torch.ones(width))
+        self.calls = 0  # bodies run
+
+    def forward(self, x: Float[Tensor, "B {self.width}"]) -> Float[Tensor, "B {self.width}"]:
+        self.calls += 1
+        return x * self.gain
+
+
+Scale.forward = typechecked(Scale.forward)  # type: ignore[method-assign]
+
+
+def test_a_size_read_from_the_module_is_checked_and_named():
+    with pytest.raises(TypeError, match=r"^x must be Float\[Tensor, 'B \{self.width\}'\], got "
+                                        r"f32\[2,3\]\(torch\): the dimension size 3 does not "
+                                        r"equal the existing value of \{self.width\}=4"):
+        Scale(4)(torch.randn(2, 3))
+
+
+def test_a_renamed_attribute_fails_loudly_instead_of_turning_the_check_off():
+    ffn = FeedForward(16, 32)
+    del ffn.d_model  # what renaming the attribute in __init__ does
+    for x in (torch.randn(2, 5, 12), torch.randn(2, 5, 16)):  # wrong or right, it fails
+        with pytest.raises(TypeError, match=r"^x must be .*\(a size in the annotation cannot "
+                                            r"be read: .*no attribute 'd_model'\)"):
+            ffn(x)
+
+
+def test_dtypes_and_missing_arguments_are_named():
+    ffn = FeedForward(16, 32)
+    with pytest.raises(TypeError, match=r"^x must be .*dtype int64"):
+        ffn(torch.ones(2, 5, 16, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"x must have the dtype of the module's parameters "
+                                        r"\(torch.float32\), got torch.float64"):
+        ffn(torch.randn(2, 5, 16, dtype=torch.float64))
+    with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+        ffn()
+    with pytest.raises(TypeError, match=r"^x must be .*got None"):
+        ffn(None)
+
+
+def test_a_call_like_one_that_passed_is_not_checked_again_but_a_new_one_is():
+    scale = Scale(4)
+    store = scale.__dict__
+    scale(torch.randn(2, 4))
+    scale(torch.randn(2, 4))
+    remembered = [key for key in store if key.startswith("_typechecked_")]
+    assert len(remembered) == 1 and len(store[remembered[0]]) == 1
+    scale(torch.randn(3, 4))  # another batch size: checked, then remembered too
+    assert len(store[remembered[0]]) == 2
+    with pytest.raises(TypeError):  # a new shape is always checked
+        scale(torch.randn(2, 5))
+    with pytest.raises(TypeError):  # so is a new dtype
+        scale(torch.randn(2, 4, dtype=torch.float64))
+    assert scale.calls == 3
+
+
+def test_the_memory_of_passed_calls_belongs_to_the_instance():
+    # a new module of another width at the same address must not inherit the old one's
+    # passed calls: they are kept on the instance, and go with it
+    for _ in range(20):
+        scale = Scale(4)
+        scale(torch.randn(2, 4))
+        del scale
+        with pytest.raises(TypeError):
+            Scale(5)(torch.randn(2, 4))
+
+
+def test_only_the_outermost_call_is_checked():
+    calls = []
+    inner = typechecked(lambda x: calls.append("inner") or x)
+
+    def outer(x: Float[Tensor, " n"]) -> Float[Tensor, " n"]:
+        calls.append("outer")
+        return inner(x)
+
+    inner.__annotations__ = {"x": Float[Tensor, " n"]}
+    checked_outer = typechecked(outer)
+    checked_outer(torch.randn(3))
+    assert calls == ["outer", "inner"]
+    with pytest.raises(TypeError):
+        checked_outer(torch.randn(3, 2))
+
+
+def test_no_check_runs_under_unchecked():
+    with unchecked():
+        with pytest.raises(RuntimeError):  # torch's own error, from deep inside
+            FeedForward(16, 32)(torch.randn(2, 5, 12))
+
+
+def _models() -> dict[str, tuple[nn.Module, Callable[[nn.Module], object]]]:
+    """The attention and transformer modules, each with a call of it."""
+    from seqbook.attention import AdditiveAttention, AttentionPooling
+    from seqbook.transformer import DecoderBlock, Transformer
+
+    x, memory = torch.randn(2, 5, 8), torch.randn(2, 6, 8)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    src, lengths = torch.tensor([[4, 5, 2], [6, 2, 0]]), torch.tensor([3, 2])
+    tgt = torch.tensor([[1, 5], [1, 6]])
+    for_norm = dict(norm_first=True)  # the pre-norm stacks' final LayerNorms run too
+    return {
+        "EncoderBlock": (EncoderBlock(8, 2, 16), lambda m: m(x, src_key_padding_mask=padding)),
+        "DecoderBlock": (DecoderBlock(8, 2, 16), lambda m: m(x, memory, tgt_is_causal=True)),
+        "MultiHeadAttention": (MultiHeadAttention(8, 2), lambda m: m(x, memory, memory)),
+        "AdditiveAttention": (AdditiveAttention(8, 8, 4), lambda m: m(x, memory, memory)),
+        "AttentionPooling": (AttentionPooling(8, 4), lambda m: m(x)),
+        "FeedForward": (FeedForward(8, 16), lambda m: m(x)),
+        "Transformer": (Transformer(10, 9, d_model=8, num_heads=2, num_layers=2, d_ff=16,
+                                    **for_norm), lambda m: m(src, lengths, tgt)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_models()))
+def test_forward_hooks_fire_on_every_submodule(name):
+    model, call = _models()[name]
+    fired = set()
+    for path, module in model.named_modules():
+        module.register_forward_hook(lambda m, args, out, path=path: fired.add(path))
+    call(model)
+    # a container (nn.ModuleList) has no forward of its own
+    silent = {path for path, module in model.named_modules()
+              if not isinstance(module, nn.ModuleList)} - fired
+    assert not silent, f"submodules whose forward hooks did not fire: {sorted(silent)}"
+
+
+def _per_call_us(call, rounds: int = 15, n: int = 200) -> tuple[float, float]:
+    """Best thread-CPU time of ``call`` with the checks, and without (interleaved)."""
+    checked, bare = [], []
+    for _ in range(rounds):
+        for times, context in ((checked, None), (bare, unchecked)):
+            start = time.thread_time_ns()
+            if context is None:
+                for _ in range(n):
+                    call()
+            else:
+                with context():
+                    for _ in range(n):
+                        call()
+            times.append((time.thread_time_ns() - start) / n / 1e3)
+    return min(checked), min(bare)
+
+
+@pytest.mark.slow
+def test_the_checks_cost_little_per_call_at_the_books_sizes():
+    # the smallest calls the book makes, on one thread: a repeated call costs its
+    # argument key and a dictionary lookup (a few microseconds); the budget is 10% of
+    # a multi-head attention or a block, whose own time is hundreds of microseconds
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        x = torch.randn(2, 8, 16)
+        mha, block = MultiHeadAttention(16, 2).eval(), EncoderBlock(16, 2, 64).eval()
+        overheads = {}
+        for name, call in {"MultiHeadAttention": lambda: mha(x, x, x),
+                           "EncoderBlock": lambda: block(x)}.items():
+            checked, bare = _per_call_us(call)
+            overheads[name] = (checked - bare) / bare
+        assert max(overheads.values()) < 0.10, overheads
+        scores, mask = torch.randn(2, 8, 8), torch.ones(8, 8, dtype=torch.bool).tril()
+        checked, bare = _per_call_us(lambda: masked_softmax(scores, mask))
+        assert checked - bare < 10.0, (checked, bare)  # microseconds, on a 15 us call
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_nothing_is_checked_while_torch_compiles():
+    explain = getattr(torch._dynamo, "explain", None)
+    if explain is None:
+        pytest.skip("torch._dynamo.explain is not available")
+    block = EncoderBlock(8, 2, 16).eval()
+    try:
+        report = explain(block)(torch.randn(2, 5, 8))
+    except Exception as error:  # no compiler toolchain on this machine, etc.
+        pytest.skip(f"torch._dynamo cannot trace here: {error}")
+    assert report.graph_break_count == 0, report.break_reasons
