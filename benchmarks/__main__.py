@@ -3,6 +3,7 @@
     python -m benchmarks              # both tables
     python -m benchmarks --rows       # only seqbook against its references
     python -m benchmarks --chapters   # only the chapters' time and memory
+    python -m benchmarks --checks     # only what checking the arguments costs per call
 
 Sections that a run does not measure are kept from the previous results.md.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import chapters, harness
+from benchmarks import chapters, checks, harness
 from benchmarks.rows import ROWS, TARGETS
 
 RESULTS = Path(__file__).parent / "results.md"
@@ -26,9 +27,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", action="store_true", help="only the comparison rows")
     parser.add_argument("--chapters", action="store_true", help="only the chapters")
+    parser.add_argument("--checks", action="store_true", help="only the cost of the checks")
     args = parser.parse_args()
-    do_rows = args.rows or not args.chapters
-    do_chapters = args.chapters or not args.rows
+    only = args.rows or args.chapters or args.checks
+    do_rows, do_chapters, do_checks = (args.rows or not only, args.chapters or not only,
+                                       args.checks or not only)
     started = time.perf_counter()
     sections = [
         "# Benchmark results",
@@ -73,6 +76,14 @@ def main() -> None:
                      f"{'within' if cpu <= 600 else '**over**'} 10 min |")
         print(lines[-1], flush=True)
         sections += ["", "## Chapters: execution time and peak memory", "", *lines]
+    if do_checks:
+        lines = [checks.MARKDOWN_HEADER]
+        print(lines[0], flush=True)
+        for cost in checks.run_all():
+            lines.append(cost.markdown_row())
+            print(lines[-1], flush=True)
+        sections += ["", "## The cost of checking arguments, per public call", "",
+                     checks.__doc__.strip().split("\n\n")[1].replace("\n", " "), "", *lines]
     sections = merged_sections(sections)
     sections += ["", f"Total time of this benchmark run: {time.perf_counter() - started:.0f} s."]
     RESULTS.write_text("\n".join(sections) + "\n", encoding="utf-8")
