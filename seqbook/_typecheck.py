@@ -54,8 +54,9 @@ _is_compiling = torch.compiler.is_compiling
 
 def _call_key(args: tuple, kwargs: dict) -> tuple | None:
     """What the check of a call depends on, hashable: each tensor's type, shape and
-    dtype, each scalar's type and value, a tuple's items so (an LSTM's state
-    ``(h, c)``); None if an argument is anything else."""
+    dtype, each scalar's type and value, a generator's type, a tuple's items so (an
+    LSTM's state ``(h, c)``, a batch); None if an argument is anything else (a list, a
+    module, a function: such a call is checked in full)."""
     parts: list = []
     for value in (*args, *kwargs.values()):
         kind = type(value)
@@ -63,11 +64,13 @@ def _call_key(args: tuple, kwargs: dict) -> tuple | None:
             parts.append((kind, value))
         elif isinstance(value, Tensor):
             parts.append((kind, value.shape, value.dtype))
-        elif kind is tuple:
+        elif kind is torch.Generator:  # checked by its type alone
+            parts.append(kind)
+        elif isinstance(value, tuple):  # an LSTM's state (h, c), a batch (a NamedTuple)
             inner = _call_key(value, {})
             if inner is None:
                 return None
-            parts.append((tuple, inner))
+            parts.append((kind, inner))
         else:
             return None
     return (*parts, *kwargs)

@@ -76,6 +76,19 @@ def test_a_call_like_one_that_passed_is_not_checked_again_but_a_new_one_is():
     assert scale.calls == 3
 
 
+def test_a_call_with_a_generator_or_a_tuple_is_remembered_too():
+    from seqbook.hopfield import corrupt, random_patterns
+
+    g = torch.Generator().manual_seed(0)
+    X = random_patterns(4, 16, generator=g)
+    corrupt(X, 0.1, g)
+    store = next(cell.cell_contents for cell in corrupt.__closure__
+                 if isinstance(cell.cell_contents, dict))
+    assert len(store) == 1  # (the patterns' shape, the fraction, a Generator)
+    with pytest.raises(TypeError, match="^generator must be "):  # a str is still refused
+        corrupt(X, 0.1, "seed")
+
+
 def test_the_memory_of_passed_calls_belongs_to_the_instance():
     # a new module of another width at the same address must not inherit the old one's
     # passed calls: they are kept on the instance, and go with it
