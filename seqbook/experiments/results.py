@@ -8,11 +8,18 @@ package, so a chapter can load them in Colab too.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+
+import torch
+
+from seqbook.provenance import record
+from seqbook.utils import seed_shift
 
 __all__ = ["RESULTS_DIR", "save_table", "load_table"]
 
@@ -82,3 +89,31 @@ def load_table(path: str | Path, record_type: type[R]) -> list[R]:
             raise ValueError(f"{path} has columns {reader.fieldnames}, but "
                              f"{record_type.__name__} has fields {sorted(types)}")
         return [make(**{k: _CONVERT[types[k]](v) for k, v in row.items()}) for row in reader]
+
+
+def _table_options(
+    argv: Sequence[str] | None, prog: str, description: str, seeds: Sequence[int], out: Path
+) -> argparse.Namespace:
+    """The options of a script that writes a seed table (``--seeds``, ``--threads``,
+    ``--out``, ``--smoke``), parsed; the thread count set; a shifted seed refused (the
+    table holds the printed book's seeds)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=description)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(seeds))
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--smoke", action="store_true", help="a tiny run")
+    args = parser.parse_args(argv)
+    if seed_shift() != 0:
+        parser.error("run without SEQBOOK_SEED_SHIFT (the table's seeds are unshifted)")
+    torch.set_num_threads(args.threads)
+    return args
+
+
+def _write_table(records: Sequence[object], args: argparse.Namespace, module: str,
+                 argv: Sequence[str] | None) -> None:
+    """Save a seed table where ``args.out`` says and record the run beside it."""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    save_table(records, args.out)
+    record(args.out, module, argv, threads=args.threads)
+    print(f"wrote {len(records)} rows to {args.out}", file=sys.stderr)
+

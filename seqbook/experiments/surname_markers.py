@@ -30,13 +30,11 @@ the script works.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, NamedTuple, overload
 
 import torch
@@ -48,11 +46,10 @@ from seqbook._checks import check_choice, check_int, check_positive_int
 from seqbook.data import Splits, Vocab, pad_batch, surnames, tokenize
 from seqbook.data.surnames import Surname
 from seqbook.experiments._common import one_thread
-from seqbook.experiments.results import RESULTS_DIR, load_table, save_table
-from seqbook.provenance import record
+from seqbook.experiments.results import RESULTS_DIR, _table_options, _write_table, load_table
 from seqbook.recurrent import RNN
 from seqbook.train import History, fit
-from seqbook.utils import seed_everything, seed_shift
+from seqbook.utils import seed_everything
 
 __all__ = [
     "RESULTS", "SEEDS", "HIDDEN_SIZE", "MARKERS", "SurnameData", "SurnameRNN",
@@ -346,24 +343,12 @@ def load_surname_marker_table() -> list[SurnameMarkerRecord]:
 
 def main(argv: Sequence[str] | None = None) -> list[SurnameMarkerRecord]:
     """Train and ablate a network from every seed and write the table; returns its rows."""
-    parser = argparse.ArgumentParser(
-        prog="python -m seqbook.experiments.surname_markers",
-        description="The surname RNN's marker ablation, from several seeds.")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true", help="a tiny run")
-    args = parser.parse_args(argv)
-    if seed_shift() != 0:
-        # the table holds the printed book's seeds
-        parser.error("run without SEQBOOK_SEED_SHIFT (the table's seeds are unshifted)")
-    torch.set_num_threads(args.threads)
+    args = _table_options(argv, "seqbook.experiments.surname_markers",
+                          "The surname RNN's marker ablation, from several seeds.",
+                          SEEDS, RESULTS)
     records = surname_marker_grid(args.seeds, epochs=1 if args.smoke else 12,
                                   log=sys.stderr)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    save_table(records, args.out)
-    record(args.out, "seqbook.experiments.surname_markers", argv, threads=args.threads)
-    print(f"wrote {len(records)} rows to {args.out}", file=sys.stderr)
+    _write_table(records, args, "seqbook.experiments.surname_markers", argv)
     return records
 
 

@@ -24,12 +24,10 @@ the script works.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -38,10 +36,9 @@ from torch import Tensor, nn
 
 from seqbook._checks import check_int, check_positive_int
 from seqbook.experiments._common import one_thread
-from seqbook.experiments.results import RESULTS_DIR, load_table, save_table
-from seqbook.provenance import record
+from seqbook.experiments.results import RESULTS_DIR, _table_options, _write_table, load_table
 from seqbook.recurrent import RNN, truncated_bptt
-from seqbook.utils import seed_everything, seed_shift, seeded_generator
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = [
     "RESULTS", "LAG", "SETUPS", "SEEDS", "TBPTTRecord", "bit_stream", "train_tbptt",
@@ -193,24 +190,12 @@ def load_tbptt_table() -> list[TBPTTRecord]:
 
 def main(argv: Sequence[str] | None = None) -> list[TBPTTRecord]:
     """Run every setting from every seed and write the table; returns its rows."""
-    parser = argparse.ArgumentParser(
-        prog="python -m seqbook.experiments.tbptt_lag",
-        description="Truncated BPTT on an 8-step lag, from several seeds.")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true", help="a tiny run")
-    args = parser.parse_args(argv)
-    if seed_shift() != 0:
-        # the table holds the printed book's seeds
-        parser.error("run without SEQBOOK_SEED_SHIFT (the table's seeds are unshifted)")
-    torch.set_num_threads(args.threads)
+    args = _table_options(argv, "seqbook.experiments.tbptt_lag",
+                          "Truncated BPTT on an 8-step lag, from several seeds.",
+                          SEEDS, RESULTS)
     setups = ("TBPTT(16, 16)",) if args.smoke else tuple(SETUPS)
     records = tbptt_grid(setups, args.seeds, log=sys.stderr)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    save_table(records, args.out)
-    record(args.out, "seqbook.experiments.tbptt_lag", argv, threads=args.threads)
-    print(f"wrote {len(records)} rows to {args.out}", file=sys.stderr)
+    _write_table(records, args, "seqbook.experiments.tbptt_lag", argv)
     return records
 
 

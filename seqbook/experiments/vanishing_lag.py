@@ -25,12 +25,10 @@ the script works.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -39,11 +37,10 @@ from seqbook._checks import check_int, check_positive_int, check_real
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.classifier import LastOutputClassifier, accuracy, classify_loss
 from seqbook.experiments.first_symbol import FirstSymbolTask
-from seqbook.experiments.results import RESULTS_DIR, load_table, save_table
-from seqbook.provenance import record
+from seqbook.experiments.results import RESULTS_DIR, _table_options, _write_table, load_table
 from seqbook.recurrent import RNN, state_gradient_norms
 from seqbook.train import History, fit
-from seqbook.utils import seed_everything, seed_shift, seeded_generator
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = [
     "RESULTS", "ROWS", "SEEDS", "VanishingLagRecord", "gradient_reach", "train_long_lag",
@@ -207,25 +204,13 @@ def load_vanishing_lag_table() -> list[VanishingLagRecord]:
 
 def main(argv: Sequence[str] | None = None) -> list[VanishingLagRecord]:
     """Run every row from every seed and write the table; returns its rows."""
-    parser = argparse.ArgumentParser(
-        prog="python -m seqbook.experiments.vanishing_lag",
-        description="The plain RNN on long time lags, and clipping, from several seeds.")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true", help="a tiny run")
-    args = parser.parse_args(argv)
-    if seed_shift() != 0:
-        # the table holds the printed book's seeds
-        parser.error("run without SEQBOOK_SEED_SHIFT (the table's seeds are unshifted)")
-    torch.set_num_threads(args.threads)
+    args = _table_options(argv, "seqbook.experiments.vanishing_lag",
+                          "The plain RNN on long time lags, and clipping, from several seeds.",
+                          SEEDS, RESULTS)
     rows = ("T = 5", "radius 3, no clipping") if args.smoke else tuple(ROWS)
     records = vanishing_lag_grid(rows, args.seeds, steps=30 if args.smoke else 300,
                                  log=sys.stderr)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    save_table(records, args.out)
-    record(args.out, "seqbook.experiments.vanishing_lag", argv, threads=args.threads)
-    print(f"wrote {len(records)} rows to {args.out}", file=sys.stderr)
+    _write_table(records, args, "seqbook.experiments.vanishing_lag", argv)
     return records
 
 
