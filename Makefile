@@ -74,10 +74,13 @@ check-%:
 	  exit 0; fi; \
 	echo "== $*: started at $$(date +%T)"; start=$$SECONDS; \
 	if $(NICE_$*) $(MAKE) --no-print-directory $* > $(LOGS)/$*.log 2>&1; \
-	then echo "== $*: passed in $$((SECONDS - start)) s"; \
+	then times > $(LOGS)/$*.cpu; echo "== $*: passed in $$((SECONDS - start)) s ($(CPU_USED))"; \
 	else touch $(LOGS)/$*.failed; echo "== $*: FAILED after $$((SECONDS - start)) s:"; \
 	  tail -n 40 $(LOGS)/$*.log | sed 's/^/  | /'; fi
 check-html: check-strict /usr/bin/chromium
+# the CPU time a check's processes used (bash's `times`: its children's user and system
+# time), the measure that adds up to the budget on a machine the checks share
+CPU_USED = CPU $$(tail -n 1 $(LOGS)/$*.cpu | tr ms '  ' | awk '{printf "%.0f s", 60 * ($$1 + $$3) + $$2 + $$4}')
 NICE_unit := nice -n 10
 NICE_colab-check := nice -n 10
 # strict, then html, is the longest chain: nbval yields to it, so that the strict

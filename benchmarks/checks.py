@@ -3,13 +3,16 @@
 Each row times one public call as a reader makes it, with the package's checks (the
 annotations checked by jaxtyping and beartype at the outermost call, remembered once
 passed) and inside ``seqbook._typecheck.unchecked()`` (no check at all): thread CPU
-time, best of alternating rounds, one thread, at two sizes: the book's smallest
+time of alternating rounds, one thread, the median over pairs of adjacent rounds (a
+checked one and a bare one share the machine's load), at two sizes: the book's smallest
 examples (B=2, T=8, d=16), where a call is cheapest and the check weighs most, and a
 training batch of the language-model chapter (B=32, T=64, d=64).
 """
 
 from __future__ import annotations
 
+import contextlib
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,10 +32,7 @@ class CheckCost:
     sizes: str
     bare_us: float
     checked_us: float
-
-    @property
-    def overhead(self) -> float:
-        return (self.checked_us - self.bare_us) / self.bare_us
+    overhead: float  # the check's share of the bare call's time
 
     def markdown_row(self) -> str:
         return (f"| {self.name} | {self.sizes} | {self.bare_us:.1f} | {self.checked_us:.1f} | "
@@ -40,22 +40,29 @@ class CheckCost:
 
 
 def measure(
-    name: str, sizes: str, call: Callable[[], object], rounds: int = 25, n: int = 200
+    name: str, sizes: str, call: Callable[[], object], rounds: int = 41, n: int = 50
 ) -> CheckCost:
-    """Best per-call thread-CPU time of ``call`` with and without the checks."""
+    """Per-call thread-CPU time of ``call`` with and without the checks: the medians
+    over pairs of adjacent rounds, the checked one first in every other pair. The
+    check's share is their ratio's median, a steadier measure on a busy machine than
+    the difference of two minima."""
     call()  # the first call is checked in full, and remembered
-    checked, bare = [], []
-    for _ in range(rounds):
-        start = time.thread_time_ns()
-        for _ in range(n):
-            call()
-        checked.append((time.thread_time_ns() - start) / n / 1e3)
-        with unchecked():
-            start = time.thread_time_ns()
-            for _ in range(n):
-                call()
-            bare.append((time.thread_time_ns() - start) / n / 1e3)
-    return CheckCost(name, sizes, min(bare), min(checked))
+    checked, bare, ratios = [], [], []
+    for i in range(rounds):
+        times = []
+        for context in ((contextlib.nullcontext, unchecked) if i % 2 else
+                        (unchecked, contextlib.nullcontext)):
+            with context():
+                start = time.thread_time_ns()
+                for _ in range(n):
+                    call()
+                times.append((time.thread_time_ns() - start) / n / 1e3)
+        pair = times if i % 2 else times[::-1]  # (checked, bare)
+        checked.append(pair[0])
+        bare.append(pair[1])
+        ratios.append(pair[0] / pair[1])
+    return CheckCost(name, sizes, statistics.median(bare), statistics.median(checked),
+                     statistics.median(ratios) - 1)
 
 
 def calls(B: int, T: int, d: int) -> dict[str, Callable[[], object]]:
@@ -92,7 +99,7 @@ def run_all() -> list[CheckCost]:
     try:
         with torch.no_grad():
             return [measure(name, f"B={B}, T={T}, d={d}", call, n=n)
-                    for B, T, d in SIZES for n in [200 if B * T * d < 10_000 else 20]
+                    for B, T, d in SIZES for n in [50 if B * T * d < 10_000 else 5]
                     for name, call in calls(B, T, d).items()]
     finally:
         torch.set_num_threads(threads)

@@ -258,7 +258,7 @@ def test_bahdanau_decoder_checks_its_attention_once_not_per_step():
     tgt_in = torch.tensor([[1, 5, 6, 7], [1, 8, 0, 0]])
     inside = []
     decoder.attention.register_forward_pre_hook(
-        lambda module, args: inside.append(_typecheck._state.inside))
+        lambda module, args: inside.append(_typecheck._inside))
     logits, weights = decoder(tgt_in, encoded)
     assert inside == [True] * 4  # one call per step, each within the decoder's checked call
     assert torch.equal(weights[1, :, 2], torch.zeros(4))  # the padded source position
