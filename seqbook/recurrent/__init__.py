@@ -20,6 +20,7 @@ from seqbook.recurrent.diagnostics import (
 )
 from seqbook.recurrent.gru import GRU, GRUTrace
 from seqbook.recurrent.lstm import LSTM, LSTMTrace, chrono_init
+from seqbook.recurrent.reservoir import echo_state_network, ridge_readout
 from seqbook.recurrent.rnn import RNN
 from seqbook.recurrent.rtrl import RTRLResult, rtrl, rtrl_sensitivity
 from seqbook.recurrent.stack import RecurrentStack
@@ -35,7 +36,9 @@ __all__ = [
     "TruncatedBPTTResult",
     "activation_bytes",
     "chrono_init",
+    "echo_state_network",
     "jacobian_norms",
+    "ridge_readout",
     "rtrl",
     "rtrl_sensitivity",
     "state_gradient_norms",
