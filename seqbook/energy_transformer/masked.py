@@ -26,9 +26,10 @@ The task, the split and the masks are those of :mod:`seqbook.attractor`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import torch
 from jaxtyping import Bool, Float
@@ -299,6 +300,7 @@ def train_masked(
     steps_per_epoch: int | None = None,
     progress: bool = True,
     generator: torch.Generator | None = None,
+    eval_fn: Callable[[nn.Module], dict[str, Any]] | None = None,
 ) -> History:
     r"""Train by backpropagation through the dynamics, with Adam and :func:`seqbook.train.fit`.
 
@@ -317,6 +319,8 @@ def train_masked(
         generator: the shuffles' and masks' generator, in place of
             ``seeded_generator(seed)``; a fixed ``torch.Generator().manual_seed(s)``
             replays a committed run whatever ``SEQBOOK_SEED_SHIFT`` is.
+        eval_fn: called after every epoch (``fit``'s ``eval_fn``): its numbers go
+            into ``History.metrics``.
 
     Shapes:
         images: ``(P, H, W)``.
@@ -341,7 +345,7 @@ def train_masked(
 
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     return fit(model, loss_fn, batches, optimizer, epochs, clip=1.0, progress=progress,
-               desc="energy transformer")
+               desc="energy transformer", eval_fn=eval_fn)
 
 
 def save_masked(model: MaskedEnergyTransformer, path: str | Path, **info: object) -> Path:
