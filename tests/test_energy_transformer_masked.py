@@ -198,3 +198,43 @@ def test_comparison_masks_are_the_same_whatever_the_seed_shift(monkeypatch):
     assert torch.equal(visible0, visible3)
     assert visible3.sum(-1).tolist() == [137] * 3  # round(0.7 * 196) visible
     assert masked[~visible3].abs().sum() == 0
+
+
+def test_train_masked_records_an_eval_fn_after_every_epoch():
+    train, _ = mnist_split(64, 1)
+    calls = []
+
+    def score(model):
+        calls.append(model.training)
+        return {"norm": float(model.decoder.weight.norm())}
+
+    history = train_masked(_model(), train, epochs=2, batch_size=32, progress=False,
+                           eval_fn=score)
+    assert calls == [False, False] and len(history.metrics["norm"]) == 2
+
+
+@pytest.mark.slow
+def test_resume_script_smoke_continues_a_checkpoint(tmp_path):
+    (path,) = main(["--resume", "et_seed0", "--smoke", "--out", str(tmp_path)])
+    assert path.name == "et_seed0_continued.pt"
+    model, info = load_masked(path)
+    first = load_masked("et_seed0")[1]
+    assert info["resumed_from"] == "et_seed0" and info["seed"] == 0
+    assert info["first_step_loss"] == first["step_loss"] and len(info["step_loss"]) == 2
+    assert set(info["scores"]) == {"best", "best_t", "fill_best", "mean_fill"}
+    assert all(len(v) == 1 for v in info["scores"].values())
+    start = info["start_scores"]
+    assert start["best"] < 1.1 * start["mean_fill"]  # the committed seed 0
+    assert "--resume" in read_provenance(path)[-1]["command"]
+
+
+def test_committed_continued_checkpoint_records_its_run():
+    model, info = load_masked("et_seed0_continued")
+    first = load_masked("et_seed0")[1]
+    assert info["resumed_from"] == "et_seed0" and info["first_epochs"] == first["epochs"]
+    per_epoch = len(first["step_loss"]) // first["epochs"]
+    assert len(info["step_loss"]) == info["epochs"] * per_epoch
+    assert all(len(v) == info["epochs"] for v in info["scores"].values())
+    assert model.config == load_masked("et_seed0")[0].config
+    record = read_provenance(CHECKPOINTS / "et_seed0_continued.pt")[-1]
+    assert "--resume et_seed0" in record["command"]

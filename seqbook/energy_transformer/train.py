@@ -37,7 +37,7 @@ from the first run's), scores it after every epoch on the chapter's comparison
 to choose anything) and writes ``<name>_continued.pt`` with the first run's step
 losses and its own::
 
-    nice -n 10 python -m seqbook.energy_transformer.train --resume et_seed0 --epochs 5 --threads 1
+    python -m seqbook.energy_transformer.train --resume et_seed0 --epochs 4 --threads 1
 """
 
 from __future__ import annotations
