@@ -39,7 +39,7 @@ from seqbook._checks import check_bool, check_int, check_real
 from seqbook.recurrent._sequence import State, Step, stack_history
 from seqbook.recurrent.stack import Inputs, Lengths, Outputs, RecurrentStack
 
-__all__ = ["LSTM", "LSTMTrace", "chrono_init"]
+__all__ = ["LSTM", "LSTMTrace", "chrono_init", "lstm_backward"]
 
 # sigmoid(50) rounds to exactly 1 in float32 and float64: a forget gate pinned open
 _PINNED_FORGET_BIAS = 50.0
@@ -556,3 +556,158 @@ def _check_chrono(lstm: LSTM, t_max: float) -> None:
     if not lstm.bias:
         raise ValueError("lstm must have biases (bias=True): chrono initialisation sets them")
     check_real("t_max", t_max, min_value=2.0, finite=True)
+
+
+def lstm_backward(
+    lstm: LSTM,
+    x: Float[Tensor, "B T D"],
+    dl_dy: Float[Tensor, "B T H"],
+) -> dict[str, Tensor]:
+    r"""Back-propagation through time for a one-layer LSTM, written out by hand.
+
+    The gradients of a loss :math:`L = \sum_t \ell_t(\mathbf{y}_t)` with respect to
+    every parameter of ``lstm``, given :math:`\boldsymbol{\epsilon}_t = \partial
+    \ell_t / \partial \mathbf{y}_t` (``dl_dy``), from the zero initial state. With
+    :math:`\delta\bar{\mathbf{g}}_t` the gradient of gate :math:`g`'s pre-activation
+    (:math:`\bar{\mathbf{z}}_t = \mathbf{W}_z \mathbf{x}_t + \mathbf{R}_z
+    \mathbf{y}_{t-1} + \mathbf{b}_z`, likewise for :math:`i, f, o`), going backwards
+    from :math:`\delta\bar{\mathbf{g}}_{T+1} = \delta\mathbf{c}_{T+1} = \mathbf{0}`:
+
+    .. math::
+        \delta\mathbf{y}_t &= \boldsymbol{\epsilon}_t + \textstyle\sum_g
+            \mathbf{R}_g^\top \delta\bar{\mathbf{g}}_{t+1}, \\
+        \delta\bar{\mathbf{o}}_t &= \delta\mathbf{y}_t \odot h(\mathbf{c}_t) \odot
+            \sigma'(\bar{\mathbf{o}}_t), \\
+        \delta\mathbf{c}_t &= \delta\mathbf{y}_t \odot \mathbf{o}_t \odot
+            h'(\mathbf{c}_t) + \delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1}, \\
+        \delta\bar{\mathbf{z}}_t &= \delta\mathbf{c}_t \odot \mathbf{i}_t \odot
+            g'(\bar{\mathbf{z}}_t), \quad
+        \delta\bar{\mathbf{i}}_t = \delta\mathbf{c}_t \odot \mathbf{z}_t \odot
+            \sigma'(\bar{\mathbf{i}}_t), \quad
+        \delta\bar{\mathbf{f}}_t = \delta\mathbf{c}_t \odot \mathbf{c}_{t-1} \odot
+            \sigma'(\bar{\mathbf{f}}_t), \\
+        \frac{\partial L}{\partial \mathbf{W}_g} &= \sum_t \delta\bar{\mathbf{g}}_t
+            \mathbf{x}_t^\top, \quad
+        \frac{\partial L}{\partial \mathbf{R}_g} = \sum_t \delta\bar{\mathbf{g}}_t
+            \mathbf{y}_{t-1}^\top, \quad
+        \frac{\partial L}{\partial \mathbf{b}_g} = \sum_t \delta\bar{\mathbf{g}}_t,
+
+    with :math:`\sigma' = \sigma(1 - \sigma)` and :math:`g' = h' = 1 - \tanh^2`
+    (the equations of Greff et al. 2017, appendix, in this book's letters). Without
+    a forget gate :math:`\mathbf{f}_t = 1` and there is no :math:`\delta\bar{\mathbf{f}}`.
+    The forward pass is :meth:`LSTM.trace`; nothing is differentiated by autograd.
+
+    Args:
+        lstm: a one-layer, one-direction :class:`LSTM` without projection.
+        x: inputs ``(B, T, D)`` in the parameters' dtype (``lstm.batch_first`` must
+            be True, the default).
+        dl_dy: :math:`\partial \ell_t / \partial \mathbf{y}_t`, shaped like the
+            outputs, ``(B, T, H)``.
+
+    Returns:
+        The gradient of every parameter, by its name (``"W_z"``, ``"R_z"``,
+        ``"b_z"``, ...), shaped like the parameter.
+
+    Example:
+        >>> lstm = LSTM(3, 4).double()
+        >>> x, c = torch.randn(2, 5, 3).double(), torch.randn(2, 5, 4).double()
+        >>> grads = lstm_backward(lstm, x, dl_dy=c)
+        >>> (lstm(x)[0] * c).sum().backward()
+        >>> torch.allclose(grads["R_f"], lstm.R_f.grad)
+        True
+    """
+    _check_backward(lstm, x, dl_dy)
+    with torch.no_grad():
+        trace = lstm.trace(x)  # every z, i, f, c, o, y, (B, T, H)
+        R = torch.cat([getattr(lstm, f"R_{g}") for g in lstm.gate_names])  # (G H, H)
+        c_prev, y_prev = _delayed(trace.cell_state), _delayed(trace.outputs)
+        f_next = _forget_next(trace)  # f_{t+1}: 1 without forget gate, 0 after T
+        dg, dc = x.new_zeros(len(x), R.shape[0]), torch.zeros_like(c_prev[:, 0])
+        deltas = []
+        for t in reversed(range(x.shape[1])):
+            dy = dl_dy[:, t] + dg @ R  # (eq-lstm-bptt-y)
+            dg, dc = _step_backward(trace, t, dy, dc * f_next[:, t], c_prev[:, t])
+            deltas.append(dg)  # the pre-activations' gradients of step t
+        dg_all = torch.stack(deltas[::-1], dim=1)  # (B, T, G H)
+        return _weight_gradients(lstm, dg_all, x, y_prev)  # (eq-lstm-bptt-grad)
+
+
+def _delayed(values: Float[Tensor, "B T H"]) -> Float[Tensor, "B T H"]:
+    """``values`` one step later: at ``t`` the value of ``t - 1``, zeros at ``t = 0``."""
+    return torch.cat([torch.zeros_like(values[:, :1]), values[:, :-1]], dim=1)
+
+
+def _forget_next(trace: LSTMTrace) -> Float[Tensor, "B T H"]:
+    """:math:`\\mathbf{f}_{t+1}` at ``t``: the factor by which the carousel carries
+    :math:`\\delta\\mathbf{c}_{t+1}` back; 1 without forget gate, 0 after the last step."""
+    cells = trace.cell_state
+    f = trace.forget_gate if trace.forget_gate is not None else torch.ones_like(cells)
+    return torch.cat([f[:, 1:], torch.zeros_like(f[:, :1])], dim=1)
+
+
+def _step_backward(
+    trace: LSTMTrace,
+    t: int,
+    dy: Float[Tensor, "B H"],
+    dc_carried: Float[Tensor, "B H"],
+    c_prev: Float[Tensor, "B H"],
+) -> tuple[Float[Tensor, "B GH"], Float[Tensor, "B H"]]:
+    """One step of :func:`lstm_backward`: the pre-activations' gradients of all gates,
+    stacked in ``gate_names`` order, and :math:`\\delta\\mathbf{c}_t`, given
+    :math:`\\delta\\mathbf{y}_t` and what the carousel carries back from ``t + 1``."""
+    z, i, c, o = (v[:, t] for v in (trace.cell_input, trace.input_gate,
+                                    trace.cell_state, trace.output_gate))
+    h = torch.tanh(c)
+    do = dy * h * o * (1 - o)  # (eq-lstm-bptt-o)
+    dc = dy * o * (1 - h**2) + dc_carried  # (eq-lstm-bptt-c)
+    dz = dc * i * (1 - z**2)  # (eq-lstm-bptt-gates)
+    di = dc * z * i * (1 - i)  # (eq-lstm-bptt-gates)
+    if trace.forget_gate is None:
+        return torch.cat([dz, di, do], dim=1), dc
+    f = trace.forget_gate[:, t]
+    df = dc * c_prev * f * (1 - f)  # (eq-lstm-bptt-gates)
+    return torch.cat([dz, di, df, do], dim=1), dc
+
+
+def _weight_gradients(
+    lstm: LSTM,
+    dg: Float[Tensor, "B T GH"],
+    x: Float[Tensor, "B T D"],
+    y_prev: Float[Tensor, "B T H"],
+) -> dict[str, Tensor]:
+    """The sums over the batch and time of :func:`lstm_backward`, split by gate."""
+    sums = {
+        "W": torch.einsum("btg,btd->gd", dg, x),  # (eq-lstm-bptt-grad)
+        "R": torch.einsum("btg,bth->gh", dg, y_prev),  # (eq-lstm-bptt-grad)
+        "b": dg.sum(dim=(0, 1)),  # (eq-lstm-bptt-grad)
+    }
+    grads = {}
+    for kind, total in sums.items():
+        if kind == "b" and not lstm.bias:
+            continue
+        for gate, part in zip(lstm.gate_names, total.chunk(len(lstm.gate_names))):
+            grads[f"{kind}_{gate}"] = part
+    return grads
+
+
+def _check_backward(lstm: LSTM, x: Tensor, dl_dy: Tensor) -> None:
+    """What :func:`lstm_backward` needs: one layer and direction, no projection, and
+    ``dl_dy`` shaped like the outputs of ``x``."""
+    if not isinstance(lstm, LSTM):
+        raise TypeError(f"lstm must be a seqbook.recurrent.LSTM, got {type(lstm).__name__}")
+    if lstm.num_layers != 1 or lstm.bidirectional or lstm.proj_size or not lstm.batch_first:
+        raise ValueError("lstm must have one layer, one direction, no projection and "
+                         f"batch_first=True, got num_layers={lstm.num_layers}, "
+                         f"bidirectional={lstm.bidirectional}, proj_size={lstm.proj_size}, "
+                         f"batch_first={lstm.batch_first}")
+    for name, value in (("x", x), ("dl_dy", dl_dy)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        if value.dim() != 3:
+            raise ValueError(f"{name} must be 3-dimensional, got shape {tuple(value.shape)}")
+    expected = (*x.shape[:2], lstm.hidden_size)
+    if tuple(dl_dy.shape) != expected:
+        raise ValueError(f"dl_dy must have the outputs' shape {expected}, "
+                         f"got {tuple(dl_dy.shape)}")
+    if dl_dy.dtype != x.dtype:
+        raise TypeError(f"dl_dy must have x's dtype {x.dtype}, got {dl_dy.dtype}")
