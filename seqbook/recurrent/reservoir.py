@@ -29,8 +29,9 @@ from seqbook.utils import seeded_generator
 __all__ = ["echo_state_network", "ridge_readout"]
 
 
-def echo_state_network(input_size: int, hidden_size: int, spectral_radius: float,
-                       *, input_scale: float = 1.0, seed: int = 0) -> RNN:
+def echo_state_network(input_size: int, hidden_size: int,
+                       spectral_radius: float, *, input_scale: float = 1.0,
+                       seed: int = 0) -> RNN:
     r"""An untrained Elman :class:`~seqbook.recurrent.RNN` (``tanh``, no bias) whose
     recurrent weights are Gaussian, rescaled to the spectral radius ``spectral_radius``,
 
@@ -56,14 +57,15 @@ def echo_state_network(input_size: int, hidden_size: int, spectral_radius: float
         (0.9, False)
     """
     check_positive_int("input_size", input_size)
-    check_positive_int("hidden_size", hidden_size)
-    rho = check_real("spectral_radius", spectral_radius, min_value=0.0, finite=True)
-    scale = check_real("input_scale", input_scale, min_value=0.0, strict_min=True,
-                       finite=True)
+    H = check_positive_int("hidden_size", hidden_size)
+    rho = check_real("spectral_radius", spectral_radius, min_value=0.0,
+                     finite=True)
+    scale = check_real("input_scale", input_scale, min_value=0.0,
+                       strict_min=True, finite=True)
     generator = seeded_generator(check_int("seed", seed, min_value=0))
-    with torch.random.fork_rng(devices=[]):  # leave the global generator as it was
-        rnn = RNN(input_size, hidden_size, bias=False).requires_grad_(False)
-    W = torch.randn(hidden_size, hidden_size, generator=generator, dtype=torch.float64)
+    with torch.random.fork_rng(devices=[]):  # keep the global generator
+        rnn = RNN(input_size, H, bias=False).requires_grad_(False)
+    W = torch.randn(H, H, generator=generator, dtype=torch.float64)
     radius = torch.linalg.eigvals(W).abs().max()
     rnn.W_hh.copy_(rho * W / radius)  # (eq-rnn-esn-radius)
     rnn.W_xh.uniform_(-scale, scale, generator=generator)
