@@ -284,3 +284,40 @@ def test_teacher_forcing_gap_refuses_bad_input(de_task, small_model):
         teacher_forcing_gap(small_model, "de", pairs, hypotheses)
     with pytest.raises(ValueError, match="pairs must hold at least one item"):
         teacher_forcing_gap(small_model, de_task, [], [])
+
+
+from seqbook.experiments.teacher_forcing import length_records  # noqa: E402
+from seqbook.experiments.translation import teacher_forced_right  # noqa: E402
+
+
+def test_length_records_split_the_tokens_by_source_length(de_task, small_model):
+    pairs = list(de_task.splits.test)
+    right = teacher_forced_right(small_model, de_task, pairs)
+    bins = [(1, 3), (4, 20)]
+    rows = length_records(de_task, pairs, right, "plain", 0, bins=bins)
+    lengths = [len(de_task.source_tokens(p.source)) for p in pairs]
+    sizes = [len(de_task.target_tokens_of(p.target)) + 1 for p in pairs]
+    per_pair = right.split(sizes)
+    for row, (lo, hi) in zip(rows, bins):
+        inside = [i for i, n in enumerate(lengths) if lo <= n <= hi]
+        assert row.numbers == len(inside)
+        assert row.tokens == sum(sizes[i] for i in inside)
+        hits = sum(int(per_pair[i].sum()) for i in inside)
+        assert row.teacher_forced == pytest.approx(hits / row.tokens)
+        assert row.all_right == sum(bool(per_pair[i].all()) for i in inside) / len(inside)
+        a = row.teacher_forced
+        assert row.independent == pytest.approx(
+            sum(a ** sizes[i] for i in inside) / len(inside))
+    # greedy's exactly right translations are those with every token right
+    result = evaluate_translator(small_model, de_task, pairs)
+    whole, = length_records(de_task, pairs, right, "plain", 0, bins=[(1, 99)])
+    assert whole.all_right == pytest.approx(result.accuracy)
+
+
+def test_length_records_refuse_a_mismatched_token_count(de_task, small_model):
+    pairs = list(de_task.splits.test)[:3]
+    right = teacher_forced_right(small_model, de_task, pairs)
+    with pytest.raises(ValueError, match="teacher_forced must hold one bool per"):
+        length_records(de_task, pairs, right[:-1], "plain", 0)
+    with pytest.raises(TypeError, match="pairs"):
+        length_records(de_task, "pairs", right, "plain", 0)

@@ -67,6 +67,10 @@ def test_teacher_forcing_smoke_run_writes_a_readable_table(tmp_path):
     assert [r.model for r in read] == ["plain", "bahdanau"]
     for r in read:
         assert 0 <= r.free_running <= 1 and 0 <= r.teacher_forced <= 1
+    from seqbook.experiments.teacher_forcing import LengthRecord
+    by_length = load_table(tmp_path / "teacher_forcing_by_length.csv", LengthRecord)
+    assert {r.model for r in by_length} == {"plain", "bahdanau"}
+    assert all(0 <= r.independent <= 1 for r in by_length)
 
 
 def test_the_committed_teacher_forcing_table_has_both_models_for_the_study_seeds():
@@ -79,3 +83,24 @@ def test_the_committed_teacher_forcing_table_has_both_models_for_the_study_seeds
     accuracy = {(m, run["seed"]): run[m]["accuracy"]
                 for run in study["runs"] for m in ("plain", "bahdanau")}
     assert all(abs(r.exact_match - accuracy[r.model, r.seed]) < 1e-6 for r in table)
+
+
+def test_the_committed_by_length_table_adds_up_to_the_teacher_forcing_table():
+    from seqbook.experiments.teacher_forcing import (
+        load_by_length_table,
+        load_teacher_forcing_table,
+    )
+    from seqbook.experiments.translation import LENGTH_BINS
+
+    rows = load_by_length_table()
+    for r in load_teacher_forcing_table():
+        bins = [b for b in rows if (b.model, b.seed) == (r.model, r.seed)]
+        assert [(b.shortest, b.longest) for b in bins] == list(LENGTH_BINS)
+        tokens = sum(b.tokens for b in bins)
+        # the bins' tokens and numbers make up the whole test set's
+        assert sum(b.teacher_forced * b.tokens for b in bins) / tokens == pytest.approx(
+            r.teacher_forced, abs=1e-5)
+        numbers = sum(b.numbers for b in bins)
+        # greedy's exact match is the share with every teacher-forced token right
+        assert sum(b.all_right * b.numbers for b in bins) / numbers == pytest.approx(
+            r.exact_match, abs=3e-3)
