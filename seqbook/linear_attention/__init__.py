@@ -5,6 +5,10 @@ The chapter "Linear attention is a recurrent network" (``book/linear_attention.m
 explains every piece.
 """
 
+from seqbook.linear_attention.gated import (
+    gated_linear_attention,
+    gated_linear_attention_step,
+)
 from seqbook.linear_attention.kernelized import (
     elu_feature_map,
     linear_attention,
@@ -25,6 +29,8 @@ __all__ = [
     "delta_rule_attention",
     "delta_write",
     "elu_feature_map",
+    "gated_linear_attention",
+    "gated_linear_attention_step",
     "hebbian_write",
     "linear_attention",
     "linear_attention_chunk",
