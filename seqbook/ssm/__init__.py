@@ -1,6 +1,7 @@
 """State-space models: the linear time-invariant SSM (discretisation, recurrence,
 convolution, the diagonal S4D layer) and the selective SSM of Mamba (sequential and
-parallel scans, Mamba-2's semiseparable matrix, the Mamba block).
+parallel scans, Mamba-2's semiseparable matrix and its chunked algorithm, the Mamba
+block).
 
 The chapter "State-space models: from S4D to Mamba" (``book/ssm.md``) explains every
 piece.
@@ -14,6 +15,7 @@ from seqbook.ssm.selective import (
     selective_scan_sequential,
     semiseparable_matrix,
 )
+from seqbook.ssm.ssd import ssd_chunk, ssd_chunked
 
 __all__ = [
     "MambaBlock",
@@ -22,6 +24,8 @@ __all__ = [
     "selective_scan",
     "selective_scan_sequential",
     "semiseparable_matrix",
+    "ssd_chunk",
+    "ssd_chunked",
     "ssm_convolution",
     "ssm_kernel",
     "ssm_recurrence",
