@@ -138,3 +138,25 @@ def test_on_step_sees_every_step():
     train_pseudo_likelihood(model, _spins(10, 4, 2).float(), epochs=2, batch_size=4,
                             on_step=seen.append, progress=False)
     assert seen == [1, 2, 3, 4, 5, 6]  # 3 batches per epoch
+
+
+def test_per_block_training_keeps_every_block_norm():
+    g = _gen()
+    xi = _spins(48, 6, 2).float()
+    model = BareSelfAttention(6, 2, generator=g)
+    with torch.no_grad():
+        model.J[torch.arange(6), torch.arange(6)] = 0.0
+    blocks = model.J.detach().norm(dim=(2, 3))
+    history = train_pseudo_likelihood(model, xi, epochs=3, batch_size=8, lr=1.0, generator=g,
+                                      progress=False, per_block=True)
+    assert history.epoch_loss[-1] < history.epoch_loss[0]
+    assert torch.allclose(model.J.detach().norm(dim=(2, 3)), blocks, rtol=1e-5, atol=1e-7)
+    # the whole tensor's constraint lets the block norms move
+    other = BareSelfAttention(6, 2, generator=_gen())
+    with torch.no_grad():
+        other.J[torch.arange(6), torch.arange(6)] = 0.0
+    train_pseudo_likelihood(other, xi, epochs=3, batch_size=8, lr=1.0, generator=_gen(),
+                            progress=False)
+    assert (other.J.detach().norm(dim=(2, 3)) - blocks).abs().max() > 1e-2
+    with pytest.raises(TypeError, match="per_block must be"):
+        train_pseudo_likelihood(model, xi, progress=False, per_block=1)  # type: ignore[arg-type]

@@ -154,6 +154,7 @@ def train_pseudo_likelihood(
     generator: torch.Generator | None = None,
     progress: bool = True,
     on_step: Callable[[int], object] | None = None,
+    per_block: bool = False,
 ) -> History:
     r"""Minimise the energy of the training data by SGD on the couplings, with the paper's
     precautions.
@@ -185,6 +186,9 @@ def train_pseudo_likelihood(
         progress: show a tqdm bar (silenced by ``TQDM_DISABLE=1``).
         on_step: called after every step with the number of steps taken so far
             (for example to take snapshots of the couplings).
+        per_block: hold the norm of every block :math:`J_{ij}` at its initial value
+            instead of the norm of the whole tensor (the other reading of the paper's
+            constraint; the authors' code fixes the whole tensor's, the default).
 
     Shapes:
         xi: ``(P, N, d)``.
@@ -209,8 +213,15 @@ def train_pseudo_likelihood(
         check_real(name, value, min_value=0.0, strict_min=True)
     if on_step is not None:
         check_callable("on_step", on_step, signature="on_step(steps)", nargs=1)
+    if not isinstance(per_block, bool):
+        raise TypeError(f"per_block must be a bool, got {type(per_block).__name__}")
     _check_data(model, xi, lam)
-    J, norm = model.J.data, model.J.data.norm()  # the norm is kept fixed
+
+    def norm_of(t: Tensor) -> Tensor:  # of the whole tensor, or of each block J_ij
+        return t.norm(dim=(2, 3), keepdim=True).clamp_min(1e-30) if per_block else t.norm()
+
+    J = model.J.data
+    norm = norm_of(J)  # the norm is kept fixed
     diagonal = torch.arange(model.num_tokens, device=J.device)
     history = History()
     kwargs = {} if progress else {"disable": True}
@@ -225,7 +236,7 @@ def train_pseudo_likelihood(
                 g_hat = g * min(1.0, clip / max(g_norm, 1e-30))  # clipped to norm c
                 J.sub_(lr * g_hat)  # (eq-attr-sgd)
                 J[diagonal, diagonal] = 0.0  # J_ii = 0
-                J.mul_(norm / J.norm())  # (eq-attr-sgd): back to the norm of J^(0)
+                J.mul_(norm / norm_of(J))  # (eq-attr-sgd): back to the norm of J^(0)
                 history.grad_norm.append(g_norm)
                 losses.append(loss.item())
                 if not math.isfinite(losses[-1]):
