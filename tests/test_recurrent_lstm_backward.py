@@ -69,3 +69,18 @@ def test_lstm_backward_refuses_bad_input():
         lstm_backward(lstm, x, dl_dy[..., :2])
     with pytest.raises(TypeError, match="dl_dy.*dtype"):
         lstm_backward(lstm, x, dl_dy.double())
+
+
+def test_one_step_backward_refuses_bad_input():
+    from seqbook.recurrent import lstm_step_backward
+
+    trace = LSTM(2, 3).trace(torch.randn(4, 5, 2))
+    dy, dc = torch.zeros(4, 3), torch.zeros(4, 3)
+    with pytest.raises(TypeError, match="trace"):
+        lstm_step_backward("trace", 0, dy, dc)
+    with pytest.raises((TypeError, ValueError), match="t must be"):
+        lstm_step_backward(trace, 5, dy, dc)
+    with pytest.raises((TypeError, ValueError), match="dc_carried"):
+        lstm_step_backward(trace, 0, dy, torch.zeros(4, 2))
+    with pytest.raises(ValueError, match="dy must have the shape of one step"):
+        lstm_step_backward(trace, 0, torch.zeros(4, 2), torch.zeros(4, 2))

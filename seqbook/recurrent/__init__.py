@@ -19,7 +19,7 @@ from seqbook.recurrent.diagnostics import (
     unroll_with_probes,
 )
 from seqbook.recurrent.gru import GRU, GRUTrace
-from seqbook.recurrent.lstm import LSTM, LSTMTrace, chrono_init, lstm_backward
+from seqbook.recurrent.lstm import LSTM, LSTMTrace, chrono_init, lstm_backward, lstm_step_backward
 from seqbook.recurrent.reservoir import echo_state_network, ridge_readout
 from seqbook.recurrent.rnn import RNN
 from seqbook.recurrent.rtrl import RTRLResult, rtrl, rtrl_sensitivity
@@ -39,6 +39,7 @@ __all__ = [
     "echo_state_network",
     "jacobian_norms",
     "lstm_backward",
+    "lstm_step_backward",
     "ridge_readout",
     "rtrl",
     "rtrl_sensitivity",

@@ -39,7 +39,7 @@ from seqbook._checks import check_bool, check_int, check_real
 from seqbook.recurrent._sequence import State, Step, stack_history
 from seqbook.recurrent.stack import Inputs, Lengths, Outputs, RecurrentStack
 
-__all__ = ["LSTM", "LSTMTrace", "chrono_init", "lstm_backward"]
+__all__ = ["LSTM", "LSTMTrace", "chrono_init", "lstm_backward", "lstm_step_backward"]
 
 # sigmoid(50) rounds to exactly 1 in float32 and float64: a forget gate pinned open
 _PINNED_FORGET_BIAS = 50.0
@@ -618,18 +618,73 @@ def lstm_backward(
     """
     _check_backward(lstm, x, dl_dy)
     with torch.no_grad():
-        trace = lstm.trace(x)  # every z, i, f, c, o, y, (B, T, H)
-        R = torch.cat([getattr(lstm, f"R_{g}") for g in lstm.gate_names])  # (G H, H)
-        c_prev, y_prev = _delayed(trace.cell_state), _delayed(trace.outputs)
-        f_next = _forget_next(trace)  # f_{t+1}: 1 without forget gate, 0 after T
-        dg, dc = x.new_zeros(len(x), R.shape[0]), torch.zeros_like(c_prev[:, 0])
+        trace = lstm.trace(x)  # every z, i, f, c, o, y: (B, T, H)
+        R = torch.cat([getattr(lstm, f"R_{g}") for g in lstm.gate_names])
+        f_next = _forget_next(trace)  # f_{t+1}; 1 without forget gate
+        dg, dc = x.new_zeros(len(x), R.shape[0]), torch.zeros_like(f_next[:, 0])
         deltas = []
         for t in reversed(range(x.shape[1])):
             dy = dl_dy[:, t] + dg @ R  # (eq-lstm-bptt-y)
-            dg, dc = _step_backward(trace, t, dy, dc * f_next[:, t], c_prev[:, t])
-            deltas.append(dg)  # the pre-activations' gradients of step t
+            dg, dc = lstm_step_backward(trace, t, dy, dc * f_next[:, t])
+            deltas.append(dg)  # the gates' gradients at step t, (B, G H)
         dg_all = torch.stack(deltas[::-1], dim=1)  # (B, T, G H)
+        y_prev = _delayed(trace.outputs)  # y_{t-1}: (B, T, H)
         return _weight_gradients(lstm, dg_all, x, y_prev)  # (eq-lstm-bptt-grad)
+
+
+def lstm_step_backward(
+    trace: LSTMTrace,
+    t: int,
+    dy: Float[Tensor, "B H"],
+    dc_carried: Float[Tensor, "B H"],
+) -> tuple[Float[Tensor, "B GH"], Float[Tensor, "B H"]]:
+    r"""One step of :func:`lstm_backward`: from :math:`\delta\mathbf{y}_t` to the
+    gradients of the gates' pre-activations and of the cell state at step ``t``.
+
+    .. math::
+        \delta\mathbf{c}_t = \delta\mathbf{y}_t \odot \mathbf{o}_t \odot
+        h'(\mathbf{c}_t) + \delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1},
+
+    then :math:`\delta\bar{\mathbf{o}}_t`, :math:`\delta\bar{\mathbf{z}}_t`,
+    :math:`\delta\bar{\mathbf{i}}_t` and :math:`\delta\bar{\mathbf{f}}_t` as in
+    :func:`lstm_backward`.
+
+    Args:
+        trace: the forward pass of a one-layer, one-direction LSTM
+            (:meth:`LSTM.trace`), fields ``(B, T, H)``.
+        t: the step, ``0 <= t < T``.
+        dy: :math:`\delta\mathbf{y}_t = \partial L / \partial \mathbf{y}_t`,
+            ``(B, H)``.
+        dc_carried: what the carousel carries back,
+            :math:`\delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1}` (zeros at the
+            last step), ``(B, H)``.
+
+    Returns:
+        ``(dg, dc)``: the gradients of the pre-activations of the gates
+        ``gate_names`` (``z, i, f, o`` or ``z, i, o``) stacked, ``(B, G H)``, and
+        :math:`\delta\mathbf{c}_t`, ``(B, H)``.
+
+    Example:
+        >>> lstm = LSTM(2, 3)
+        >>> trace = lstm.trace(torch.randn(4, 5, 2))
+        >>> dg, dc = lstm_step_backward(trace, 4, torch.ones(4, 3), torch.zeros(4, 3))
+        >>> tuple(dg.shape), tuple(dc.shape)
+        ((4, 12), (4, 3))
+    """
+    _check_step(trace, t, dy, dc_carried)
+    z, i, c, o = (v[:, t] for v in (trace.cell_input, trace.input_gate,
+                                    trace.cell_state, trace.output_gate))
+    h = torch.tanh(c)
+    do = dy * h * o * (1 - o)  # (eq-lstm-bptt-o)
+    dc = dy * o * (1 - h**2) + dc_carried  # (eq-lstm-bptt-c)
+    dz = dc * i * (1 - z**2)  # (eq-lstm-bptt-gates)
+    di = dc * z * i * (1 - i)  # (eq-lstm-bptt-gates)
+    if trace.forget_gate is None:  # the 1997 LSTM: no forget gate
+        return torch.cat([dz, di, do], dim=1), dc
+    f = trace.forget_gate[:, t]
+    c_prev = trace.cell_state[:, t - 1] if t > 0 else torch.zeros_like(c)
+    df = dc * c_prev * f * (1 - f)  # (eq-lstm-bptt-gates)
+    return torch.cat([dz, di, df, do], dim=1), dc
 
 
 def _delayed(values: Float[Tensor, "B T H"]) -> Float[Tensor, "B T H"]:
@@ -645,28 +700,20 @@ def _forget_next(trace: LSTMTrace) -> Float[Tensor, "B T H"]:
     return torch.cat([f[:, 1:], torch.zeros_like(f[:, :1])], dim=1)
 
 
-def _step_backward(
-    trace: LSTMTrace,
-    t: int,
-    dy: Float[Tensor, "B H"],
-    dc_carried: Float[Tensor, "B H"],
-    c_prev: Float[Tensor, "B H"],
-) -> tuple[Float[Tensor, "B GH"], Float[Tensor, "B H"]]:
-    """One step of :func:`lstm_backward`: the pre-activations' gradients of all gates,
-    stacked in ``gate_names`` order, and :math:`\\delta\\mathbf{c}_t`, given
-    :math:`\\delta\\mathbf{y}_t` and what the carousel carries back from ``t + 1``."""
-    z, i, c, o = (v[:, t] for v in (trace.cell_input, trace.input_gate,
-                                    trace.cell_state, trace.output_gate))
-    h = torch.tanh(c)
-    do = dy * h * o * (1 - o)  # (eq-lstm-bptt-o)
-    dc = dy * o * (1 - h**2) + dc_carried  # (eq-lstm-bptt-c)
-    dz = dc * i * (1 - z**2)  # (eq-lstm-bptt-gates)
-    di = dc * z * i * (1 - i)  # (eq-lstm-bptt-gates)
-    if trace.forget_gate is None:
-        return torch.cat([dz, di, do], dim=1), dc
-    f = trace.forget_gate[:, t]
-    df = dc * c_prev * f * (1 - f)  # (eq-lstm-bptt-gates)
-    return torch.cat([dz, di, df, do], dim=1), dc
+def _check_step(trace: LSTMTrace, t: int, dy: Tensor, dc_carried: Tensor) -> None:
+    """What :func:`lstm_step_backward` needs: a trace, a step in it, and ``dy`` and
+    ``dc_carried`` shaped like one step of its cell states."""
+    if not isinstance(trace, LSTMTrace):
+        raise TypeError(f"trace must be an LSTMTrace, got {type(trace).__name__}")
+    if trace.cell_state.dim() != 3:
+        raise ValueError("trace must be batch-first (B, T, H), got cell states of shape "
+                         f"{tuple(trace.cell_state.shape)}")
+    check_int("t", t, min_value=0, max_value=trace.cell_state.shape[1] - 1)
+    expected = tuple(trace.cell_state[:, t].shape)
+    for name, value in (("dy", dy), ("dc_carried", dc_carried)):
+        if tuple(value.shape) != expected:
+            raise ValueError(f"{name} must have the shape of one step's cell states "
+                             f"{expected}, got {tuple(value.shape)}")
 
 
 def _weight_gradients(
