@@ -32,7 +32,8 @@ def test_fractional_ticks_on_an_axis_that_counts_are_reported():
     assert "counts" in problem and "'time step $t$'" in problem
 
 
-@pytest.mark.parametrize("label", ["step size $\\eta$", "time (s)", "loss", "temperature T"])
+@pytest.mark.parametrize("label", ["step size $\\eta$", "time (s)", "loss", "temperature T",
+                                   "load N / d", "$t / T$"])
 def test_continuous_axes_may_have_fractional_ticks(label):
     def draw(ax):
         ax.plot([0, 1, 2, 3, 4], [1, 3, 2, 4, 5])

@@ -21,7 +21,9 @@ from typing import Any
 # an axis label that names a count: its ticks must be whole numbers
 COUNTED = re.compile(
     r"\b(time steps?|steps?|positions?|epochs?|layers?|iterations?|lags?|delays?|"
-    r"lengths?|updates?|index|t|n|k)\b(?! size)(?![-_^{'])", re.IGNORECASE)
+    r"lengths?|updates?|index)\b(?! size)", re.IGNORECASE)
+# or is a count's usual letter, alone (not a ratio such as "t / T" or "load N / d")
+COUNT_LETTER = re.compile(r"(?<![\w/'’])\$?[tnk]\$?(?![\w/_^{'])(?!\s*/)")
 OVERLAP_PX = 1.0  # labels closer than touching by more than this overlap
 
 
@@ -52,7 +54,8 @@ def figure_problems(figure: Any) -> list[str]:
                                     f"{text_b!r} overlap")
                     break
             title = axis.get_label_text()
-            if axis.get_scale() == "linear" and COUNTED.search(title):
+            if axis.get_scale() == "linear" and (COUNTED.search(title)
+                                                  or COUNT_LETTER.search(title)):
                 values = [_number(label.get_text()) for label in labels]
                 fractional = [v for v in values if v is not None and v != round(v)]
                 if fractional:
