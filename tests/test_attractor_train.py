@@ -12,6 +12,7 @@ from seqbook.attractor.train import (
     BARE_VARIANTS,
     hebbian_split,
     load_bare4,
+    load_per_block,
     main,
     parse_args,
 )
@@ -160,3 +161,30 @@ def test_the_committed_bare4_table_has_five_seeds_on_three_sets():
         assert len(row["variance"]) == len(row["cosine"]) == 3
     with pytest.raises(FileNotFoundError, match="--bare4"):
         load_bare4(Path("missing.json"))
+
+
+@pytest.mark.slow
+def test_the_per_block_control_runs_and_is_summarised(tmp_path):
+    (path,) = main(["--bare", "--per-block", "--smoke", "--seeds", "0", "--out", str(tmp_path)])
+    _, info = load_bare(path)
+    assert info["per_block"] is True
+    assert torch.isnan(info["curves"][0, -1, 2:]).all()  # attention and uniform only
+    (summary,) = main(["--summarise", str(path), "--out", str(tmp_path)])
+    table = load_per_block(summary)
+    assert table["per_block"] is True and table["tasks"] == ["mask", "denoise"]
+    assert [row["label"] for row in table["rows"]] == ["untrained", "epoch 1"]
+    row = table["rows"][-1]
+    assert len(row["mean_curve"]) == 2 and len(row["mean_curve"][0]) == 4  # 3 steps
+    assert len(row["best_t_attention"][0]) == 1  # one evaluation set
+    assert 0 < row["share_top_n"] <= 1 and len(row["mu"]) == 2
+    assert read_provenance(summary)[-1]["command"].startswith(
+        "python -m seqbook.attractor.train --summarise")
+
+
+def test_the_committed_per_block_control():
+    table = load_per_block()
+    assert table["per_block"] is True and table["lr"] == 5.0 and table["batch_size"] == 32
+    labels = {(row["seed"], row["label"]) for row in table["rows"]}
+    assert {(0, "32 steps"), (0, "epoch 3")} <= labels
+    with pytest.raises(FileNotFoundError, match="--per-block"):
+        load_per_block(Path("missing.json"))

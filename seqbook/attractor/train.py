@@ -46,6 +46,17 @@ Then seeds 1 and 2 were trained again to epoch 3 and measured there only (``--me
     python -m seqbook.attractor.train --store runs/0/couplings.pt runs/bare.pt --out runs/s
     python -m seqbook.attractor.train --extend runs/s/bare.pt runs/12/bare.pt --out runs/e
 
+**The per-block control**: the paper's "the L2 norm of the matrix is kept fixed" may
+also be read per block :math:`J_{ij}`; the committed runs fix the norm of the whole
+tensor, as the authors' code does. ``--per-block`` trains with every block's norm held
+at its initial value instead, measured with the attention and with uniform attention
+only, and ``--summarise`` writes the small table ``bare_per_block.json``
+(``load_per_block``)::
+
+    python -m seqbook.attractor.train --bare --per-block --seeds 0 --epochs 3 \
+        --measure-from 1 --threads 1 --out runs/pb
+    python -m seqbook.attractor.train --summarise runs/pb/bare.pt
+
 **The backpropagation baselines** (a recurrent transformer block and a vision
 transformer, each for masked prediction and for denoising)::
 
@@ -104,11 +115,12 @@ from seqbook.attractor.tasks import (
     mse_curve,
     patch_variance,
 )
-from seqbook.provenance import record
+from seqbook.provenance import provenance_path, read_provenance, record
 from seqbook.utils import seed_everything, seeded_generator
 
-__all__ = ["BARE4", "BARE_VARIANTS", "bare4_run", "hebbian_split", "load_bare4", "main",
-           "measure_bare", "merge_bare", "parse_args"]
+__all__ = ["BARE4", "BARE_VARIANTS", "PER_BLOCK", "bare4_run", "hebbian_split", "load_bare4",
+           "load_per_block", "main", "measure_bare", "merge_bare", "parse_args",
+           "summarise_bare"]
 
 MODELS = ("block", "vit")
 #: The dynamics measured at the snapshots: (name, lam, gamma, couplings). The couplings
@@ -203,6 +215,69 @@ def load_bare4(path: str | Path = BARE4) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))["rows"]
 
 
+#: The committed summary of the per-block control (``--bare --per-block``, then
+#: ``--summarise``), read by ``load_per_block``.
+PER_BLOCK = CHECKPOINTS / "bare_per_block.json"
+
+
+def summarise_bare(path: str | Path, out: str | Path) -> Path:
+    """A small JSON summary of the tables of a ``bare.pt`` (``--summarise``).
+
+    For every seed and measured snapshot: the mean curves of the attention dynamics
+    (one per task, averaged over the evaluation sets), the best iteration and error
+    of each evaluation set with the attention and with uniform attention, the moduli
+    of the two leading eigenvalues, the concentration of the couplings (pairs for 99%
+    of the squared norm, share of the ``N`` strongest), the Hebbian cosine, and how
+    far the long runs end from the mean digit and from each other; and the runs
+    recorded in ``path``'s provenance sidecar (``training_runs``).
+    """
+    info = torch.load(path, map_location="cpu", weights_only=True)["info"]
+    attention, uniform = (info["variants"].index(v) for v in ("attention", "uniform"))
+    rows = []
+    for r, seed in enumerate(info["seeds"]):
+        for k, (step, label) in enumerate(zip(info["snapshot_steps"], info["snapshot_labels"])):
+            curves = info["curves"][r, k]  # (V, 2, E, T + 1)
+            if curves[attention].isnan().all():
+                continue
+            best = {name: curves[v].min(-1) for name, v in
+                    (("attention", attention), ("uniform", uniform))}
+            rows.append({
+                "seed": seed, "step": step, "label": label,
+                "mean_curve": curves[attention].mean(1).tolist(),  # (2, T + 1)
+                **{f"best_t_{name}": b.indices.tolist() for name, b in best.items()},
+                **{f"best_mse_{name}": b.values.tolist() for name, b in best.items()},
+                "mu": info["eigenvalues"][r, k].norm(dim=-1)[:2].tolist(),
+                "pairs99": info["concentration"][r, k, 0].item(),
+                "share_top_n": info["concentration"][r, k, 1].item(),
+                "hebbian_cosine": info["hebbian"][r, k, 0].item(),
+                "attractor": info["attractor"][r, k].tolist(),  # to the mean, pairwise
+            })
+    table = {"per_block": bool(info.get("per_block", False)), "tasks": list(info["tasks"]),
+             "lr": info["lr"], "batch_size": info["batch_size"],
+             "train_size": info["train_size"], "cpu_seconds": list(info["cpu_seconds"]),
+             "training_runs": read_provenance(path) if provenance_path(path).is_file() else [],
+             "rows": rows}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def load_per_block(path: str | Path = PER_BLOCK) -> dict:
+    """The committed summary of the per-block control (see :func:`summarise_bare`).
+
+    Example:
+        >>> table = load_per_block()
+        >>> table["per_block"], sorted({row["label"] for row in table["rows"]})
+        (True, ['32 steps', 'epoch 1', 'epoch 3'])
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no per-block summary at {path}: run python -m "
+                                "seqbook.attractor.train --bare --per-block, then --summarise")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def train_bare4(args: argparse.Namespace) -> Path:
     """``--bare4``: one short 4 x 4 bare run per seed, into ``bare4.json``."""
     train_images, _ = mnist_split(4000, 1000)
@@ -237,6 +312,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--retrain", type=Path, default=None,
                         help="retrain the first seed of this bare.pt (its recipe, no "
                         "measurements) and write its float32 couplings to OUT/couplings.pt")
+    parser.add_argument("--per-block", action="store_true",
+                        help="--bare: hold the norm of every block J_ij fixed, not the "
+                        "whole tensor's (the control of the other reading)")
+    parser.add_argument("--summarise", type=Path, default=None, metavar="BARE_PT",
+                        help="write a small JSON summary of BARE_PT's tables to "
+                        "OUT/bare_per_block.json")
     parser.add_argument("--measure-from", type=int, default=0,
                         help="--bare: measure only the snapshots at or after this step")
     parser.add_argument("--extend", type=Path, nargs=2, default=None, metavar=("BASE", "PART"),
@@ -403,7 +484,8 @@ def train_bare(args: argparse.Namespace) -> Path:
             if step not in marks or step < args.measure_from:
                 return
             clock["train"] += time.process_time() - clock["since"]
-            wanted = BARE_VARIANTS if step in (32, snapshots[-1]) else BARE_VARIANTS[:2]
+            full = step in (32, snapshots[-1]) and not args.per_block
+            wanted = BARE_VARIANTS if full else BARE_VARIANTS[:2]
             result = measure_bare(model, embedding, mean_digit, hebbian, args.steps, args.eval_sets,
                                   wanted, long_steps=long_steps)
             if len(wanted) < len(BARE_VARIANTS):  # pad the variants not measured
@@ -422,6 +504,7 @@ def train_bare(args: argparse.Namespace) -> Path:
         history = train_pseudo_likelihood(
             model, xi, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, lam=5.0,
             clip=1.0, generator=generator, progress=not args.smoke, on_step=snapshot,
+            per_block=args.per_block,
         )
         clock["train"] += time.process_time() - clock["since"]
         seconds.append(clock["train"])
@@ -444,6 +527,7 @@ def train_bare(args: argparse.Namespace) -> Path:
     path = save_bare(final, args.out / "bare.pt", dict(
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, lam_train=5.0, clip=1.0,
         train_size=args.train_size, steps_per_epoch=per_epoch, seeds=list(args.seeds),
+        per_block=args.per_block,
         cpu_seconds=seconds, compression_gap=gap, epochs_per_seed=[args.epochs] * len(args.seeds),
         snapshot_steps=[s for s in snapshots if s >= args.measure_from],
         snapshot_labels=[marks[s] for s in snapshots if s >= args.measure_from],
@@ -677,6 +761,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
         torch.set_num_threads(args.threads)
     if args.merge:
         paths = [merge_bare(args.merge, args.out)]
+    elif args.summarise:
+        paths = [summarise_bare(args.summarise, args.out / PER_BLOCK.name)]
     elif args.store:
         paths = [store_couplings(args.store[0], args.store[1], args.out, args.steps)]
     elif args.extend:
