@@ -15,7 +15,7 @@ gate, the 1997 LSTM without one, each as PyTorch initialises it) are trained on
 :math:`n` up to :data:`TEST_MAX_N` (:func:`recognised`). Five seeds of each take longer
 than the chapter may run, so they are computed offline (:func:`counting_grid`) into the
 table ``seqbook/experiments/results/counting.csv`` (:func:`load_counting_table`), and
-the trained weights into ``counting.pt`` (:func:`load_counting_model`), which the
+the trained weights into ``counting_weights.json`` (:func:`load_counting_model`), which the
 chapter loads to draw the states. The table was made with::
 
     python -m seqbook.experiments.counting --threads 1
@@ -26,6 +26,7 @@ the script works.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -46,13 +47,13 @@ from seqbook.utils import seed_everything
 
 __all__ = [
     "RESULTS", "CHECKPOINT", "HIDDEN", "TRAIN_MAX_N", "TEST_MAX_N", "STEPS", "NETWORKS",
-    "SEEDS", "CountingRecord", "anbn_batch", "recognised", "train_counter",
+    "SEEDS", "CountingRecord", "anbn_batch", "recognised", "largest_n", "train_counter",
     "counting_grid", "load_counting_table", "load_counting_model", "main",
 ]
 
 #: The committed table and the trained weights of its runs.
 RESULTS = RESULTS_DIR / "counting.csv"
-CHECKPOINT = RESULTS_DIR / "counting.pt"
+CHECKPOINT = RESULTS_DIR / "counting_weights.json"
 #: Hidden units of every network.
 HIDDEN = 4
 #: Training strings: n = 1, ..., TRAIN_MAX_N; test strings: n = 1, ..., TEST_MAX_N.
@@ -123,8 +124,17 @@ def recognised(model: nn.Module, max_n: int = TEST_MAX_N) -> Tensor:
     return ((predicted == y) | (y == IGNORE)).all(dim=1)      # (B,)
 
 
-def _largest_n(ok: Tensor) -> int:
-    """The largest n such that every string up to a^n b^n is recognised (0: not a^1 b^1)."""
+def largest_n(ok: Tensor) -> int:
+    """The largest :math:`n` such that every string up to :math:`a^n b^n` is
+    recognised, from ``ok = recognised(model)`` (0 if :math:`a^1 b^1` is not).
+
+    Example:
+        >>> largest_n(torch.tensor([True, True, False, True]))
+        2
+    """
+    if not isinstance(ok, Tensor) or ok.dtype != torch.bool or ok.dim() != 1:
+        raise TypeError("ok must be a 1-d bool tensor (what recognised returns), got "
+                        f"{type(ok).__name__} {getattr(ok, 'dtype', '')}")
     wrong = (~ok).nonzero()
     return int(wrong[0]) if len(wrong) else len(ok)
 
@@ -200,11 +210,11 @@ def counting_grid(networks: Iterable[str] = tuple(NETWORKS), seeds: Iterable[int
             seconds = time.process_time() - start
             bits = "".join("1" if b else "0" for b in ok.tolist())
             records.append(CountingRecord(
-                network, seed, HIDDEN, TRAIN_MAX_N, steps, loss, _largest_n(ok),
+                network, seed, HIDDEN, TRAIN_MAX_N, steps, loss, largest_n(ok),
                 ok.float().mean().item(), bits, round(seconds, 2)))
             weights[f"{network}/{seed}"] = model.state_dict()
             if log is not None:
-                print(f"{network:10s} seed={seed} largest n {_largest_n(ok):3d} "
+                print(f"{network:10s} seed={seed} largest n {largest_n(ok):3d} "
                       f"{seconds:5.1f} s", file=log, flush=True)
     return records, weights
 
@@ -231,15 +241,22 @@ def load_counting_model(network: str, seed: int = 0,
     """
     check_choice("network", network, tuple(NETWORKS))
     check_int("seed", seed, min_value=0)
-    weights = torch.load(Path(path), map_location="cpu", weights_only=True)
+    weights = json.loads(Path(path).read_text(encoding="utf-8"))
     key = f"{network}/{seed}"
     if key not in weights:
         raise ValueError(f"seed must be one of the checkpoint's seeds; {key!r} is not in "
                          f"{path}")
     with torch.random.fork_rng():          # the initial weights are overwritten
         model = StepClassifier(recurrent_layer(NETWORKS[network], 2, HIDDEN), HIDDEN, 2)
-    model.load_state_dict(weights[key])
+    model.load_state_dict({name: torch.tensor(values, dtype=torch.float32)
+                           for name, values in weights[key].items()})
     return model
+
+
+def _as_lists(weights: dict[str, dict[str, Tensor]]) -> dict[str, dict[str, list]]:
+    """The weights as nested lists of floats (float32 values, exact in JSON)."""
+    return {key: {name: t.tolist() for name, t in state.items()}
+            for key, state in weights.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> list[CountingRecord]:
@@ -250,8 +267,8 @@ def main(argv: Sequence[str] | None = None) -> list[CountingRecord]:
     steps = 5 if args.smoke else STEPS
     records, weights = counting_grid(tuple(NETWORKS), args.seeds, steps, log=sys.stderr)
     _write_table(records, args, "seqbook.experiments.counting", argv)
-    checkpoint = args.out.with_suffix(".pt")
-    torch.save(weights, checkpoint)
+    checkpoint = args.out.with_name(args.out.stem + "_weights.json")
+    checkpoint.write_text(json.dumps(_as_lists(weights)) + "\n", encoding="utf-8")
     record(checkpoint, "seqbook.experiments.counting", argv, threads=args.threads)
     return records
 
