@@ -37,7 +37,8 @@ def test_a_diagonal_layer_stays_diagonal_while_it_trains():
     torch.manual_seed(0)
     layer = diagonal_recurrence(nn.LSTM(3, 4, batch_first=True))
     assert _off_diagonal(layer).abs().max() == 0
-    diagonal_before = torch.diagonal(layer.weight_hh_l0.detach().reshape(4, 4, 4), dim1=1, dim2=2)
+    diagonal_before = torch.diagonal(
+        layer.weight_hh_l0.detach().reshape(4, 4, 4), dim1=1, dim2=2).clone()
     optimizer = torch.optim.Adam(layer.parameters(), lr=0.1)
     for _ in range(3):
         optimizer.zero_grad()
@@ -55,7 +56,7 @@ def test_without_diagonal_the_run_is_the_first_symbol_tables_run():
 
 
 def test_bad_input_is_refused():
-    with pytest.raises(TypeError, match="layer must be a torch.nn.LSTM"):
+    with pytest.raises(TypeError, match="layer must be"):
         diagonal_recurrence(nn.GRU(2, 3))
     with pytest.raises(ValueError, match="layer must have one layer"):
         diagonal_recurrence(nn.LSTM(2, 3, num_layers=2))
