@@ -38,6 +38,9 @@ to choose anything) and writes ``<name>_continued.pt`` with the first run's step
 losses and its own::
 
     python -m seqbook.energy_transformer.train --resume et_seed0 --epochs 4 --threads 1
+
+Measured run time: 248 CPU-seconds (27 minutes of wall-clock time on a 2-core machine
+shared with other jobs), which wrote ``et_seed0_continued.pt``.
 """
 
 from __future__ import annotations
