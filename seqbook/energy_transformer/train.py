@@ -291,7 +291,8 @@ def resume(argv: Sequence[str] | None, args: argparse.Namespace) -> Path:
     print(f"{name} + {args.epochs} epochs: loss {history.epoch_loss}, scores "
           f"{history.metrics} (start {start_scores}), {cpu_seconds:.0f} s CPU -> {path}",
           flush=True)
-    record(path, "seqbook.energy_transformer.train", argv, rows=f"seed {seed}")
+    # the file holds this one model: a run rewrites all of it
+    record(path, "seqbook.energy_transformer.train", argv, rows="all")
     return path
 
 
