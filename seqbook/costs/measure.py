@@ -59,15 +59,16 @@ class _OperationCounter(TorchDispatchMode):
 
 
 def count_operations(fn: Callable[[], Any]) -> int:
-    """How many tensor operations ``fn()`` runs, one after the other.
+    """How many tensor operations ``fn()`` dispatches.
 
     Counts every operation that reaches PyTorch's dispatcher (``aten::mm``,
     ``aten::tanh``, views such as ``aten::t``), wherever it was called from: the
     Python loop of :class:`~seqbook.recurrent.RNN` and the C++ loop inside
     ``nn.RNN`` alike. (It uses ``TorchDispatchMode``, the mechanism PyTorch's own
     ``FlopCounterMode`` is built on.) A layer that loops over time runs a number of
-    operations proportional to the sequence length, each waiting for the one before;
-    a layer that processes all positions at once runs a fixed number.
+    operations proportional to the sequence length; a layer that processes all
+    positions at once runs a fixed number. The count says nothing about which
+    operations wait for which: it is not the length of the critical path.
 
     Example:
         >>> x = torch.randn(4, 3)
