@@ -9,10 +9,10 @@ convex mix of values in :math:`(-1, 1)` and stays there; an LSTM's cell can add 
 constant at every step without bound. Weiss, Goldberg and Yahav (2018) showed that
 trained LSTMs learn such a counter and GRUs do not.
 
-Three networks of :data:`HIDDEN` units (:data:`NETWORKS`: the GRU, the LSTM with forget
+Three networks of ``HIDDEN`` units (``NETWORKS``: the GRU, the LSTM with forget
 gate, the 1997 LSTM without one, each as PyTorch initialises it) are trained on
-:math:`n = 1, \dots,` :data:`TRAIN_MAX_N` (:func:`train_counter`) and tested on every
-:math:`n` up to :data:`TEST_MAX_N` (:func:`recognised`). Five seeds of each take longer
+:math:`n = 1, \dots,` ``TRAIN_MAX_N`` (:func:`train_counter`) and tested on every
+:math:`n` up to ``TEST_MAX_N`` (:func:`recognised`). Five seeds of each take longer
 than the chapter may run, so they are computed offline (:func:`counting_grid`) into the
 table ``seqbook/experiments/results/counting.csv`` (:func:`load_counting_table`), and
 the trained weights into ``counting_weights.json`` (:func:`load_counting_model`), which the
@@ -85,7 +85,7 @@ def anbn_batch(ns: Sequence[int], length: int | None = None
         length: ``T``, at least ``2 * max(ns)`` (default: that).
 
     Shapes:
-        returns ``(B, T, 2)`` inputs and ``(B, T)`` labels, ``B = len(ns)``.
+        returns: inputs ``(B, T, 2)`` and labels ``(B, T)``, with ``B = len(ns)``.
 
     Example:
         >>> x, y = anbn_batch([2, 1])
@@ -140,7 +140,7 @@ def largest_n(ok: Tensor) -> int:
 
 
 def train_counter(network: str, seed: int = 0, steps: int = STEPS) -> StepClassifier:
-    """Train the network ``network`` of :data:`NETWORKS` (``HIDDEN`` units, a linear
+    """Train the network ``network`` of ``NETWORKS`` (``HIDDEN`` units, a linear
     readout of 2 classes) on :math:`a^n b^n`, :math:`n = 1, \\dots,` ``TRAIN_MAX_N``.
 
     Seeds everything with ``seed``; Adam at learning rate 0.01 on all training strings

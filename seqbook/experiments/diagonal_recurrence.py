@@ -23,8 +23,8 @@ them at 0), and :func:`diagonal_lag_run` trains one on the first-symbol task wit
 protocol and seeds of the LSTM chapter's first-symbol table
 (:func:`~seqbook.experiments.long_lag_run`): the same initial draws, then the
 off-diagonal entries removed. The table ``results/diagonal_recurrence.csv`` holds the
-diagonal and the fully connected layer of :data:`SPECS` from every seed of
-:data:`SEEDS` at the lengths :data:`TS`, on one machine; it was made with::
+diagonal and the fully connected layer of ``SPECS`` from every seed of
+``SEEDS`` at the lengths ``TS``, on one machine; it was made with::
 
     python -m seqbook.experiments.diagonal_recurrence --threads 1
 
@@ -164,7 +164,7 @@ def diagonal_grid(
 ) -> list[RunRecord]:
     """:func:`diagonal_lag_run` for every spec, fully connected and diagonal, at every
     ``T``, from every seed; rows as in the first-symbol table, the diagonal layers'
-    labels ending in :data:`DIAGONAL_SUFFIX`.
+    labels ending in ``DIAGONAL_SUFFIX``.
 
     Example:
         >>> rows = diagonal_grid([LayerSpec("lstm")], [3], [0], max_steps=25)

@@ -11,10 +11,10 @@ precision whose transitions have only non-negative eigenvalues (the mLSTM's forg
 gate, linear attention's identity) cannot compute parity at every length.
 
 A one-layer model (:func:`parity_classifier`: the layer, then a readout at every step)
-reads strings of :data:`TRAIN_LENGTH` bits and is trained to say, after every bit, the
+reads strings of ``TRAIN_LENGTH`` bits and is trained to say, after every bit, the
 parity so far (:class:`ParityTask`); it is then tested on longer strings
-(:data:`TEST_LENGTHS`) by the parity of the whole string (:func:`parity_accuracy`).
-The layers (:data:`MODELS`): the sLSTM (:class:`~seqbook.xlstm.SLSTM`), the same sLSTM
+(``TEST_LENGTHS``) by the parity of the whole string (:func:`parity_accuracy`).
+The layers (``MODELS``): the sLSTM (:class:`~seqbook.xlstm.SLSTM`), the same sLSTM
 with its recurrent matrix held at zero (no memory mixing), and the mLSTM and linear
 attention mixers of :mod:`seqbook.language_model.mixers`. Five seeds of each take
 longer than a chapter may run, so they are computed offline into
@@ -121,7 +121,7 @@ class _MixerLayer(nn.Module):
 
 def parity_classifier(model: str, hidden_size: int = HIDDEN,
                       readout: str = "linear") -> StepClassifier:
-    r"""A layer of :data:`MODELS` read out at every step into 2 classes.
+    r"""A layer of ``MODELS`` read out at every step into 2 classes.
 
     ``"slstm"``: :class:`~seqbook.xlstm.SLSTM`, whose gates see
     :math:`\mathbf{h}_{t-1}` through :math:`\mathbf{R}`; ``"slstm_no_mixing"``: the same
@@ -131,7 +131,7 @@ def parity_classifier(model: str, hidden_size: int = HIDDEN,
     hidden layer of :math:`4H` GELUs before it.
 
     Args:
-        model: a key of :data:`MODELS`.
+        model: a key of ``MODELS``.
         hidden_size: :math:`H`.
         readout: ``"linear"`` or ``"mlp"``.
 
@@ -198,7 +198,7 @@ class ParityRecord:
 
 def parity_run(model: str, seed: int = 0, readout: str = "linear", steps: int = STEPS,
                test_lengths: Iterable[int] = TEST_LENGTHS) -> list[ParityRecord]:
-    """Train :func:`parity_classifier` on strings of :data:`TRAIN_LENGTH` bits, then
+    """Train :func:`parity_classifier` on strings of ``TRAIN_LENGTH`` bits, then
     test it at every length of ``test_lengths``; one record per length.
 
     Seeds everything with ``seed``; Adam at learning rate 0.01 with a cosine decay to

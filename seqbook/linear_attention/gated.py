@@ -64,8 +64,11 @@ def gated_linear_attention(
             (GLA), or one per step, shape ``(B, T, 1)`` (RetNet, Mamba-2).
 
     Shapes:
-        phi_Q, phi_K: ``(B, T, d_k)`` with ``T >= 1``; V: ``(B, T, d_v)``; gamma:
-        ``(B, T, d_k)`` or ``(B, T, 1)``; returns ``(B, T, d_v)``.
+        phi_Q: ``(B, T, d_k)``, with ``T >= 1``.
+        phi_K: ``(B, T, d_k)``.
+        V: ``(B, T, d_v)``.
+        gamma: ``(B, T, d_k)`` or ``(B, T, 1)``.
+        returns: ``(B, T, d_v)``.
 
     Example:
         >>> ones = torch.ones(1, 3, 1)
@@ -95,8 +98,12 @@ def gated_linear_attention_step(
     The decay is not checked here (see :func:`gated_linear_attention`).
 
     Shapes:
-        S: ``(B, d_v, d_k)``; phi_q, phi_k: ``(B, d_k)``; v: ``(B, d_v)``;
-        gamma: ``(B, d_k)`` or ``(B, 1)``; returns ``(B, d_v, d_k)``, ``(B, d_v)``.
+        S: ``(B, d_v, d_k)``.
+        phi_q: ``(B, d_k)``.
+        phi_k: ``(B, d_k)``.
+        v: ``(B, d_v)``.
+        gamma: ``(B, d_k)`` or ``(B, 1)``.
+        returns: ``(B, d_v, d_k)`` and ``(B, d_v)``.
 
     Example:
         >>> S = torch.ones(1, 1, 2)

@@ -12,8 +12,9 @@ rescaled to a chosen spectral radius :math:`\rho` (its largest eigenvalue modulu
 
 which sets how fast the network forgets: below 1 the state forgets its initial
 condition and keeps a fading trace of its recent input (the *echo state property*).
-:func:`echo_state_network` builds the reservoir as an :class:`~seqbook.recurrent.RNN`,
-:func:`ridge_readout` fits the readout.
+:func:`~seqbook.recurrent.echo_state_network` builds the reservoir as an
+:class:`~seqbook.recurrent.RNN`, :func:`~seqbook.recurrent.ridge_readout` fits the
+readout.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def echo_state_network(input_size: int, hidden_size: int,
 
     and whose input weights are uniform in ``[-input_scale, input_scale]``. Its
     parameters do not require gradients: in an echo state network only the readout
-    is trained (:func:`ridge_readout`).
+    is trained (:func:`~seqbook.recurrent.ridge_readout`).
 
     Args:
         input_size: ``D``, features per time step (>= 1).

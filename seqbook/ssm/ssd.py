@@ -4,9 +4,9 @@ recurrence from chunk to chunk.
 
 The recurrence :math:`\mathbf{H}_t = a_t \mathbf{H}_{t-1} + \mathbf{B}_t
 \mathbf{x}_t^\top`, :math:`\mathbf{y}_t = \mathbf{H}_t^\top \mathbf{C}_t` is also gated
-linear attention with a scalar decay (:func:`seqbook.linear_attention.
-gated_linear_attention` with queries :math:`\mathbf{C}`, keys :math:`\mathbf{B}` and
-values :math:`\mathbf{x}`).
+linear attention with a scalar decay
+(:func:`~seqbook.linear_attention.gated_linear_attention` with queries
+:math:`\mathbf{C}`, keys :math:`\mathbf{B}` and values :math:`\mathbf{x}`).
 
 Shape letters: ``b`` batch, ``L`` length, ``N`` state size (keys), ``P`` channels of a
 head (values), ``C`` chunk length.
@@ -62,8 +62,11 @@ def ssd_chunked(x: Inputs, log_a: LogDecays, B: Vectors, C: Vectors,
         chunk_size: :math:`C \ge 1` (the last chunk may be shorter).
 
     Shapes:
-        x: ``(b, L, P)`` with ``L >= 1``; log_a: ``(b, L)``; B, C: ``(b, L, N)``;
-        returns ``(b, L, P)``.
+        x: ``(b, L, P)``, with ``L >= 1``.
+        log_a: ``(b, L)``.
+        B: ``(b, L, N)``.
+        C: ``(b, L, N)``.
+        returns: ``(b, L, P)``.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -96,8 +99,12 @@ def ssd_chunk(H: State, log_a: LogDecays, B: Vectors, C: Vectors,
     Returns the new state and the chunk's outputs.
 
     Shapes:
-        H: ``(b, N, P)``; log_a: ``(b, C)``; B, C: ``(b, C, N)``; x: ``(b, C, P)``;
-        returns ``(b, N, P)``, ``(b, C, P)``.
+        H: ``(b, N, P)``.
+        log_a: ``(b, C)``.
+        B: ``(b, C, N)``.
+        C: ``(b, C, N)``.
+        x: ``(b, C, P)``.
+        returns: ``(b, N, P)`` and ``(b, C, P)``.
 
     Example:
         >>> ones = torch.ones(1, 2, 1)
