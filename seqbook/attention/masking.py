@@ -135,9 +135,10 @@ def causal_mask(
 
     Queries and keys are aligned at their first position (``torch.tril``, as
     ``F.scaled_dot_product_attention(..., is_causal=True)`` does). This is a **keep
-    mask** (True = may attend); ``torch.nn.MultiheadAttention``, the transformer
-    blocks and ``nn.Transformer.generate_square_subsequent_mask`` want the opposite,
-    ``~causal_mask(T)`` (or pass ``is_causal=True``).
+    mask** (True = may attend); the boolean masks of ``torch.nn.MultiheadAttention``
+    and the transformer blocks mean the opposite, so pass ``~causal_mask(T)`` (or
+    ``is_causal=True``). ``nn.Transformer.generate_square_subsequent_mask`` returns
+    neither: a float mask, 0 where allowed and ``-inf`` above the diagonal.
 
     Args:
         T_q: number of queries (>= 1).
