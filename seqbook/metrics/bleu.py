@@ -317,8 +317,8 @@ def corpus_bleu(
         max_order: :math:`N`, the longest n-gram order (>= 1; BLEU-4 by default).
         smooth: ``"none"``; ``"floor"`` (a zero count becomes ``smooth_value``,
             default 0.1); ``"add-k"`` (``smooth_value``, default 1, added to the
-            counts of orders >= 2); ``"exp"`` (the k-th zero precision becomes
-            :math:`1/(2^k \cdot \mathrm{total})`), as in sacrebleu.
+            matches and totals of orders >= 2); ``"exp"`` (the k-th zero precision
+            becomes :math:`1/(2^k \cdot \mathrm{total})`), as in sacrebleu.
         smooth_value: the value of ``"floor"`` and ``"add-k"`` smoothing.
         effective_order: ignore the orders longer than any hypothesis n-gram.
 
