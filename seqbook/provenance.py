@@ -139,7 +139,10 @@ def made_here(result: str | Path, threads: int | None = None) -> bool:
 
 def _current_runs(result: str | Path) -> list[dict]:
     """The runs that wrote ``result``'s current rows: the last run that wrote them all
-    (``rows="all"``) and the runs after it; the runs before it are history."""
+    (``rows="all"``) and the runs after it; the runs before it are history, and so is a
+    run whose rows a later run wrote again (the same ``rows``)."""
     runs = read_provenance(result)
     rewrites = [i for i, run in enumerate(runs) if run.get("rows") == "all"]
-    return runs[rewrites[-1]:] if rewrites else runs
+    current = runs[rewrites[-1]:] if rewrites else runs
+    return [run for i, run in enumerate(current)
+            if all(later.get("rows") != run.get("rows") for later in current[i + 1:])]

@@ -80,3 +80,16 @@ def test_bad_input_is_named(tmp_path):
         record(tmp_path / "missing.csv", "seqbook.experiments.recall", [])
     with pytest.raises(FileNotFoundError, match="result must have a provenance sidecar"):
         read_provenance(tmp_path / "missing.csv")
+
+
+def test_a_run_that_writes_the_same_rows_again_makes_the_earlier_one_history(tmp_path):
+    table = tmp_path / "table.csv"
+    table.write_text("mixer,accuracy\nmlstm,1.0\n")
+    record(table, "seqbook.experiments.recall", ["--mixers", "mlstm"], threads=1,
+           rows="mixers mlstm")
+    record(table, "seqbook.experiments.recall", ["--mixers", "lstm"], threads=1,
+           rows="mixers lstm")
+    record(table, "seqbook.experiments.recall", ["--mixers", "mlstm"], threads=1,
+           rows="mixers mlstm")
+    runs = read_provenance(table)
+    assert _current_runs(table) == [runs[1], runs[2]]
