@@ -94,3 +94,26 @@ def test_the_committed_table_is_the_planned_sweep():
         assert np.allclose(sweep.loads[d] * d, planned)
         assert sweep.fraction(d)[0] > 0.9 and sweep.fraction(d)[-1] < 0.5  # the crossing is inside
     assert SWEEP.stat().st_size < 200_000
+
+
+def test_the_counts_sampler_flips_a_uniform_unstable_spin_and_settles():
+    from seqbook.hopfield.capacity_sweep import _relax_counts
+
+    g = torch.Generator().manual_seed(3)
+    X = random_patterns(30, 100, num_trials=1, generator=g)  # (1, 30, 100): load 0.3
+    W = hebbian_weights(X)
+    start = X[:, :1].clone()  # (1, 1, 100)
+    start[..., :8] *= -1  # a pattern with 8 spins wrong
+    unstable = ((start @ W) * start < 0).squeeze()  # (100,) the spins that may flip
+    k = int(unstable.sum())
+    assert 1 < k < 30  # a few: most eight-draw tries miss, so both paths run
+    B = 6000
+    first = _relax_counts(start.expand(1, B, 100), W, g, max_flips=1)  # one flip each
+    flipped = (first != start).squeeze(0)  # (B, 100)
+    assert (flipped.sum(-1) == 1).all() and not flipped[:, ~unstable].any()
+    counts = flipped.sum(0)[unstable].double()  # uniform: B / k each, binomial spread
+    assert ((counts - B / k).abs() < 5 * math.sqrt(B / k)).all()
+    final = _relax_counts(X[:, :10], W, g, max_flips=1000)  # run to the end
+    assert ((final @ W) * final >= 0).all()  # a fixed point: no spin unstable
+    with pytest.raises(ValueError, match="relax"):
+        nested_retrieval_errors(100, [4, 8], 1, 2, relax="fast")

@@ -41,7 +41,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from seqbook._checks import check_positive_int, check_real
+from seqbook._checks import check_choice, check_positive_int, check_real
 from seqbook.hopfield.capacity import _check_sizes, bit_errors, random_patterns
 from seqbook.hopfield.classical import async_relax
 from seqbook.provenance import record
@@ -68,14 +68,69 @@ TOLERANCES = (0.025, 0.05, 0.10)  # largest fraction of wrong spins that counts 
 NETWORKS = {100: 400, 200: 200, 400: 100, 800: 24, 1600: 6}
 WIDE_LOADS = [round(0.10 + 0.01 * k, 3) for k in range(17)]  # 0.10 ... 0.26
 NARROW_LOADS = [round(0.13 + 0.005 * k, 3) for k in range(11)]  # 0.13 ... 0.18
+CLOSE_LOADS = [round(0.135 + 0.005 * k, 3) for k in range(8)]  # 0.135 ... 0.17
+# How the dynamics picks the spin to flip: "keys" (async_relax: one random key per spin
+# when the quick draws miss) for the rows made first, "counts" (the same law, one random
+# number per state) for the large networks, where the keys cost most of the time.
+RELAX = {100: "keys", 200: "keys", 400: "keys", 800: "keys"}
 # a dimension d of the table (a key of its dicts), also as read from a NumPy array
 Dim: TypeAlias = int | np.integer
 
 
 def plan_loads(dim: int) -> list[float]:
     """The loads of the committed sweep: wide for small ``d``, narrow where the transition is
-    sharp."""
-    return WIDE_LOADS if dim <= 800 else NARROW_LOADS
+    sharp, and closer still for the largest networks (the loads past the transition cost
+    the most)."""
+    return WIDE_LOADS if dim <= 800 else NARROW_LOADS if dim <= 1600 else CLOSE_LOADS
+
+
+def _relax_counts(
+    xi: Float[Tensor, "T B d"],
+    W: Float[Tensor, "T d d"],
+    generator: torch.Generator | None,
+    max_flips: int,
+) -> Float[Tensor, "T B d"]:
+    """:func:`~seqbook.hopfield.async_relax` with zero thresholds, cheaper where it scans.
+
+    The same law: every step flips, in each state, one spin chosen uniformly among its
+    unstable spins, first by eight uniform draws (the first unstable one), and for a state
+    whose draws all miss, by its rank among the unstable spins, one uniform number per
+    state instead of a random key per spin (most of ``async_relax``'s time at large ``d``).
+    The random numbers drawn differ, so the runs differ from ``async_relax``'s run by run.
+    """
+    T, B, d = xi.shape
+    out = xi.clone().reshape(T * B, d)  # (T * B, d)
+    trial = torch.arange(T).repeat_interleave(B)  # (A,) the network of each state
+    ids = torch.arange(T * B)  # (A,) the states still moving
+    x = out.clone()  # (A, d)
+    h = (xi @ W).reshape(T * B, d)  # (A, d) local fields (W symmetric)
+    for _ in range(max_flips):
+        A = ids.numel()
+        if A == 0:
+            break
+        draws = torch.randint(0, d, (A, 8), generator=generator)  # (A, 8) candidate spins
+        unstable = h.gather(1, draws) * x.gather(1, draws) < 0  # (A, 8)
+        i = draws.gather(1, unstable.to(torch.uint8).argmax(1, keepdim=True)).squeeze(1)
+        moving = torch.ones(A, dtype=torch.bool)
+        missed = (~unstable.any(1)).nonzero().squeeze(1)  # states to scan in full
+        if missed.numel():
+            all_unstable = h[missed] * x[missed] < 0  # (m, d)
+            count = all_unstable.sum(-1)  # (m,)
+            u = torch.rand(len(missed), generator=generator, dtype=torch.float64)
+            rank = torch.minimum((u * count).long(), (count - 1).clamp(min=0))  # uniform
+            # the (rank + 1)-th unstable spin: the first whose running count exceeds rank
+            i[missed] = (all_unstable.cumsum(-1) > rank.unsqueeze(1)).to(torch.uint8).argmax(-1)
+            moving[missed] = count > 0  # none unstable: a fixed point
+        rows = torch.arange(A)
+        delta = -2.0 * x[rows, i] * moving  # (A,) the flip (none for settled states)
+        x[rows, i] += delta  # (eq-hopfield-rule)
+        h.addcmul_(delta.unsqueeze(-1), W[trial, i])  # (A, d) rank-one update of the fields
+        if not moving.all():  # write back the settled states, drop them
+            settled = ~moving
+            out[ids[settled]] = x[settled]
+            x, h, ids, trial = x[moving], h[moving], ids[moving], trial[moving]
+    out[ids] = x  # states stopped by max_flips
+    return out.reshape(T, B, d)
 
 
 def nested_retrieval_errors(
@@ -85,13 +140,16 @@ def nested_retrieval_errors(
     num_queries: int,
     generator: torch.Generator | None = None,
     batch: int = 1,
+    relax: str = "keys",
 ) -> Float[Tensor, "{num_networks} L {num_queries}"]:
     r"""Final bit errors of the first ``Q`` patterns, started at themselves, at every load.
 
     Each network stores the first ``N`` patterns of one list of ``max(num_patterns)``
     random patterns, for every ``N`` in ``num_patterns`` (increasing): the weights
     grow by Hebbian increments, and the same ``Q`` patterns are queried at every load.
-    ``batch`` networks run side by side.
+    ``batch`` networks run side by side. ``relax`` picks the dynamics' sampler:
+    ``"keys"`` runs :func:`~seqbook.hopfield.async_relax`, ``"counts"`` the same law with
+    fewer random numbers (faster at large ``d``; other draws, so other runs).
 
     Shapes:
         returns: ``(num_networks, L, Q)`` with ``L = len(num_patterns)``.
@@ -104,6 +162,7 @@ def nested_retrieval_errors(
     """
     check_positive_int("dim", dim), check_positive_int("num_networks", num_networks)
     check_positive_int("num_queries", num_queries), check_positive_int("batch", batch)
+    check_choice("relax", relax, ("keys", "counts"))
     d = dim
     sizes = _check_sizes("num_patterns", num_patterns)
     if sizes != sorted(set(sizes)):
@@ -124,8 +183,10 @@ def nested_retrieval_errors(
             stored = N
             W_N = W.clone()
             W_N.diagonal(dim1=1, dim2=2).zero_()  # (eq-hopfield-hebb): no self-coupling
-            U = torch.zeros(b, d)  # (b, d)
-            final, _ = async_relax(X[:, :Q], W_N, U, generator, 10 * d)  # (b, Q, d)
+            if relax == "keys":
+                final, _ = async_relax(X[:, :Q], W_N, torch.zeros(b, d), generator, 10 * d)
+            else:
+                final = _relax_counts(X[:, :Q], W_N, generator, 10 * d)  # (b, Q, d)
             out[first : first + b, k] = bit_errors(final, X[:, :Q])
     return out
 
@@ -360,6 +421,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--queries", type=int, default=100, help="patterns queried per network (at most)"
     )
     parser.add_argument(
+        "--networks", type=int, nargs="+", default=None,
+        help="networks per dimension: one number for all of --dims, or one per dimension "
+        "(default: the committed sweep's, NETWORKS; 10 for other dimensions)",
+    )
+    parser.add_argument(
+        "--loads", type=float, nargs="+", default=None,
+        help="the loads N / d for every dimension of --dims (default: plan_loads(d))",
+    )
+    parser.add_argument(
+        "--relax", choices=("keys", "counts"), default=None,
+        help="the dynamics' sampler (default: RELAX[d], 'counts' for d >= 1600)",
+    )
+    parser.add_argument(
         "--seed", type=int, default=0, help="the generator of dimension d is seeded seed + d"
     )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
@@ -369,7 +443,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--smoke", action="store_true", help="a fast test: d = 50 and 100, 4 networks"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.networks is not None and len(args.networks) not in (1, len(args.dims)):
+        parser.error(f"--networks must give one number or one per dimension "
+                     f"({len(args.dims)}), got {len(args.networks)}")
+    return args
 
 
 def write_sweep(entries: dict[int, dict], path: Path | str) -> Path:
@@ -399,22 +477,29 @@ def main(argv: Sequence[str] | None = None) -> Path:
         torch.set_num_threads(args.threads)
     dims = [50, 100] if args.smoke else args.dims
     entries = {}
-    for d in dims:
-        sizes = sorted({round(a * d) for a in (WIDE_LOADS if args.smoke else plan_loads(d))})
+    for k, d in enumerate(dims):
+        planned = WIDE_LOADS if args.smoke else args.loads or plan_loads(d)
+        sizes = sorted({round(a * d) for a in planned})
         loads = [round(N / d, 6) for N in sizes]
-        networks = 4 if args.smoke else NETWORKS.get(d, 10)
+        if args.smoke:
+            networks = 4
+        elif args.networks is not None:
+            networks = args.networks[k if len(args.networks) > 1 else 0]
+        else:
+            networks = NETWORKS.get(d, 10)
+        relax = args.relax or RELAX.get(d, "counts")
         Q = min(args.queries, sizes[0])
         generator = seeded_generator(args.seed + d)
         start = time.process_time()
         errors = nested_retrieval_errors(
-            d, sizes, networks, Q, generator, batch=max(1, 4_000_000 // d**2)
+            d, sizes, networks, Q, generator, batch=max(1, 4_000_000 // d**2), relax=relax
         )
         seconds = time.process_time() - start
-        entries[d] = _entry(loads, errors, seconds)
+        entries[d] = _entry(loads, errors, seconds) | {"relax": relax}
         write_sweep({d: entries[d]}, args.out)  # after every dimension: a long run keeps its work
         record(args.out, "seqbook.hopfield.capacity_sweep", argv, rows=f"dimension {d}")
         print(
-            f"d = {d}: {networks} networks x {len(loads)} loads x {Q} queries, "
+            f"d = {d}: {networks} networks x {len(loads)} loads x {Q} queries ({relax}), "
             f"{seconds:.0f} CPU s",
             flush=True,
         )
