@@ -8,7 +8,7 @@ Autograd records a dozen small operations per time step of
 forward pass records only the activations; the backward pass first computes, for all
 steps at once, the local derivative of every gate's pre-activation, and then runs the
 recursion of BPTT with five small operations and one matrix product per step; the
-gradient of ``R`` is one product at the end. It computes the same function and the
+gradient of ``W_h`` is one product at the end. It computes the same function and the
 same gradients as the gate-by-gate layer (``tests/test_benchmarks_fused_lstm.py``)
 and is measured against it and ``nn.LSTM`` in ``benchmarks/rows.py``; no chapter
 uses it.
@@ -26,68 +26,68 @@ __all__ = ["fused_lstm"]
 class _LSTMRecurrence(torch.autograd.Function):
     r"""The LSTM's loop over time with its backward pass written by hand (BPTT).
 
-    Inputs: ``pre_x`` ``(T, B, G H)`` (the input part ``W x_t + b`` of all gates, in
-    the module's gate order ``z, i, (f,) o``), ``y0``, ``c0`` ``(B, H)``, ``R``
+    Inputs: ``pre_x`` ``(T, B, G H)`` (the input part ``W_x x_t + b`` of all gates, in
+    the module's gate order ``g, i, (f,) o``), ``h0``, ``c0`` ``(B, H)``, ``W_h``
     ``(G H, H)`` and whether there is a forget gate. Outputs: all block outputs
     ``(T, B, H)`` and the last cell state ``(B, H)``.
     """
 
     @staticmethod
-    def forward(ctx, pre_x, y0, c0, R, forget_gate: bool):
-        H = R.shape[1]
-        R_T = R.T
-        y, c = y0, c0
-        ys, cs, zs, sigmoids, tanh_cs = [], [c0], [], [], []
+    def forward(ctx, pre_x, h0, c0, W_h, forget_gate: bool):
+        H = W_h.shape[1]
+        W_h_T = W_h.T
+        h, c = h0, c0
+        hs, cs, gs, sigmoids, tanh_cs = [], [c0], [], [], []
         for pre_x_t in pre_x.unbind(0):
-            pre = torch.addmm(pre_x_t, y, R_T)  # (B, G H)
-            z = torch.tanh(pre[:, :H])
+            pre = torch.addmm(pre_x_t, h, W_h_T)  # (B, G H)
+            g = torch.tanh(pre[:, :H])
             s = torch.sigmoid(pre[:, H:])  # i, (f,) o
             if forget_gate:
-                c = torch.addcmul(s[:, H : 2 * H] * c, s[:, :H], z)
+                c = torch.addcmul(s[:, H : 2 * H] * c, s[:, :H], g)
             else:
-                c = torch.addcmul(c, s[:, :H], z)
+                c = torch.addcmul(c, s[:, :H], g)
             tanh_c = torch.tanh(c)
-            y = s[:, -H:] * tanh_c
-            ys.append(y)
+            h = s[:, -H:] * tanh_c
+            hs.append(h)
             cs.append(c)
-            zs.append(z)
+            gs.append(g)
             sigmoids.append(s)
             tanh_cs.append(tanh_c)
-        ys = torch.stack(ys)  # (T, B, H)
+        hs = torch.stack(hs)  # (T, B, H)
         c_T = cs[-1]
-        tensors = [torch.stack(v) for v in (cs[:-1], zs, sigmoids, tanh_cs)]
+        tensors = [torch.stack(v) for v in (cs[:-1], gs, sigmoids, tanh_cs)]
         ctx.forget_gate = forget_gate
-        ctx.save_for_backward(y0, R, ys, *tensors)
-        return ys, c_T
+        ctx.save_for_backward(h0, W_h, hs, *tensors)
+        return hs, c_T
 
     @staticmethod
-    def backward(ctx, d_ys, d_cT):
-        y0, R, ys, c_prev, z, s, tanh_c = ctx.saved_tensors  # (T, B, .)
-        H = R.shape[1]
+    def backward(ctx, d_hs, d_cT):
+        h0, W_h, hs, c_prev, g, s, tanh_c = ctx.saved_tensors  # (T, B, .)
+        H = W_h.shape[1]
         # local derivatives, all steps at once: d pre / d(what multiplies dL/dc or dL/dy)
         o = s[..., -H:]
-        through_y = o * (1 - tanh_c**2)  # dc_t/dy_t route: dL/dc += dL/dy o tanh'(c)
-        partners = [z, c_prev, tanh_c] if ctx.forget_gate else [z, tanh_c]
+        through_h = o * (1 - tanh_c**2)  # dc_t/dy_t route: dL/dc += dL/dy o tanh'(c)
+        partners = [g, c_prev, tanh_c] if ctx.forget_gate else [g, tanh_c]
         slope = torch.cat(
-            [s[..., :H] * (1 - z**2), torch.cat(partners, -1) * s * (1 - s)], -1
-        )  # (T, B, G H): i tanh'(.) for z; z, c_{t-1}, tanh(c_t) times sigmoid'(.)
+            [s[..., :H] * (1 - g**2), torch.cat(partners, -1) * s * (1 - s)], -1
+        )  # (T, B, G H): i tanh'(.) for g; g, c_{t-1}, tanh(c_t) times sigmoid'(.)
         forget = s[..., H : 2 * H] if ctx.forget_gate else None
-        if d_ys is None:
-            d_ys = torch.zeros_like(ys)
+        if d_hs is None:
+            d_hs = torch.zeros_like(hs)
         d_pre = torch.empty_like(slope)
-        d_c = torch.zeros_like(y0) if d_cT is None else d_cT
-        d_y_rec = torch.zeros_like(y0)  # the part of dL/dy_t that comes through y_{t+1}
+        d_c = torch.zeros_like(h0) if d_cT is None else d_cT
+        d_h_rec = torch.zeros_like(h0)  # the part of dL/dh_t that comes through h_{t+1}
         n_cell = 3 if ctx.forget_gate else 2  # gates whose gradient starts from dL/dc
-        for t in reversed(range(ys.shape[0])):
-            d_y = d_ys[t] + d_y_rec
-            d_c = torch.addcmul(d_c, d_y, through_y[t])
-            torch.mul(torch.cat([d_c] * n_cell + [d_y], 1), slope[t], out=d_pre[t])
+        for t in reversed(range(hs.shape[0])):
+            d_h = d_hs[t] + d_h_rec
+            d_c = torch.addcmul(d_c, d_h, through_h[t])
+            torch.mul(torch.cat([d_c] * n_cell + [d_h], 1), slope[t], out=d_pre[t])
             if forget is not None:
                 d_c = d_c * forget[t]  # to c_{t-1}
-            d_y_rec = d_pre[t] @ R  # (B, H)
-        y_prev = torch.cat([y0[None], ys[:-1]])  # (T, B, H)
-        d_R = d_pre.flatten(0, 1).T @ y_prev.flatten(0, 1)  # (G H, H)
-        return d_pre, d_y_rec, d_c, d_R, None
+            d_h_rec = d_pre[t] @ W_h  # (B, H)
+        h_prev = torch.cat([h0[None], hs[:-1]])  # (T, B, H)
+        d_W_h = d_pre.flatten(0, 1).T @ h_prev.flatten(0, 1)  # (G H, H)
+        return d_pre, d_h_rec, d_c, d_W_h, None
 
 
 def fused_lstm(
@@ -126,11 +126,12 @@ def fused_lstm(
     lstm._check_x(x, "B, T" if lstm.batch_first else "T, B")
     x = x if lstm.batch_first else x.transpose(0, 1)  # (B, T, D)
     B, T, D = x.shape
-    ((y0, c0),) = lstm._initial_states(state, B)  # (B, H) each
-    W, R, b = (lstm._stack_gates(lstm._layer_parameters(0, 0), kind) for kind in "WRb")
+    ((h0, c0),) = lstm._initial_states(state, B)  # (B, H) each
+    kinds = ("W_x", "W_h", "b_")
+    W_x, W_h, b = (lstm._stack_gates(lstm._layer_parameters(0, 0), kind) for kind in kinds)
     x_steps = x.transpose(0, 1).reshape(T * B, D)  # time-major rows
-    pre_x = torch.addmm(b, x_steps, W.T)  # (T B, G H)
+    pre_x = torch.addmm(b, x_steps, W_x.T)  # (T B, G H)
     pre_x = pre_x.view(T, B, -1)  # (T, B, G H)
-    ys, c_T = _LSTMRecurrence.apply(pre_x, y0, c0, R, lstm.forget_gate)
-    out = ys.transpose(0, 1) if lstm.batch_first else ys  # (B, T, H) or (T, B, H)
-    return out, (ys[-1][None], c_T[None])  # (1, B, H) each
+    hs, c_T = _LSTMRecurrence.apply(pre_x, h0, c0, W_h, lstm.forget_gate)
+    out = hs.transpose(0, 1) if lstm.batch_first else hs  # (B, T, H) or (T, B, H)
+    return out, (hs[-1][None], c_T[None])  # (1, B, H) each

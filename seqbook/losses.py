@@ -176,7 +176,7 @@ def label_smoothing_loss(
 
     .. math::
         \mathcal{L} = \frac{1}{|\mathcal{N}|} \sum_{n \in \mathcal{N}}
-        H\big(p'_n, \operatorname{softmax}(\mathbf{z}_n)\big)
+        H\big(p'_n, \operatorname{softmax}(\mathbf{l}_n)\big)
         = \frac{1}{|\mathcal{N}|} \sum_{n \in \mathcal{N}} \Big[
         (1 - \epsilon)(-\log q_n(y_n)) + \epsilon \frac{1}{C}\sum_k (-\log q_n(k))
         \Big]
@@ -188,7 +188,7 @@ def label_smoothing_loss(
     plain cross-entropy.
 
     Args:
-        logits: unnormalised scores :math:`\mathbf{z}`, classes last.
+        logits: unnormalised scores :math:`\mathbf{l}`, classes last.
         target: class indices, or ``ignore_index`` where there is nothing to predict.
         epsilon: the smoothing :math:`\epsilon \in [0, 1]` (torch's ``label_smoothing``).
         ignore_index: the target value to skip (torch's default, -100).

@@ -39,26 +39,26 @@ def test_every_model_reads_every_step_and_the_ablation_has_no_recurrent_matrix()
         for readout in ("linear", "mlp"):
             assert parity_classifier(model, 8, readout)(x).shape == (3, 7, 2)
     mixing, ablated = parity_classifier("slstm", 8), parity_classifier("slstm_no_mixing", 8)
-    assert isinstance(ablated.rnn, SLSTM) and ablated.rnn.R.eq(0).all()
-    assert not ablated.rnn.R.requires_grad and mixing.rnn.R.requires_grad
-    assert mixing.rnn.R.abs().sum() > 0
+    assert isinstance(ablated.rnn, SLSTM) and ablated.rnn.W_h.eq(0).all()
+    assert not ablated.rnn.W_h.requires_grad and mixing.rnn.W_h.requires_grad
+    assert mixing.rnn.W_h.abs().sum() > 0
 
 
 def test_without_memory_mixing_the_output_at_t_does_not_depend_on_earlier_gates():
-    # R = 0: the gates at step t see x_t only, so two strings that end alike are
+    # W_h = 0: the gates at step t see x_t only, so two strings that end alike are
     # told apart only through the cell's sum of writes, never through h_{t-1}
     net = parity_classifier("slstm_no_mixing", 8).double()
     layer, g = net.rnn, torch.Generator().manual_seed(3)
     x = torch.nn.functional.one_hot(torch.randint(0, 2, (4, 9), generator=g), 2).double()
     _, state = layer(x[:, :8])
-    pre = x[:, 8] @ layer.W.T + layer.b
+    pre = x[:, 8] @ layer.W_x.T + layer.b
     other = state._replace(h=torch.randn(4, 8, generator=g, dtype=torch.float64))
-    assert torch.equal(SLSTM.step(pre + state.h @ layer.R.T, state).c,
-                       SLSTM.step(pre + other.h @ layer.R.T, other).c)
+    assert torch.equal(SLSTM.step(pre + state.h @ layer.W_h.T, state).c,
+                       SLSTM.step(pre + other.h @ layer.W_h.T, other).c)
     optimizer = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=1.0)
     net(x).sum().backward()
     optimizer.step()
-    assert layer.R.eq(0).all() and layer.R.grad is None  # never trained
+    assert layer.W_h.eq(0).all() and layer.W_h.grad is None  # never trained
 
 
 def test_a_run_at_some_lengths_repeats_those_rows_of_a_run_at_all():

@@ -89,7 +89,7 @@ CASES = [
     ("separation", lambda: hop.separation(torch.randn(1, 4)), ValueError,
      r"patterns must hold at least two patterns \(N >= 2\), got shape \(1, 4\)"),
     ("lse", lambda: hop.lse(1.0, torch.tensor([1, 2])), TypeError,
-     r"^z must be Float\[Tensor, '\*batch N'\], got i64\[2\]"),
+     r"^u must be Float\[Tensor, '\*batch N'\], got i64\[2\]"),
     ("bit_errors", lambda: hop.bit_errors(torch.ones(3), torch.ones(4)), TypeError,
      r"^patterns must be Shaped\[Tensor, '\*#batch d'\], got f32\[4\].*existing value of 3"),
     ("random_patterns", lambda: hop.random_patterns(0, 4), ValueError, "num_patterns must be >= 1"),

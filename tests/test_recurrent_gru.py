@@ -28,9 +28,9 @@ def test_from_torch_maps_torch_gate_order_to_ours():
     reference = nn.GRU(2, 3)
     ours = GRU.from_torch(reference)
     r, z, n = reference.weight_hh_l0.chunk(3)  # torch: r, z, n
-    assert torch.equal(ours.W_hr, r) and torch.equal(ours.W_hz, z) and torch.equal(ours.W_hn, n)
-    assert torch.equal(ours.b_hn, reference.bias_hh_l0.chunk(3)[2])
-    assert torch.equal(ours.b_in, reference.bias_ih_l0.chunk(3)[2])
+    assert torch.equal(ours.W_hr, r) and torch.equal(ours.W_hz, z) and torch.equal(ours.W_hh, n)
+    assert torch.equal(ours.b_hh, reference.bias_hh_l0.chunk(3)[2])
+    assert torch.equal(ours.b_xh, reference.bias_ih_l0.chunk(3)[2])
     assert torch.allclose(
         ours.b_z, reference.bias_ih_l0.chunk(3)[1] + reference.bias_hh_l0.chunk(3)[1]
     )
@@ -43,16 +43,16 @@ def test_gradients_equal_torch_gru():
     x = torch.randn(2, 12, 3, dtype=torch.float64)
     ours(x)[0].pow(2).sum().backward()
     reference(x)[0].pow(2).sum().backward()
-    W_ih = torch.cat([ours.W_ir.grad, ours.W_iz.grad, ours.W_in.grad])
-    W_hh = torch.cat([ours.W_hr.grad, ours.W_hz.grad, ours.W_hn.grad])
+    W_ih = torch.cat([ours.W_xr.grad, ours.W_xz.grad, ours.W_xh.grad])
+    W_hh = torch.cat([ours.W_hr.grad, ours.W_hz.grad, ours.W_hh.grad])
     assert torch.allclose(W_ih, reference.weight_ih_l0.grad, atol=1e-10)
     assert torch.allclose(W_hh, reference.weight_hh_l0.grad, atol=1e-10)
     b_ih = reference.bias_ih_l0.grad.chunk(3)
     b_hh = reference.bias_hh_l0.grad.chunk(3)
     assert torch.allclose(ours.b_r.grad, b_ih[0], atol=1e-10)  # d/db_ir = d/db_r
     assert torch.allclose(ours.b_z.grad, b_hh[1], atol=1e-10)
-    assert torch.allclose(ours.b_in.grad, b_ih[2], atol=1e-10)
-    assert torch.allclose(ours.b_hn.grad, b_hh[2], atol=1e-10)
+    assert torch.allclose(ours.b_xh.grad, b_ih[2], atol=1e-10)
+    assert torch.allclose(ours.b_hh.grad, b_hh[2], atol=1e-10)
 
 
 def test_equations_3_3_to_3_6():
@@ -62,13 +62,13 @@ def test_equations_3_3_to_3_6():
     h0 = torch.randn(1, 3, dtype=torch.float64)
     trace = gru.trace(x, h0[None])
     x0 = x[:, 0]
-    z = torch.sigmoid(x0 @ gru.W_iz.T + h0 @ gru.W_hz.T + gru.b_z)
-    r = torch.sigmoid(x0 @ gru.W_ir.T + h0 @ gru.W_hr.T + gru.b_r)
-    n = torch.tanh(x0 @ gru.W_in.T + gru.b_in + r * (h0 @ gru.W_hn.T + gru.b_hn))
-    h = (1 - z) * n + z * h0
+    z = torch.sigmoid(x0 @ gru.W_xz.T + h0 @ gru.W_hz.T + gru.b_z)
+    r = torch.sigmoid(x0 @ gru.W_xr.T + h0 @ gru.W_hr.T + gru.b_r)
+    h_tilde = torch.tanh(x0 @ gru.W_xh.T + gru.b_xh + r * (h0 @ gru.W_hh.T + gru.b_hh))
+    h = (1 - z) * h_tilde + z * h0
     assert torch.allclose(trace.update_gate[:, 0], z)
     assert torch.allclose(trace.reset_gate[:, 0], r)
-    assert torch.allclose(trace.candidate[:, 0], n)
+    assert torch.allclose(trace.candidate[:, 0], h_tilde)
     assert torch.allclose(trace.hidden[:, 0], h)
 
 
@@ -84,11 +84,11 @@ def test_update_gate_near_one_keeps_the_old_state():
     assert torch.equal(J, torch.eye(3, dtype=torch.float64).expand_as(J))
     with torch.no_grad():
         gru.b_z.fill_(-50.0)  # z = 0: the state is the candidate, the past is gone
-        gru.W_hn.zero_()
+        gru.W_hh.zero_()
         gru.W_hr.zero_()
-        gru.b_hn.zero_()
+        gru.b_hh.zero_()
     out, h_T = gru(x, h0)
-    assert torch.allclose(h_T[0], torch.tanh(x[:, -1] @ gru.W_in.T + gru.b_in))
+    assert torch.allclose(h_T[0], torch.tanh(x[:, -1] @ gru.W_xh.T + gru.b_xh))
 
 
 def test_trace_returns_everything():

@@ -15,7 +15,7 @@ def test_equals_torch_lstm(dtype, atol, bias):
     seed_everything(0)
     reference = nn.LSTM(5, 16, bias=bias, batch_first=True).to(dtype)
     ours = LSTM.from_torch(reference)
-    assert ours.W_z.dtype == dtype
+    assert ours.W_xg.dtype == dtype
     x = torch.randn(4, 30, 5, dtype=dtype)
     y0, c0 = torch.randn(1, 4, 16, dtype=dtype), torch.randn(1, 4, 16, dtype=dtype)
     out, (y_T, c_T) = ours(x, (y0, c0))
@@ -30,10 +30,10 @@ def test_from_torch_maps_torch_gate_order_to_ours():
     reference = nn.LSTM(2, 3)
     ours = LSTM.from_torch(reference)
     i, f, g, o = reference.weight_ih_l0.chunk(4)  # torch: i, f, g, o
-    assert torch.equal(ours.W_i, i) and torch.equal(ours.W_f, f)
-    assert torch.equal(ours.W_z, g) and torch.equal(ours.W_o, o)
+    assert torch.equal(ours.W_xi, i) and torch.equal(ours.W_xf, f)
+    assert torch.equal(ours.W_xg, g) and torch.equal(ours.W_xo, o)
     b = reference.bias_ih_l0 + reference.bias_hh_l0
-    assert torch.allclose(ours.b_z, b.chunk(4)[2])
+    assert torch.allclose(ours.b_g, b.chunk(4)[2])
 
 
 def test_gradients_equal_torch_lstm():
@@ -44,12 +44,12 @@ def test_gradients_equal_torch_lstm():
     ours(x)[0].pow(2).sum().backward()
     reference(x)[0].pow(2).sum().backward()
     grads = {
-        "W": torch.cat([ours.W_i.grad, ours.W_f.grad, ours.W_z.grad, ours.W_o.grad]),
-        "R": torch.cat([ours.R_i.grad, ours.R_f.grad, ours.R_z.grad, ours.R_o.grad]),
-        "b": torch.cat([ours.b_i.grad, ours.b_f.grad, ours.b_z.grad, ours.b_o.grad]),
+        "W_x": torch.cat([ours.W_xi.grad, ours.W_xf.grad, ours.W_xg.grad, ours.W_xo.grad]),
+        "W_h": torch.cat([ours.W_hi.grad, ours.W_hf.grad, ours.W_hg.grad, ours.W_ho.grad]),
+        "b": torch.cat([ours.b_i.grad, ours.b_f.grad, ours.b_g.grad, ours.b_o.grad]),
     }
-    assert torch.allclose(grads["W"], reference.weight_ih_l0.grad, atol=1e-10)
-    assert torch.allclose(grads["R"], reference.weight_hh_l0.grad, atol=1e-10)
+    assert torch.allclose(grads["W_x"], reference.weight_ih_l0.grad, atol=1e-10)
+    assert torch.allclose(grads["W_h"], reference.weight_hh_l0.grad, atol=1e-10)
     assert torch.allclose(grads["b"], reference.bias_ih_l0.grad, atol=1e-10)
 
 
@@ -57,17 +57,17 @@ def test_formulas_gate_by_gate():
     seed_everything(4)
     lstm = LSTM(2, 3).double()
     x = torch.randn(1, 1, 2, dtype=torch.float64)
-    y0, c0 = torch.randn(1, 3, dtype=torch.float64), torch.randn(1, 3, dtype=torch.float64)
-    trace = lstm.trace(x, (y0[None], c0[None]))
+    h0, c0 = torch.randn(1, 3, dtype=torch.float64), torch.randn(1, 3, dtype=torch.float64)
+    trace = lstm.trace(x, (h0[None], c0[None]))
 
     def act(gate, fn):
-        W, R, b = (getattr(lstm, f"{k}_{gate}") for k in "WRb")
-        return fn(x[:, 0] @ W.T + y0 @ R.T + b)
+        W_x, W_h, b = (getattr(lstm, f"{k}{gate}") for k in ("W_x", "W_h", "b_"))
+        return fn(x[:, 0] @ W_x.T + h0 @ W_h.T + b)
 
-    z, i = act("z", torch.tanh), act("i", torch.sigmoid)
+    g, i = act("g", torch.tanh), act("i", torch.sigmoid)
     f, o = act("f", torch.sigmoid), act("o", torch.sigmoid)
-    c = i * z + f * c0
-    assert torch.allclose(trace.cell_input[:, 0], z)
+    c = i * g + f * c0
+    assert torch.allclose(trace.cell_input[:, 0], g)
     assert torch.allclose(trace.input_gate[:, 0], i)
     assert torch.allclose(trace.forget_gate[:, 0], f)
     assert torch.allclose(trace.output_gate[:, 0], o)
@@ -78,8 +78,8 @@ def test_formulas_gate_by_gate():
 def test_without_forget_gate_the_cell_integrates():
     seed_everything(5)
     lstm = LSTM(3, 4, forget_gate=False)
-    assert lstm.gate_names == ("z", "i", "o")
-    assert not hasattr(lstm, "W_f")
+    assert lstm.gate_names == ("g", "i", "o")
+    assert not hasattr(lstm, "W_xf")
     n_params = sum(p.numel() for p in lstm.parameters())
     assert n_params == 3 * (4 * 3 + 4 * 4 + 4)
     x = torch.randn(2, 9, 3)
@@ -94,7 +94,7 @@ def test_carousel_gradient_is_exactly_one_along_the_cell():
     lstm = LSTM(3, 4, forget_gate=False).double()
     with torch.no_grad():
         for gate in lstm.gate_names:
-            getattr(lstm, f"R_{gate}").zero_()
+            getattr(lstm, f"W_h{gate}").zero_()
     J = state_jacobians(lstm, torch.randn(2, 50, 3, dtype=torch.float64), component=1)
     assert torch.equal(J, torch.eye(4, dtype=torch.float64).expand_as(J))
 
@@ -103,7 +103,7 @@ def test_forget_gate_shrinks_the_carousel_gradient():
     lstm = LSTM(3, 4).double()
     with torch.no_grad():
         for gate in lstm.gate_names:
-            getattr(lstm, f"R_{gate}").zero_()
+            getattr(lstm, f"W_h{gate}").zero_()
     x = torch.randn(1, 30, 3, dtype=torch.float64)
     J = state_jacobians(lstm, x, component=1)[0]  # (T, H, H)
     f = lstm.trace(x).forget_gate[0]  # (T, H)
@@ -118,7 +118,7 @@ def test_input_gate_bias_shifts_the_initial_bias():
     seed_everything(6)
     shifted = LSTM(2, 100, input_gate_bias=-3.0)
     assert torch.allclose(shifted.b_i, plain.b_i - 3.0)
-    assert torch.equal(shifted.b_z, plain.b_z)
+    assert torch.equal(shifted.b_g, plain.b_g)
     assert shifted.b_i.max() < -3.0 + 0.11  # bound 1/sqrt(100)
     shifted.reset_parameters()
     assert shifted.b_i.max() < -2.8
@@ -275,7 +275,7 @@ def test_to_torch_keeps_a_missing_forget_gate_pinned_during_training():
              fused.bias_ih_l0[H : 2 * H], fused.bias_hh_l0[H : 2 * H]]
     for before, now in zip(pinned, after):
         assert torch.equal(before, now)
-    assert not torch.equal(fused.weight_ih_l0[:H], lstm.W_i)  # the rest did train
+    assert not torch.equal(fused.weight_ih_l0[:H], lstm.W_xi)  # the rest did train
     trained = LSTM.from_torch(fused, forget_gate=False)
     assert torch.allclose(trained(x)[0], fused(x)[0], atol=1e-6)
 
@@ -338,7 +338,7 @@ def test_a_forget_gate_free_lstm_without_bias_has_no_torch_twin():
 def test_projection_shapes_and_formula():
     seed_everything(12)
     lstm = LSTM(3, 6, proj_size=2).double()
-    assert lstm.W_proj.shape == (2, 6) and lstm.R_z.shape == (6, 2)
+    assert lstm.W_proj.shape == (2, 6) and lstm.W_hg.shape == (6, 2)
     x = torch.randn(2, 5, 3, dtype=torch.float64)
     out, (h_n, c_n) = lstm(x)
     assert out.shape == (2, 5, 2) and h_n.shape == (1, 2, 2) and c_n.shape == (1, 2, 6)

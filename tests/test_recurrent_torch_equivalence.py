@@ -81,10 +81,10 @@ def ours_in_torch_layout(ours, torch_name, values):
     if isinstance(ours, LSTM):
         if kind == "weight_hr":
             return get("W_proj")
-        letter = {"weight_ih": "W", "weight_hh": "R"}.get(kind, "b")
-        return torch.cat([get(f"{letter}_{gate}") for gate in "ifzo"])  # torch: i, f, g, o
-    names = {"weight_ih": ["W_ir", "W_iz", "W_in"], "weight_hh": ["W_hr", "W_hz", "W_hn"],
-             "bias_ih": ["b_r", "b_z", "b_in"], "bias_hh": ["b_r", "b_z", "b_hn"]}[kind]
+        kind_prefix = {"weight_ih": "W_x", "weight_hh": "W_h"}.get(kind, "b_")
+        return torch.cat([get(f"{kind_prefix}{gate}") for gate in "ifgo"])  # torch: i, f, g, o
+    names = {"weight_ih": ["W_xr", "W_xz", "W_xh"], "weight_hh": ["W_hr", "W_hz", "W_hh"],
+             "bias_ih": ["b_r", "b_z", "b_xh"], "bias_hh": ["b_r", "b_z", "b_hh"]}[kind]
     return torch.cat([get(name) for name in names])  # torch: r, z, n
 
 

@@ -17,10 +17,10 @@ def _theirs_slstm(layer, x):
     """The xlstm package's vanilla sLSTM (one head) with our layer's weights."""
     B, T, _ = x.shape
     H = layer.hidden_size
-    Wx = (x @ layer.W.T).transpose(0, 1)  # (T, B, 4H)
+    Wx = (x @ layer.W_x.T).transpose(0, 1)  # (T, B, 4H)
     states = torch.zeros(4, B, H, dtype=x.dtype)
     pointwise = slstm_vanilla.slstm_pointwise_function_registry["slstm"]
-    all_states, _, _ = slstm_vanilla.slstm_forward(Wx, states, layer.R[None], layer.b, pointwise)
+    all_states, _, _ = slstm_vanilla.slstm_forward(Wx, states, layer.W_h[None], layer.b, pointwise)
     return all_states[0, 1:].transpose(0, 1)  # the hidden states y, (B, T, H)
 
 
@@ -44,7 +44,7 @@ def test_slstm_equals_the_xlstm_packages_vanilla_recurrence():
 def test_slstm_stays_finite_where_plain_exponentials_overflow():
     layer = SLSTM(1, 1).double()
     with torch.no_grad():
-        layer.W.fill_(1.0), layer.R.zero_(), layer.b.zero_()
+        layer.W_x.fill_(1.0), layer.W_h.zero_(), layer.b.zero_()
     x = torch.full((1, 5, 1), 800.0, dtype=torch.float64)  # exp(800) overflows float64
     h, state = layer(x)
     assert torch.isfinite(h).all() and torch.isfinite(state.c).all()

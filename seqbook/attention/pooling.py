@@ -27,7 +27,7 @@ class AttentionPooling(nn.Module):
     .. math::
         a_i^* = \mathbf{w}^\top \tanh(\mathbf{W} \mathbf{x}_i + \mathbf{b}), \qquad
         \mathbf{a} = \operatorname{softmax}(\mathbf{a}^*), \qquad
-        \mathbf{z} = \sum_{i} a_i \mathbf{x}_i
+        \mathbf{x}_{\text{pool}} = \sum_{i} a_i \mathbf{x}_i
 
     Ilse et al. (2018) use this scorer without the bias :math:`\mathbf{b}`. With it,
     this is additive attention whose query is a learned constant: the bias plays the

@@ -11,7 +11,7 @@ ablations over every network that solved it:
   coincidence, how much more the cell changes there than at any other step and than
   in the twin sequence without coincidence, the output gate, the drift of the cell
   after the jump, and the drift and test accuracy with the feedback into the cell
-  input cut (:math:`\mathbf{R}_z = 0`);
+  input cut (:math:`\mathbf{W}_{hg} = 0`);
 - two blocks (:func:`blocks_alone`): the test accuracy of each block with the other
   block's final output replaced by its average.
 
@@ -131,10 +131,10 @@ def coincidence_test_set(task: CoincidenceTask = TOY_TASK
 def one_block_probe(model: LastOutputClassifier, twin: Float[Tensor, "2 T 3"],
                     x_test: Float[Tensor, "B T_test 3"], y_test: Int[Tensor, " B"],
                     step: int = COINCIDENCE_STEP) -> dict[str, float]:
-    """The write at the coincidence of a one-block network, and what R_z = 0 changes.
+    """The write at the coincidence of a one-block network, and what W_hg = 0 changes.
 
     Copies the trained ``nn.LSTM`` into :class:`~seqbook.recurrent.LSTM` and traces the
-    ``twin`` sequences (:func:`twin_sequences`): the input gate and :math:`|z_t|` at
+    ``twin`` sequences (:func:`twin_sequences`): the input gate and :math:`|g_t|` at
     ``step`` in the class-0 twin, the cell's change from ``step - 1`` to ``step`` over
     its largest change at any other step and the class-1 twin's largest change over
     that jump, the mean output gate, the drift :math:`|c_T - c_{step + 1}|`, and the
@@ -151,7 +151,7 @@ def one_block_probe(model: LastOutputClassifier, twin: Float[Tensor, "2 T 3"],
     ours = LSTM.from_torch(model.rnn, forget_gate=False)
     cut = LSTM.from_torch(model.rnn, forget_gate=False)
     with torch.no_grad():
-        cut.get_parameter("R_z").zero_()  # no feedback from y_{t-1} into z_t
+        cut.get_parameter("W_hg").zero_()  # no feedback from h_{t-1} into g_t
         trace, cut_trace = ours.trace(twin), cut.trace(twin)
     cut_model = LastOutputClassifier(cut.to_torch(), 1, model.readout.out_features)
     cut_model.readout = model.readout
@@ -202,13 +202,13 @@ class CoincidenceRecord:
     seconds: float  # CPU time of this process for the training
     # one block (NaN for two): one_block_probe
     input_gate: float  # input gate at the coincidence
-    cell_input: float  # |z_t| at the coincidence
+    cell_input: float  # |g_t| at the coincidence
     jump_ratio: float  # the jump at the coincidence / the largest change elsewhere
     twin_ratio: float  # the class-1 twin's largest change / the jump
     output_gate: float  # mean output gate over the class-0 twin
     drift: float  # |c_T - c_13|
-    drift_cut: float  # the same with R_z = 0
-    accuracy_cut: float  # test accuracy with R_z = 0
+    drift_cut: float  # the same with W_hg = 0
+    accuracy_cut: float  # test accuracy with W_hg = 0
     # two blocks (NaN for one): blocks_alone
     block_1_alone: float
     block_2_alone: float

@@ -3,17 +3,18 @@ r"""Is a fully connected LSTM needed? The first-symbol task with diagonal recurr
 Shape letters: ``D`` input features, ``H`` LSTM blocks.
 
 In the LSTM of the LSTM chapter every block's cell input and gates read the previous
-outputs of *all* blocks through :math:`R_z, R_i, R_f, R_o` (``H x H`` each): the
+outputs of *all* blocks through :math:`W_{hg}, W_{hi}, W_{hf}, W_{ho}` (``H x H`` each): the
 recurrent layer is fully connected. Hochreiter and Schmidhuber (1997) remarked that
 less connectivity may work as well. The sparsest version keeps only the diagonal of
 every recurrent matrix: block :math:`j`'s cell input and gates read only its *own*
 previous output,
 
 .. math::
-    z_{t,j} = g\big(W_{z,j} \mathbf{x}_t + r_{z,j}\, y_{t-1,j} + b_{z,j}\big),
+    g_{t,j} = \tanh\big(\mathbf{w}_{xg,j}^\top \mathbf{x}_t + w_{hg,j}\, h_{t-1,j}
+    + b_{g,j}\big),
     \qquad (\text{likewise } i_{t,j},\ f_{t,j},\ o_{t,j}),
 
-while the inputs :math:`W_g \mathbf{x}_t` stay fully connected: ``H`` independent
+while the inputs :math:`W_{x\bullet} \mathbf{x}_t` stay fully connected: ``H`` independent
 one-block LSTMs that share the input (the blocks meet only in the readout). It has
 :math:`H` recurrent weights per gate instead of :math:`H^2`.
 
@@ -88,8 +89,8 @@ def diagonal_recurrence(layer: nn.LSTM) -> nn.LSTM:
 
     Example:
         >>> layer = diagonal_recurrence(nn.LSTM(3, 4))
-        >>> R_i = layer.weight_hh_l0[:4]                # torch's first gate, i
-        >>> bool((R_i - torch.diag(torch.diag(R_i))).eq(0).all())
+        >>> W_hi = layer.weight_hh_l0[:4]               # torch's first gate, i
+        >>> bool((W_hi - torch.diag(torch.diag(W_hi))).eq(0).all())
         True
     """
     if not isinstance(layer, nn.LSTM):

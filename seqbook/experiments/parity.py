@@ -57,7 +57,7 @@ RESULTS = RESULTS_DIR / "parity.csv"
 #: The layers compared, by key, with their labels.
 MODELS = {
     "slstm": "sLSTM",
-    "slstm_no_mixing": "sLSTM, R = 0",
+    "slstm_no_mixing": "sLSTM, W_h = 0",
     "mlstm": "mLSTM",
     "linear": "linear attention",
 }
@@ -124,8 +124,8 @@ def parity_classifier(model: str, hidden_size: int = HIDDEN,
     r"""A layer of ``MODELS`` read out at every step into 2 classes.
 
     ``"slstm"``: :class:`~seqbook.xlstm.SLSTM`, whose gates see
-    :math:`\mathbf{h}_{t-1}` through :math:`\mathbf{R}`; ``"slstm_no_mixing"``: the same
-    layer with :math:`\mathbf{R} = 0`, held there (its gates see the input only);
+    :math:`\mathbf{h}_{t-1}` through :math:`\mathbf{W}_h`; ``"slstm_no_mixing"``: the same
+    layer with :math:`\mathbf{W}_h = 0`, held there (its gates see the input only);
     ``"mlstm"``, ``"linear"``: the mLSTM and linear attention mixers (one head) behind a
     linear projection of the bits. The readout is linear, or with ``readout="mlp"`` a
     hidden layer of :math:`4H` GELUs before it.
@@ -137,7 +137,7 @@ def parity_classifier(model: str, hidden_size: int = HIDDEN,
 
     Example:
         >>> net = parity_classifier("slstm_no_mixing", 8)
-        >>> net(torch.zeros(3, 5, 2)).shape, bool(net.rnn.R.eq(0).all())
+        >>> net(torch.zeros(3, 5, 2)).shape, bool(net.rnn.W_h.eq(0).all())
         (torch.Size([3, 5, 2]), True)
     """
     check_choice("model", model, tuple(MODELS))
@@ -147,8 +147,8 @@ def parity_classifier(model: str, hidden_size: int = HIDDEN,
         slstm = SLSTM(2, H)
         if model == "slstm_no_mixing":
             with torch.no_grad():
-                slstm.R.zero_()
-            slstm.R.requires_grad_(False)  # no memory mixing, ever
+                slstm.W_h.zero_()
+            slstm.W_h.requires_grad_(False)  # no memory mixing, ever
         layer: nn.Module = slstm
     else:
         layer = _MixerLayer(model, 2, H)

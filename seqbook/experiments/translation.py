@@ -295,7 +295,7 @@ def token_statistics(
 ) -> tuple[Float[Tensor, " N"], Bool[Tensor, " N"], Float[Tensor, " N"]]:
     """Confidence, correctness and logit gap of every real target token.
 
-    For the teacher-forced logits :math:`\\mathbf{z}` of every real target position:
+    For the teacher-forced logits :math:`\\mathbf{l}` of every real target position:
     the probability of the top token (the model's confidence), whether the top token
     is the right one, and the gap between the top logit and the mean of the others.
 

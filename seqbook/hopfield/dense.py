@@ -4,9 +4,9 @@ Shapes: ``N`` stored patterns, ``d`` spins, ``B`` states updated together (the p
 function also accepts a leading batch of independent memories).
 
 The energy :math:`E(\boldsymbol\xi) = -\sum_{\mu=1}^N F(\mathbf x_\mu^\top \boldsymbol\xi)`
-with a fast-growing :math:`F` (a polynomial :math:`z^n` or :math:`e^z`) makes the
+with a fast-growing :math:`F` (a polynomial :math:`u^n` or :math:`e^u`) makes the
 minima around the stored patterns much sharper than the classical network's, whose
-energy is the case :math:`F(z) = z^2/2` (up to a constant). The asynchronous update
+energy is the case :math:`F(u) = u^2/2` (up to a constant). The asynchronous update
 sets spin :math:`l` to whichever sign gives the lower energy, all other spins fixed.
 
 Everything is computed in float64: the overlaps are integers and the polynomial
@@ -37,7 +37,7 @@ from seqbook.hopfield.memory import PatternMemory, Retrieval
 
 __all__ = ["DenseAssociativeMemory", "dense_async_sweep", "dense_energy"]
 
-FUNCTIONS = ("poly", "exp")  # the interaction F: z^n or e^z
+FUNCTIONS = ("poly", "exp")  # the interaction F: u^n or e^u
 # the stored patterns x_mu in {-1, +1}, one per row (N, d), or (..., N, d) for several memories
 StoredPatterns: TypeAlias = Float[Tensor, "... N d"]
 
@@ -137,7 +137,7 @@ class DenseAssociativeMemory(PatternMemory):
     .. math::
 
         E(\boldsymbol\xi) = -\sum_{\mu=1}^N F(\mathbf x_\mu^\top \boldsymbol\xi), \qquad
-        F(z) = z^n \ (\texttt{F="poly"}) \quad\text{or}\quad F(z) = e^z \ (\texttt{F="exp"})
+        F(u) = u^n \ (\texttt{F="poly"}) \quad\text{or}\quad F(u) = e^u \ (\texttt{F="exp"})
 
     Args:
         patterns: the memories :math:`\mathbf x_\mu \in \{-1, +1\}^d`, one per row.

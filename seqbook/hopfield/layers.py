@@ -403,8 +403,8 @@ class HopfieldPooling(nn.Module):
 
     .. math::
 
-        \mathbf z = \operatorname{softmax}\big(\beta\,\mathbf q\,(\mathbf Y\mathbf W_K)^\top\big)
-                    \,\mathbf Y\mathbf W_K\mathbf W_V
+        \mathbf v_{\text{pool}} = \operatorname{softmax}\big(\beta\,\mathbf q\,
+        (\mathbf Y\mathbf W_K)^\top\big) \,\mathbf Y\mathbf W_K\mathbf W_V
 
     The query :math:`\mathbf q` is a parameter in the associative space, the same for
     every input: the layer learns *what to look for* and returns a weighted average of

@@ -4,8 +4,8 @@ Shapes: ``N`` stored patterns of dimension ``d`` (the rows of ``X``, the book's
 columns of :math:`\mathbf X`), ``B`` queries (states) updated together (any leading
 dimensions ``...``), ``d_v`` the dimension of optional values.
 
-Energy and update, with :math:`\operatorname{lse}(\beta, \mathbf z) = \beta^{-1}\log\sum_i
-e^{\beta z_i}` and :math:`M` the largest norm of a stored pattern:
+Energy and update, with :math:`\operatorname{lse}(\beta, \mathbf u) = \beta^{-1}\log\sum_i
+e^{\beta u_i}` and :math:`M` the largest norm of a stored pattern:
 
 .. math::
 
@@ -48,14 +48,14 @@ Memories: TypeAlias = Patterns | Float[Tensor, "T N d"]
 Values: TypeAlias = Float[Tensor, "N d_v"]  # one value per stored pattern
 
 
-def lse(beta: float, z: Float[Tensor, "*batch N"]) -> Float[Tensor, "*batch"]:
+def lse(beta: float, u: Float[Tensor, "*batch N"]) -> Float[Tensor, "*batch"]:
     r"""Log-sum-exp at inverse temperature :math:`\beta`:
-    :math:`\beta^{-1}\log\sum_i e^{\beta z_i}`.
+    :math:`\beta^{-1}\log\sum_i e^{\beta u_i}`.
 
-    Over the last dimension; it tends to :math:`\max_i z_i` as :math:`\beta \to \infty`.
+    Over the last dimension; it tends to :math:`\max_i u_i` as :math:`\beta \to \infty`.
 
     Shapes:
-        z: ``(..., N)``.
+        u: ``(..., N)``.
         returns: ``(...)``.
 
     Example:
@@ -63,7 +63,7 @@ def lse(beta: float, z: Float[Tensor, "*batch N"]) -> Float[Tensor, "*batch"]:
         3.0
     """
     check_beta("beta", beta)
-    return torch.logsumexp(beta * z, dim=-1) / beta
+    return torch.logsumexp(beta * u, dim=-1) / beta
 
 
 def modern_energy(xi: States, patterns: Patterns, beta: float) -> Energies:

@@ -4,7 +4,7 @@ The network has :math:`N_v` visible neurons (the pixels, in :math:`[-1, 1]`) and
 :math:`N_c` classification neurons (:math:`\pm 1`), and :math:`K` memories
 :math:`\boldsymbol\xi_\mu \in [-1, 1]^{N_v + N_c}`. Its energy is
 :math:`E = -\sum_\mu F(\boldsymbol\xi_\mu \cdot \boldsymbol\sigma)` with the rectified
-polynomial :math:`F(z) = \max(z, 0)^n`. One update of a classification neuron, the others
+polynomial :math:`F(u) = \max(u, 0)^n`. One update of a classification neuron, the others
 held at :math:`-1`, compares the energies of its two states (the paper's eq. 9):
 
 .. math::
@@ -130,7 +130,7 @@ def dam_class_scores(memories: Memories, pixels: Pixels, degree: int,
     Args:
         memories: ``(K, N_v + N_c)`` memories :math:`\boldsymbol\xi_\mu`, visible part first.
         pixels: ``(B, N_v)`` images in :math:`[-1, 1]`.
-        degree: :math:`n` of the rectified polynomial :math:`F(z) = \max(z, 0)^n`.
+        degree: :math:`n` of the rectified polynomial :math:`F(u) = \max(u, 0)^n`.
         temperature: :math:`T`, with :math:`\beta = 1/T^n`.
 
     Shapes:
@@ -224,7 +224,7 @@ def train_dam_classifier(
     Args:
         pixels: ``(S, N_v)`` training images in :math:`[-1, 1]`.
         labels: ``(S,)`` integer classes ``0 .. C-1``.
-        degree: :math:`n` of :math:`F(z) = \max(z, 0)^n`.
+        degree: :math:`n` of :math:`F(u) = \max(u, 0)^n`.
         temperature: :math:`T` (:math:`\beta = 1/T^n`).
         num_memories: :math:`K`.
         epochs, batch_size: passes over the data and mini-batch size.

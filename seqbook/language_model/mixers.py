@@ -123,9 +123,9 @@ class LinearMixer(_Attention):
     def step(self, x: Tensor, state: tuple) -> tuple[Tensor, tuple]:
         q, k, v = (part[:, 0] for part in self._project(x[:, None]))
         phi = elu_feature_map
-        S, z = state
-        S, z, y = linear_attention_step(S, z, phi(q), phi(k), v)
-        return self.out(_merge(y[:, None], self.H))[:, 0], (S, z)
+        S, n = state
+        S, n, y = linear_attention_step(S, n, phi(q), phi(k), v)
+        return self.out(_merge(y[:, None], self.H))[:, 0], (S, n)
 
 
 class DeltaMixer(_Attention):
@@ -218,7 +218,7 @@ class MambaMixer(MambaBlock, _Mixer):
 
     def step(self, u: Tensor, state: tuple) -> tuple[Tensor, tuple]:
         window, h = state
-        x, z = self.in_proj(u).chunk(2, dim=-1)  # (B, inner) each
+        x, x_gate = self.in_proj(u).chunk(2, dim=-1)  # (B, inner) each
         window = torch.cat([window, x[:, :, None]], dim=2)  # the convolution's last w inputs
         assert self.conv1d.bias is not None  # MambaBlock's convolution has a bias
         x = F.silu((window * self.conv1d.weight[:, 0]).sum(-1) + self.conv1d.bias)
@@ -226,7 +226,7 @@ class MambaMixer(MambaBlock, _Mixer):
         delta = F.softplus(self.dt_proj(dt))[:, :, None]  # (B, inner, 1)
         h = torch.exp(delta * -torch.exp(self.A_log)) * h + delta * B[:, None] * x[:, :, None]
         y = (h @ C[:, :, None])[:, :, 0] + self.D * x
-        return self.out_proj(y * F.silu(z)), (window[:, :, 1:], h)
+        return self.out_proj(y * F.silu(x_gate)), (window[:, :, 1:], h)
 
 
 class RecurrentMixer(_Mixer):

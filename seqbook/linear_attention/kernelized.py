@@ -35,7 +35,7 @@ __all__ = [
 # linear_attention_chunk, T is the chunk's length C)
 Features: TypeAlias = Float[Tensor, "B T d_k"]
 Values: TypeAlias = Float[Tensor, "B T d_v"]
-# the state: the memory S (values x keys) and the normaliser z; one step's key, value
+# the state: the memory S (values x keys) and the normaliser n; one step's key, value
 Memory: TypeAlias = Float[Tensor, "B d_v d_k"]
 Key: TypeAlias = Float[Tensor, "B d_k"]
 Value: TypeAlias = Float[Tensor, "B d_v"]
@@ -98,13 +98,13 @@ def linear_attention_recurrent(phi_Q: Features, phi_K: Features, V: Values) -> V
 
     .. math::
         \mathbf{S}_t = \mathbf{S}_{t-1} + \mathbf{v}_t\, \phi(\mathbf{k}_t)^\top, \quad
-        \mathbf{z}_t = \mathbf{z}_{t-1} + \phi(\mathbf{k}_t), \quad
+        \mathbf{n}_t = \mathbf{n}_{t-1} + \phi(\mathbf{k}_t), \quad
         \mathbf{y}_t = \frac{\mathbf{S}_t\, \phi(\mathbf{q}_t)}
-                            {\mathbf{z}_t^\top \phi(\mathbf{q}_t)}
+                            {\mathbf{n}_t^\top \phi(\mathbf{q}_t)}
 
     Each step (:func:`linear_attention_step`) costs :math:`O(d_v d_k)` whatever
     :math:`t`: :math:`O(T d^2)` in all, and generating a token needs only
-    :math:`(\mathbf{S}_t, \mathbf{z}_t)`.
+    :math:`(\mathbf{S}_t, \mathbf{n}_t)`.
 
     Shapes:
         as :func:`linear_attention`, with ``T >= 1``.
@@ -118,40 +118,40 @@ def linear_attention_recurrent(phi_Q: Features, phi_K: Features, V: Values) -> V
     check_steps("phi_Q", phi_Q, "B T d_k")
     B, T, d_k = phi_K.shape
     S = phi_K.new_zeros(B, V.shape[2], d_k)  # (B, d_v, d_k)
-    z = phi_K.new_zeros(B, d_k)  # (B, d_k)
+    n = phi_K.new_zeros(B, d_k)  # (B, d_k)
     outputs = []
     for t in range(T):
-        S, z, y = linear_attention_step(S, z, phi_Q[:, t], phi_K[:, t], V[:, t])
+        S, n, y = linear_attention_step(S, n, phi_Q[:, t], phi_K[:, t], V[:, t])
         outputs.append(y)
     return torch.stack(outputs, dim=1)  # (B, T, d_v)
 
 
 def linear_attention_step(
-    S: Memory, z: Key, phi_q: Key, phi_k: Key, v: Value
+    S: Memory, n: Key, phi_q: Key, phi_k: Key, v: Value
 ) -> tuple[Memory, Key, Value]:
     r"""One step of the recurrence: write :math:`(\mathbf{v}_t, \phi(\mathbf{k}_t))` into
-    the state :math:`(\mathbf{S}, \mathbf{z})`, then read it with :math:`\phi(\mathbf{q}_t)`.
+    the state :math:`(\mathbf{S}, \mathbf{n})`, then read it with :math:`\phi(\mathbf{q}_t)`.
 
     Returns the new state and the output :math:`\mathbf{y}_t`.
 
     Shapes:
         S: ``(B, d_v, d_k)``.
-        z, phi_q, phi_k: ``(B, d_k)``.
+        n, phi_q, phi_k: ``(B, d_k)``.
         v: ``(B, d_v)``.
         returns: ``(B, d_v, d_k)``, ``(B, d_k)``, ``(B, d_v)``.
 
     Example:
-        >>> S, z = torch.zeros(1, 1, 2), torch.zeros(1, 2)
+        >>> S, n = torch.zeros(1, 1, 2), torch.zeros(1, 2)
         >>> phi_k, v = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0]])
-        >>> S, z, y = linear_attention_step(S, z, phi_k, phi_k, v)
+        >>> S, n, y = linear_attention_step(S, n, phi_k, phi_k, v)
         >>> S, y                          # v phi(k)^T; one pair: its value
         (tensor([[[3., 6.]]]), tensor([[3.]]))
     """
     S = S + v[:, :, None] * phi_k[:, None, :]  # (eq-linattn-state): v k^T
-    z = z + phi_k  # (B, d_k)
+    n = n + phi_k  # (B, d_k)
     numerator = (S @ phi_q[:, :, None])[:, :, 0]  # (B, d_v)
-    y = numerator / (z * phi_q).sum(-1, keepdim=True)  # (eq-linattn-read)
-    return S, z, y
+    y = numerator / (n * phi_q).sum(-1, keepdim=True)  # (eq-linattn-read)
+    return S, n, y
 
 
 def linear_attention_chunked(
@@ -187,26 +187,26 @@ def linear_attention_chunked(
     check_steps("phi_Q", phi_Q, "B T d_k")
     B, T, d_k = phi_K.shape
     S = phi_K.new_zeros(B, V.shape[2], d_k)  # (B, d_v, d_k)
-    z = phi_K.new_zeros(B, d_k)  # (B, d_k)
+    n = phi_K.new_zeros(B, d_k)  # (B, d_k)
     outputs = []
     for start in range(0, T, chunk_size):
         part = slice(start, start + chunk_size)
-        S, z, Y = linear_attention_chunk(S, z, phi_Q[:, part], phi_K[:, part], V[:, part])
+        S, n, Y = linear_attention_chunk(S, n, phi_Q[:, part], phi_K[:, part], V[:, part])
         outputs.append(Y)
     return torch.cat(outputs, dim=1)  # (B, T, d_v)
 
 
 def linear_attention_chunk(
-    S: Memory, z: Key, phi_Q: Features, phi_K: Features, V: Values
+    S: Memory, n: Key, phi_Q: Features, phi_K: Features, V: Values
 ) -> tuple[Memory, Key, Values]:
     r"""One chunk of :func:`linear_attention_chunked`: its own keys through a masked
-    matrix, the earlier ones through the state :math:`(\mathbf{S}, \mathbf{z})`, which
+    matrix, the earlier ones through the state :math:`(\mathbf{S}, \mathbf{n})`, which
     it then advances by the whole chunk.
 
     Returns the new state and the chunk's outputs.
 
     Shapes:
-        S: ``(B, d_v, d_k)``; z: ``(B, d_k)``; phi_Q, phi_K: ``(B, C, d_k)``;
+        S: ``(B, d_v, d_k)``; n: ``(B, d_k)``; phi_Q, phi_K: ``(B, C, d_k)``;
         V: ``(B, C, d_v)``; returns ``(B, d_v, d_k)``, ``(B, d_k)``, ``(B, C, d_v)``.
 
     Example:
@@ -220,7 +220,7 @@ def linear_attention_chunk(
     mask = torch.ones(C, C, dtype=torch.bool, device=phi_Q.device).tril()
     A = (phi_Q @ phi_K.transpose(1, 2)).masked_fill(~mask, 0.0)  # (B, C, C)
     numerator = A @ V + phi_Q @ S.transpose(1, 2)  # (eq-linattn-chunk)
-    denominator = A.sum(-1) + (phi_Q @ z[:, :, None])[:, :, 0]  # (B, C)
+    denominator = A.sum(-1) + (phi_Q @ n[:, :, None])[:, :, 0]  # (B, C)
     S = S + V.transpose(1, 2) @ phi_K  # (B, d_v, d_k), (eq-linattn-chunk)
-    z = z + phi_K.sum(1)  # (B, d_k)
-    return S, z, numerator / denominator[:, :, None]
+    n = n + phi_K.sum(1)  # (B, d_k)
+    return S, n, numerator / denominator[:, :, None]

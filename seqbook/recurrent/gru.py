@@ -4,19 +4,20 @@ Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` hidden units
 ``K = num_layers * num_directions``.
 
 Equations (3.3)-(3.6) of Aryaman's notes (the book's chapter "Gated recurrent
-units"), which are also those of ``torch.nn.GRU``:
+units"), which are also those of ``torch.nn.GRU``, in the book's notation:
 
 .. math::
-    z_t &= \sigma(W_{iz} x_t + W_{hz} h_{t-1} + b_z)  &\text{update gate} \\
-    r_t &= \sigma(W_{ir} x_t + W_{hr} h_{t-1} + b_r)  &\text{reset gate} \\
-    n_t &= \tanh\big(W_{in} x_t + b_{in} + r_t \odot (W_{hn} h_{t-1} + b_{hn})\big)
-        &\text{candidate} \\
-    h_t &= (1 - z_t) \odot n_t + z_t \odot h_{t-1}  &\text{new state}
+    z_t &= \sigma(W_{xz} x_t + W_{hz} h_{t-1} + b_z)  &\text{update gate} \\
+    r_t &= \sigma(W_{xr} x_t + W_{hr} h_{t-1} + b_r)  &\text{reset gate} \\
+    \tilde{h}_t &= \tanh\big(W_{xh} x_t + b_{xh} + r_t \odot (W_{hh} h_{t-1} + b_{hh})\big)
+        &\text{candidate state} \\
+    h_t &= (1 - z_t) \odot \tilde{h}_t + z_t \odot h_{t-1}  &\text{new state}
 
-The notes write two biases for each gate, :math:`b_{iz} + b_{hz}` and
+The candidate is the plain RNN's step with the reset gate on its recurrent term. The
+notes (like PyTorch) write two biases for each gate, :math:`b_{iz} + b_{hz}` and
 :math:`b_{ir} + b_{hr}`, which only appear as sums; the module keeps one, ``b_z``
 and ``b_r``. The candidate's two biases differ in kind (the reset gate multiplies
-:math:`b_{hn}` but not :math:`b_{in}`), so both are kept.
+:math:`b_{hh}` but not :math:`b_{xh}`), so both are kept.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ __all__ = ["GRU", "GRUTrace"]
 
 # a hidden state or a gate of one step, (B, H)
 Hidden: TypeAlias = Float[Tensor, "B {self.hidden_size}"]
-# the input parts [W_iz x_t + b_z; W_ir x_t + b_r; W_in x_t + b_in] of one step, (B, 3H)
+# the input parts [W_xz x_t + b_z; W_xr x_t + b_r; W_xh x_t + b_xh] of one step, (B, 3H)
 InputParts: TypeAlias = Float[Tensor, "B 3*{self.hidden_size}"]
-# the recurrent weights [W_hz; W_hr; W_hn] of one layer and direction, (3H, H)
+# the recurrent weights [W_hz; W_hr; W_hh] of one layer and direction, (3H, H)
 RecurrentWeights: TypeAlias = Float[Tensor, "3*{self.hidden_size} {self.hidden_size}"]
 # a bias, (H,); the constant 0 without bias
 Bias: TypeAlias = Float[Tensor, "{self.hidden_size}"] | Float[Tensor, ""]  # noqa: F821
@@ -64,7 +65,7 @@ class GRUTrace:
 
     update_gate: torch.Tensor  # z_t
     reset_gate: torch.Tensor  # r_t
-    candidate: torch.Tensor  # n_t
+    candidate: torch.Tensor  # h~_t, the candidate state
     hidden: torch.Tensor  # h_t
 
 
@@ -72,9 +73,10 @@ class GRU(RecurrentStack):
     r"""GRU layers: a hidden state updated by a gated convex combination.
 
     .. math::
-        h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1},
+        h_t = (1 - z_t) \odot \tilde{h}_t + z_t \odot h_{t-1},
 
-    with update gate :math:`z_t`, reset gate :math:`r_t` and candidate :math:`n_t`
+    with update gate :math:`z_t`, reset gate :math:`r_t` and candidate state
+    :math:`\tilde{h}_t`
     (see the module docstring); :math:`h_0 = 0` unless given. An update gate near 1
     keeps the old state, near 0 replaces it by the candidate. Layers and directions
     as in :class:`~seqbook.recurrent.RecurrentStack`.
@@ -83,7 +85,7 @@ class GRU(RecurrentStack):
         input_size: ``D``, features per time step (>= 1).
         hidden_size: ``H``, hidden units per layer and direction (>= 1).
         num_layers: stacked layers (>= 1).
-        bias: with the biases :math:`b_z, b_r, b_{in}, b_{hn}` (False: none at all).
+        bias: with the biases :math:`b_z, b_r, b_{xh}, b_{hh}` (False: none at all).
         batch_first: inputs and outputs are ``(B, T, .)`` if True (the book's
             convention and the default here; torch's default is False), ``(T, B, .)``
             if False. States are ``(K, B, H)`` either way, as in torch.
@@ -102,10 +104,10 @@ class GRU(RecurrentStack):
         h_n: ``(K, B, H)``.
 
     Attributes:
-        W_iz, W_ir, W_in: input weights of the first layer, ``(H, D)`` each.
-        W_hz, W_hr, W_hn: its recurrent weights, ``(H, H)`` each.
-        b_z, b_r, b_in, b_hn: its biases, ``(H,)`` each (None if ``bias=False``).
-        W_iz_l1, ..., W_iz_reverse, ...: those of the other layers and directions.
+        W_xz, W_xr, W_xh: input weights of the first layer, ``(H, D)`` each.
+        W_hz, W_hr, W_hh: its recurrent weights, ``(H, H)`` each.
+        b_z, b_r, b_xh, b_hh: its biases, ``(H,)`` each (None if ``bias=False``).
+        W_xz_l1, ..., W_xz_reverse, ...: those of the other layers and directions.
 
     Example:
         >>> gru = GRU(3, 5)
@@ -118,8 +120,8 @@ class GRU(RecurrentStack):
     """
 
     _torch_class = nn.GRU
-    _parameter_names = ("W_iz", "W_ir", "W_in", "W_hz", "W_hr", "W_hn",
-                        "b_z", "b_r", "b_in", "b_hn")
+    _parameter_names = ("W_xz", "W_xr", "W_xh", "W_hz", "W_hr", "W_hh",
+                        "b_z", "b_r", "b_xh", "b_hh")
 
     def __init__(
         self,
@@ -140,47 +142,48 @@ class GRU(RecurrentStack):
         _check_no_projection("proj_size", proj_size, module="GRU")
         H = hidden_size
         for suffix, D_l in self._layer_inputs():  # every layer and direction
-            for gate in "zrn":
-                self._new_parameter(f"W_i{gate}{suffix}", H, D_l)
+            for gate in "zrh":  # update gate, reset gate, candidate state
+                self._new_parameter(f"W_x{gate}{suffix}", H, D_l)
                 self._new_parameter(f"W_h{gate}{suffix}", H, H)
-            for name in ("b_z", "b_r", "b_in", "b_hn"):
+            for name in ("b_z", "b_r", "b_xh", "b_hh"):
                 self._new_parameter(f"{name}{suffix}", H, is_bias=True)
         self.reset_parameters()
 
     def step(
-        self, x_part: InputParts, h_prev: Hidden, W_h: RecurrentWeights, b_hn: Bias
+        self, x_part: InputParts, h_prev: Hidden, W_h: RecurrentWeights, b_hh: Bias
     ) -> tuple[Hidden, tuple[Hidden, Hidden, Hidden]]:
         r"""One step of equations (3.3)-(3.6), given the input parts of the three
         blocks (computed for all :math:`t` at once).
 
         Args:
-            x_part: :math:`[W_{iz} x_t + b_z; W_{ir} x_t + b_r; W_{in} x_t + b_{in}]`,
+            x_part: :math:`[W_{xz} x_t + b_z; W_{xr} x_t + b_r; W_{xh} x_t + b_{xh}]`,
                 ``(B, 3H)``.
             h_prev: the previous hidden state :math:`h_{t-1}`, ``(B, H)``.
-            W_h: :math:`[W_{hz}; W_{hr}; W_{hn}]`, ``(3H, H)``.
-            b_hn: :math:`b_{hn}`, ``(H,)`` (a zero-dimensional 0 without bias).
+            W_h: :math:`[W_{hz}; W_{hr}; W_{hh}]`, ``(3H, H)``.
+            b_hh: :math:`b_{hh}`, ``(H,)`` (a zero-dimensional 0 without bias).
 
         Returns:
-            ``(h, (z, r, n))``: the new state and the gates, ``(B, H)`` each.
+            ``(h, (z, r, h_tilde))``: the new state, the two gates and the candidate
+            state, ``(B, H)`` each.
 
         Example:
             >>> gru = GRU(2, 3)
             >>> x_t, h = torch.randn(4, 2), torch.randn(4, 3)
-            >>> W_i = torch.cat([gru.W_iz, gru.W_ir, gru.W_in])
-            >>> b_i = torch.cat([gru.b_z, gru.b_r, gru.b_in])
-            >>> W_h = torch.cat([gru.W_hz, gru.W_hr, gru.W_hn])
-            >>> h_t, (z, r, n) = gru.step(x_t @ W_i.T + b_i, h, W_h, gru.b_hn)
+            >>> W_x = torch.cat([gru.W_xz, gru.W_xr, gru.W_xh])
+            >>> b_x = torch.cat([gru.b_z, gru.b_r, gru.b_xh])
+            >>> W_h = torch.cat([gru.W_hz, gru.W_hr, gru.W_hh])
+            >>> h_t, gates = gru.step(x_t @ W_x.T + b_x, h, W_h, gru.b_hh)
             >>> torch.equal(h_t, gru.cell(x_t, h))
             True
         """
-        # Wx_g = W_ig x_t + b_g and Wh_g = W_hg h_{t-1} for g = z, r, n
-        Wx_z, Wx_r, Wx_n = x_part.chunk(3, dim=1)  # (B, H) each
-        Wh_z, Wh_r, Wh_n = (h_prev @ W_h.T).chunk(3, dim=1)  # (B, H) each
+        # Wx_* = W_x* x_t + b_* and Wh_* = W_h* h_{t-1} for * = z, r, h
+        Wx_z, Wx_r, Wx_h = x_part.chunk(3, dim=1)  # (B, H) each
+        Wh_z, Wh_r, Wh_h = (h_prev @ W_h.T).chunk(3, dim=1)  # (B, H) each
         z = torch.sigmoid(Wx_z + Wh_z)  # update gate  (eq-gru-z)
         r = torch.sigmoid(Wx_r + Wh_r)  # reset gate  (eq-gru-r)
-        n = torch.tanh(Wx_n + r * (Wh_n + b_hn))  # candidate  (eq-gru-n)
-        h = (1 - z) * n + z * h_prev  # new state  (eq-gru-h)
-        return h, (z, r, n)
+        h_tilde = torch.tanh(Wx_h + r * (Wh_h + b_hh))  # (eq-gru-candidate)
+        h = (1 - z) * h_tilde + z * h_prev  # new state  (eq-gru-h)
+        return h, (z, r, h_tilde)
 
     def recurrence(
         self, x: Float[Tensor, "*batch D"], layer: int = 0, direction: int = 0
@@ -188,8 +191,8 @@ class GRU(RecurrentStack):
         """The recurrence of one layer and direction: the input parts of the three
         blocks for every step of ``x`` ``(B, T, D)`` in one matrix product, the
         recurrent weights stacked once, and the function
-        ``advance(x_part, (h_prev,)) -> ((h_t,), (z, r, n))`` that the stack runs
-        over time.
+        ``advance(x_part, (h_prev,)) -> ((h_t,), (z, r, h_tilde))`` that the stack
+        runs over time.
 
         Example:
             >>> gru = GRU(2, 3)
@@ -199,20 +202,20 @@ class GRU(RecurrentStack):
             >>> torch.equal(h_1, gru(x)[0][:, 0])
             True
         """
-        w = self._layer_parameters(layer, direction)  # W_iz, ..., b_hn
-        W_i = torch.cat([w.W_iz, w.W_ir, w.W_in])  # (3H, D)
-        W_h = torch.cat([w.W_hz, w.W_hr, w.W_hn])  # (3H, H)
-        b_i = torch.cat([w.b_z, w.b_r, w.b_in]) if self.bias else w.b_z  # or 0
+        w = self._layer_parameters(layer, direction)  # W_xz, ..., b_hh
+        W_x = torch.cat([w.W_xz, w.W_xr, w.W_xh])  # (3H, D)
+        W_h = torch.cat([w.W_hz, w.W_hr, w.W_hh])  # (3H, H)
+        b_x = torch.cat([w.b_z, w.b_r, w.b_xh]) if self.bias else w.b_z  # or 0
 
         def advance(x_part: Tensor, state: State) -> tuple[State, tuple]:
-            h, gates = self.step(x_part, state[0], W_h, w.b_hn)
+            h, gates = self.step(x_part, state[0], W_h, w.b_hh)
             return (h,), gates
 
-        return x @ W_i.T + b_i, advance  # the input parts of all t, (B, T, 3H)
+        return x @ W_x.T + b_x, advance  # the input parts of all t, (B, T, 3H)
 
     def _trace(self, outputs: Tensor, history: list[tuple[State, tuple]]) -> GRUTrace:
-        z, r, n = (stack_history(g) for g in zip(*(gates for _, gates in history)))
-        return GRUTrace(z, r, n, outputs)  # type: ignore[arg-type]  # (B, T, H) each
+        z, r, h_tilde = (stack_history(g) for g in zip(*(gates for _, gates in history)))
+        return GRUTrace(z, r, h_tilde, outputs)  # type: ignore[arg-type]  # (B, T, H) each
 
     def cell(self, x_t: Float[Tensor, "B {self.input_size}"], h_prev: Hidden) -> Hidden:
         r"""One time step, :math:`h_{t-1} \mapsto h_t`.
@@ -288,8 +291,9 @@ class GRU(RecurrentStack):
         ``bidirectional``), device, dtype and training mode. ``nn.GRU`` stacks its
         gates in the order ``r, z, n`` in ``weight_ih_l{k}`` ``(3H, D)``,
         ``weight_hh_l{k}`` ``(3H, H)``, ``bias_ih_l{k}`` and ``bias_hh_l{k}``; the two
-        biases of ``r`` and of ``z`` are summed, those of ``n`` copied to ``b_in`` and
-        ``b_hn`` (an ``nn.GRU`` without bias gives a GRU without bias).
+        biases of ``r`` and of ``z`` are summed, those of ``n`` (our candidate
+        state) copied to ``b_xh`` and ``b_hh`` (an ``nn.GRU`` without bias gives a
+        GRU without bias).
 
         Example:
             >>> reference = nn.GRU(3, 4, bidirectional=True, batch_first=True)
@@ -310,7 +314,7 @@ class GRU(RecurrentStack):
         PyTorch's fused GRU is faster than this module's loop over time, so the book
         trains with it and copies the result back with :meth:`from_torch`. ``b_z``
         and ``b_r`` go to ``bias_ih_l{k}`` (``bias_hh_l{k}`` gets zeros there),
-        ``b_in`` and ``b_hn`` to their own places.
+        ``b_xh`` and ``b_hh`` to their own places.
 
         Example:
             >>> ours = GRU(3, 4)
@@ -324,13 +328,14 @@ class GRU(RecurrentStack):
         return twin
 
     def _copy_from_torch(self, module: nn.GRU, suffix: str, torch_suffix: str) -> None:
-        W_ir, W_iz, W_in = getattr(module, f"weight_ih{torch_suffix}").chunk(3)
-        W_hr, W_hz, W_hn = getattr(module, f"weight_hh{torch_suffix}").chunk(3)
-        values = dict(W_iz=W_iz, W_ir=W_ir, W_in=W_in, W_hz=W_hz, W_hr=W_hr, W_hn=W_hn)
+        # torch's gates r, z, n; its n is our candidate state h~
+        W_xr, W_xz, W_xh = getattr(module, f"weight_ih{torch_suffix}").chunk(3)
+        W_hr, W_hz, W_hh = getattr(module, f"weight_hh{torch_suffix}").chunk(3)
+        values = dict(W_xz=W_xz, W_xr=W_xr, W_xh=W_xh, W_hz=W_hz, W_hr=W_hr, W_hh=W_hh)
         if self.bias:
-            b_ir, b_iz, b_in = getattr(module, f"bias_ih{torch_suffix}").chunk(3)
-            b_hr, b_hz, b_hn = getattr(module, f"bias_hh{torch_suffix}").chunk(3)
-            values.update(b_z=b_iz + b_hz, b_r=b_ir + b_hr, b_in=b_in, b_hn=b_hn)
+            b_xr, b_xz, b_xh = getattr(module, f"bias_ih{torch_suffix}").chunk(3)
+            b_hr, b_hz, b_hh = getattr(module, f"bias_hh{torch_suffix}").chunk(3)
+            values.update(b_z=b_xz + b_hz, b_r=b_xr + b_hr, b_xh=b_xh, b_hh=b_hh)
         for name, value in values.items():
             getattr(self, f"{name}{suffix}").copy_(value)
 
@@ -339,12 +344,12 @@ class GRU(RecurrentStack):
             return getattr(self, f"{name}{suffix}")
 
         getattr(module, f"weight_ih{torch_suffix}").copy_(
-            torch.cat([ours("W_ir"), ours("W_iz"), ours("W_in")]))  # (3H, D)
+            torch.cat([ours("W_xr"), ours("W_xz"), ours("W_xh")]))  # (3H, D)
         getattr(module, f"weight_hh{torch_suffix}").copy_(
-            torch.cat([ours("W_hr"), ours("W_hz"), ours("W_hn")]))  # (3H, H)
+            torch.cat([ours("W_hr"), ours("W_hz"), ours("W_hh")]))  # (3H, H)
         if self.bias:
             zeros = torch.zeros_like(ours("b_r"))
             getattr(module, f"bias_ih{torch_suffix}").copy_(
-                torch.cat([ours("b_r"), ours("b_z"), ours("b_in")]))  # (3H,)
+                torch.cat([ours("b_r"), ours("b_z"), ours("b_xh")]))  # (3H,)
             getattr(module, f"bias_hh{torch_suffix}").copy_(
-                torch.cat([zeros, zeros, ours("b_hn")]))  # (3H,)
+                torch.cat([zeros, zeros, ours("b_hh")]))  # (3H,)

@@ -5,23 +5,23 @@ Shape letters: ``B`` batch, ``T`` time, ``D`` input features, ``H`` LSTM blocks
 ``K = num_layers * num_directions``.
 
 The module follows the formulas of Widrich's lecture (the book's chapter "Long
-short-term memory"), with :math:`y_t` the block outputs (the hidden state) and
-:math:`c_t` the cell states:
+short-term memory") in the book's notation, with :math:`h_t` the block outputs (the
+hidden state) and :math:`c_t` the cell states:
 
 .. math::
-    z_t &= g(W_z x_t + R_z y_{t-1} + b_z)      &\text{cell input} \\
-    i_t &= \sigma(W_i x_t + R_i y_{t-1} + b_i) &\text{input gate} \\
-    f_t &= \sigma(W_f x_t + R_f y_{t-1} + b_f) &\text{forget gate} \\
-    c_t &= i_t \odot z_t + f_t \odot c_{t-1}   &\text{cell state} \\
-    o_t &= \sigma(W_o x_t + R_o y_{t-1} + b_o) &\text{output gate} \\
-    y_t &= o_t \odot h(c_t)                    &\text{block output}
+    g_t &= \tanh(W_{xg} x_t + W_{hg} h_{t-1} + b_g)  &\text{cell input} \\
+    i_t &= \sigma(W_{xi} x_t + W_{hi} h_{t-1} + b_i) &\text{input gate} \\
+    f_t &= \sigma(W_{xf} x_t + W_{hf} h_{t-1} + b_f) &\text{forget gate} \\
+    c_t &= i_t \odot g_t + f_t \odot c_{t-1}          &\text{cell state} \\
+    o_t &= \sigma(W_{xo} x_t + W_{ho} h_{t-1} + b_o) &\text{output gate} \\
+    h_t &= o_t \odot \tanh(c_t)                       &\text{block output}
 
-with :math:`g = h = \tanh`. Without a forget gate (``forget_gate=False``) the cell is
-the pure integrator of the original LSTM, :math:`c_t = i_t \odot z_t + c_{t-1}`.
-With ``proj_size`` :math:`P > 0` the block outputs are projected,
-:math:`y_t = W_{\text{proj}}\,(o_t \odot h(c_t))`, as in ``torch.nn.LSTM`` (the
-"LSTMP" of Sak et al., 2014). ``torch.nn.LSTM`` orders its gates ``i, f, g, o`` (its
-``g`` is our :math:`z`) and keeps two biases per gate that only appear as their sum;
+Without a forget gate (``forget_gate=False``) the cell is the pure integrator of the
+original LSTM, :math:`c_t = i_t \odot g_t + c_{t-1}`. With ``proj_size``
+:math:`P > 0` the block outputs are projected,
+:math:`h_t = W_{\text{proj}}\,(o_t \odot \tanh(c_t))`, as in ``torch.nn.LSTM`` (the
+"LSTMP" of Sak et al., 2014). ``torch.nn.LSTM`` orders its gates ``i, f, g, o`` and
+keeps two biases per gate that only appear as their sum;
 :meth:`seqbook.recurrent.LSTM.from_torch` reorders and folds them.
 """
 
@@ -43,10 +43,12 @@ __all__ = ["LSTM", "LSTMTrace", "chrono_init", "lstm_backward", "lstm_step_backw
 
 # sigmoid(50) rounds to exactly 1 in float32 and float64: a forget gate pinned open
 _PINNED_FORGET_BIAS = 50.0
-_TORCH_ORDER = dict(zip("ifzo", range(4)))  # torch's gates i, f, g, o; its g is our z
+# the kinds of parameter of a gate: input weights, recurrent weights, bias
+_KINDS = ("W_x", "W_h", "b_")
+_TORCH_ORDER = dict(zip("ifgo", range(4)))  # torch's order of the gates i, f, g, o
 # the cell state c or the gates of one step, (B, H)
 Cells: TypeAlias = Float[Tensor, "B {self.hidden_size}"]
-# the block output y, (B, P) with a projection, else (B, H)
+# the block output h, (B, P) with a projection, else (B, H)
 BlockOutput: TypeAlias = Float[Tensor, "B {self._output_size}"]
 # the state (h_0, c_0) of forward: (K, B, P or H) and (K, B, H), K layers and directions
 States: TypeAlias = tuple[
@@ -69,24 +71,24 @@ class LSTMTrace:
     recorded as computed.
     """
 
-    cell_input: torch.Tensor  # z_t
+    cell_input: torch.Tensor  # g_t
     input_gate: torch.Tensor  # i_t
     forget_gate: torch.Tensor | None  # f_t
     cell_state: torch.Tensor  # c_t
     output_gate: torch.Tensor  # o_t
-    outputs: torch.Tensor  # y_t
+    outputs: torch.Tensor  # h_t
 
 
 class LSTM(RecurrentStack):
     r"""LSTM layers of ``H`` blocks, each a cell (constant error carousel) and gates.
 
     .. math::
-        c_t = i_t \odot z_t + f_t \odot c_{t-1}, \qquad y_t = o_t \odot \tanh(c_t),
+        c_t = i_t \odot g_t + f_t \odot c_{t-1}, \qquad h_t = o_t \odot \tanh(c_t),
 
-    with cell input :math:`z_t`, input gate :math:`i_t`, forget gate :math:`f_t` and
-    output gate :math:`o_t` computed from :math:`x_t` and :math:`y_{t-1}` (see the
-    module docstring); :math:`y_0 = c_0 = 0` unless a state is given. With
-    ``proj_size`` :math:`P > 0`, :math:`y_t = W_{\text{proj}}(o_t \odot \tanh(c_t))`
+    with cell input :math:`g_t`, input gate :math:`i_t`, forget gate :math:`f_t` and
+    output gate :math:`o_t` computed from :math:`x_t` and :math:`h_{t-1}` (see the
+    module docstring); :math:`h_0 = c_0 = 0` unless a state is given. With
+    ``proj_size`` :math:`P > 0`, :math:`h_t = W_{\text{proj}}(o_t \odot \tanh(c_t))`
     has :math:`P` features. Layers and directions as in
     :class:`~seqbook.recurrent.RecurrentStack`.
 
@@ -94,7 +96,7 @@ class LSTM(RecurrentStack):
         input_size: ``D``, features per time step (>= 1).
         hidden_size: ``H``, LSTM blocks per layer and direction (>= 1).
         num_layers: stacked layers (>= 1).
-        bias: with the biases :math:`b_z, b_i, b_f, b_o` (False: none at all).
+        bias: with the biases :math:`b_g, b_i, b_f, b_o` (False: none at all).
         batch_first: inputs and outputs are ``(B, T, .)`` if True (the book's
             convention and the default here; torch's default is False), ``(T, B, .)``
             if False. States are ``(K, B, .)`` either way, as in torch.
@@ -115,20 +117,20 @@ class LSTM(RecurrentStack):
     Shapes:
         x: ``(B, T, D)`` or a ``PackedSequence``.
         state: a pair ``(h_0, c_0)``: ``(K, B, P)`` (``(K, B, H)`` without
-        projection) and ``(K, B, H)``; :math:`h` is torch's name for :math:`y`.
+        projection) and ``(K, B, H)``.
         lengths: ``(B,)``.
         outputs: ``(B, T, num_directions * P)`` (or ``* H``), the last layer's block
-        outputs :math:`y_t` at every step.
+        outputs :math:`h_t` at every step.
         final_state: ``(h_n, c_n)``, shaped like ``state``.
 
     Attributes:
-        W_z, W_i, W_f, W_o: input weights of the first layer, ``(H, D)`` each
-            (``W_f``, ``R_f`` and ``b_f`` exist only with a forget gate).
-        R_z, R_i, R_f, R_o: its recurrent weights, ``(H, H)`` each (``(H, P)``
+        W_xg, W_xi, W_xf, W_xo: input weights of the first layer, ``(H, D)`` each
+            (``W_xf``, ``W_hf`` and ``b_f`` exist only with a forget gate).
+        W_hg, W_hi, W_hf, W_ho: its recurrent weights, ``(H, H)`` each (``(H, P)``
             with a projection).
-        b_z, b_i, b_f, b_o: its biases, ``(H,)`` each (None if ``bias=False``).
+        b_g, b_i, b_f, b_o: its biases, ``(H,)`` each (None if ``bias=False``).
         W_proj: its projection, ``(P, H)``, if ``proj_size`` > 0.
-        W_z_l1, ..., W_z_reverse, ...: those of the other layers and directions.
+        W_xg_l1, ..., W_xg_reverse, ...: those of the other layers and directions.
 
     Example:
         >>> lstm = LSTM(3, 5)
@@ -176,8 +178,8 @@ class LSTM(RecurrentStack):
         H = hidden_size
         for suffix, D_l in self._layer_inputs():  # every layer and direction
             for gate in self.gate_names:
-                self._new_parameter(f"W_{gate}{suffix}", H, D_l)
-                self._new_parameter(f"R_{gate}{suffix}", H, self._output_size)
+                self._new_parameter(f"W_x{gate}{suffix}", H, D_l)
+                self._new_parameter(f"W_h{gate}{suffix}", H, self._output_size)
                 self._new_parameter(f"b_{gate}{suffix}", H, is_bias=True)
             if proj_size:
                 self._new_parameter(f"W_proj{suffix}", proj_size, H)
@@ -185,9 +187,9 @@ class LSTM(RecurrentStack):
 
     @property
     def gate_names(self) -> tuple[str, ...]:
-        """Names of the gates in the book's order, ``("z", "i", "f", "o")`` or
-        ``("z", "i", "o")``."""
-        return ("z", "i", "f", "o") if self.forget_gate else ("z", "i", "o")
+        """Names of the gates in the book's order, ``("g", "i", "f", "o")`` or
+        ``("g", "i", "o")``."""
+        return ("g", "i", "f", "o") if self.forget_gate else ("g", "i", "o")
 
     @property
     def _output_size(self) -> int:
@@ -198,7 +200,7 @@ class LSTM(RecurrentStack):
 
     @property
     def _parameter_names(self) -> tuple[str, ...]:  # type: ignore[override]
-        names = [f"{kind}_{gate}" for gate in self.gate_names for kind in "WRb"]
+        names = [f"{kind}{gate}" for gate in self.gate_names for kind in _KINDS]
         return (*names, "W_proj") if self.proj_size else tuple(names)
 
     def reset_parameters(self) -> None:
@@ -222,117 +224,119 @@ class LSTM(RecurrentStack):
         return ", ".join(extra)
 
     def _stack_gates(self, w: SimpleNamespace, kind: str) -> Tensor:
-        """``W``, ``R`` or ``b`` of one layer's gates (``w``, from
+        """``W_x``, ``W_h`` or ``b_`` of one layer's gates (``w``, from
         ``_layer_parameters``) stacked, so that one matrix product serves them all."""
-        if kind == "b" and not self.bias:
-            return w.b_z  # the constant 0
-        return torch.cat([getattr(w, f"{kind}_{gate}") for gate in self.gate_names])
+        if kind == "b_" and not self.bias:
+            return w.b_g  # the constant 0
+        return torch.cat([getattr(w, f"{kind}{gate}") for gate in self.gate_names])
 
     def step(
         self,
         x_part: Float[Tensor, "B GH"],
-        y_prev: Float[Tensor, "B P"],
+        h_prev: Float[Tensor, "B P"],
         c_prev: Cells,
-        R: Float[Tensor, "GH P"],
+        W_h: Float[Tensor, "GH P"],
     ) -> tuple[Cells, Cells, tuple[Cells | None, ...]]:
         r"""One step of the block equations, given the input part
-        :math:`W x_t + b` of all gates (computed for all :math:`t` at once).
+        :math:`W_x x_t + b` of all gates (computed for all :math:`t` at once).
 
         Args:
-            x_part: :math:`W_g x_t + b_g` of the gates ``gate_names``, stacked,
-                ``(B, G H)``.
-            y_prev, c_prev: the previous block output ``(B, P)`` (``P = H`` without
+            x_part: :math:`W_{x\bullet} x_t + b_\bullet` of the gates ``gate_names``
+                (:math:`\bullet` = g, i, f, o), stacked, ``(B, G H)``.
+            h_prev, c_prev: the previous block output ``(B, P)`` (``P = H`` without
                 projection) and cell state ``(B, H)``.
-            R: the recurrent weights :math:`R_g` of the gates, stacked, ``(G H, P)``.
+            W_h: the recurrent weights :math:`W_{h\bullet}` of the gates, stacked,
+                ``(G H, P)``.
 
         Returns:
-            ``(y, c, (z, i, f, o))``: the block output :math:`o_t \odot \tanh(c_t)`
+            ``(h, c, (g, i, f, o))``: the block output :math:`o_t \odot \tanh(c_t)`
             (before a projection), the cell state and the gates, ``(B, H)`` each
             (``f`` is None without forget gate).
 
         Example:
             >>> lstm = LSTM(2, 3)
             >>> x_t, zeros = torch.randn(4, 2), torch.zeros(4, 3)
-            >>> W = torch.cat([lstm.W_z, lstm.W_i, lstm.W_f, lstm.W_o])
-            >>> b = torch.cat([lstm.b_z, lstm.b_i, lstm.b_f, lstm.b_o])
-            >>> R = torch.cat([lstm.R_z, lstm.R_i, lstm.R_f, lstm.R_o])
-            >>> y, c, gates = lstm.step(x_t @ W.T + b, zeros, zeros, R)
-            >>> torch.equal(y, lstm.cell(x_t, (zeros, zeros))[0])
+            >>> W_x = torch.cat([lstm.W_xg, lstm.W_xi, lstm.W_xf, lstm.W_xo])
+            >>> b = torch.cat([lstm.b_g, lstm.b_i, lstm.b_f, lstm.b_o])
+            >>> W_h = torch.cat([lstm.W_hg, lstm.W_hi, lstm.W_hf, lstm.W_ho])
+            >>> h, c, gates = lstm.step(x_t @ W_x.T + b, zeros, zeros, W_h)
+            >>> torch.equal(h, lstm.cell(x_t, (zeros, zeros))[0])
             True
         """
-        pre = x_part + y_prev @ R.T  # (B, G H)
+        pre = x_part + h_prev @ W_h.T  # (B, G H)
         parts = dict(zip(self.gate_names, pre.chunk(len(self.gate_names), dim=1)))
-        z = torch.tanh(parts["z"])  # (eq-lstm-z)
+        g = torch.tanh(parts["g"])  # (eq-lstm-g)
         i = torch.sigmoid(parts["i"])  # (eq-lstm-i)
         if self.forget_gate:
             f = torch.sigmoid(parts["f"])  # (eq-lstm-f)
-            c = i * z + f * c_prev  # (eq-lstm-c)
+            c = i * g + f * c_prev  # (eq-lstm-c)
         else:
             f = None
-            c = i * z + c_prev  # (eq-lstm-cec)
+            c = i * g + c_prev  # (eq-lstm-cec)
         o = torch.sigmoid(parts["o"])  # (eq-lstm-o)
-        y = o * torch.tanh(c)  # (eq-lstm-y)
-        return y, c, (z, i, f, o)
+        h = o * torch.tanh(c)  # (eq-lstm-h)
+        return h, c, (g, i, f, o)
 
     def recurrence(
         self, x: Float[Tensor, "*batch D"], layer: int = 0, direction: int = 0
     ) -> tuple[Float[Tensor, "*batch _"], Step]:
         """The recurrence of one layer and direction: the input parts
-        :math:`W_g x_t + b_g` of all gates and every step of ``x`` ``(B, T, D)`` in one
-        matrix product, and the function ``advance(x_part, (y, c)) -> ((y, c), gates)``
+        :math:`W_{x\bullet} x_t + b_\bullet` of all gates and every step of ``x``
+        ``(B, T, D)`` in one matrix product, and the function
+        ``advance(x_part, (h, c)) -> ((h, c), gates)``
         that the stack runs over time, with the projection if there is one.
 
         Example:
             >>> lstm = LSTM(2, 3, proj_size=1)
-            >>> x, y, c = torch.randn(4, 5, 2), torch.zeros(4, 1), torch.zeros(4, 3)
+            >>> x, h, c = torch.randn(4, 5, 2), torch.zeros(4, 1), torch.zeros(4, 3)
             >>> x_parts, advance = lstm.recurrence(x)
-            >>> (y_1, c_1), gates = advance(x_parts[:, 0], (y, c))
-            >>> torch.equal(y_1, lstm(x)[0][:, 0])
+            >>> (h_1, c_1), gates = advance(x_parts[:, 0], (h, c))
+            >>> torch.equal(h_1, lstm(x)[0][:, 0])
             True
         """
-        w = self._layer_parameters(layer, direction)  # W_z, R_z, b_z, ...
-        W, R, b = (self._stack_gates(w, kind) for kind in "WRb")  # (G H, .)
+        w = self._layer_parameters(layer, direction)  # W_xg, W_hg, b_g, ...
+        W_x, W_h, b = (self._stack_gates(w, kind) for kind in _KINDS)  # (G H, .)
 
         def advance(x_part: Tensor, state: State) -> tuple[State, tuple]:
-            y, c, gates = self.step(x_part, state[0], state[1], R)
+            h, c, gates = self.step(x_part, state[0], state[1], W_h)
             if self.proj_size:
-                y = y @ w.W_proj.T  # (B, P)  (eq-lstm-proj)
-            return (y, c), gates
+                h = h @ w.W_proj.T  # (B, P)  (eq-lstm-proj)
+            return (h, c), gates
 
-        return x @ W.T + b, advance  # the input parts of all t, (B, T, G H)
+        return x @ W_x.T + b, advance  # the input parts of all t, (B, T, G H)
 
     def _trace(self, outputs: Tensor, history: list[tuple[State, tuple]]) -> LSTMTrace:
         states, gates = zip(*history)
-        z, i, f, o = (stack_history(g) for g in zip(*gates))  # (B, T, H)
+        g, i, f, o = (stack_history(gate) for gate in zip(*gates))  # (B, T, H)
         cells = stack_history([c for _, c in states])  # (B, T, H)
-        return LSTMTrace(z, i, f, cells, o, outputs)  # type: ignore[arg-type]
+        return LSTMTrace(g, i, f, cells, o, outputs)  # type: ignore[arg-type]
 
     def cell(
         self, x_t: Float[Tensor, "B {self.input_size}"], state: tuple[BlockOutput, Cells]
     ) -> tuple[BlockOutput, Cells]:
-        r"""One time step: :math:`(y_{t-1}, c_{t-1}) \mapsto (y_t, c_t)`.
+        r"""One time step: :math:`(h_{t-1}, c_{t-1}) \mapsto (h_t, c_t)`.
 
         For a one-layer, one-direction LSTM (like ``torch.nn.LSTMCell``).
 
         Args:
             x_t: the input of this step, ``(B, D)``.
-            state: the pair :math:`(y_{t-1}, c_{t-1})`, ``(B, H)`` each (``y`` is
+            state: the pair :math:`(h_{t-1}, c_{t-1})`, ``(B, H)`` each (``h`` is
                 ``(B, P)`` with a projection).
 
         Returns:
-            :math:`(y_t, c_t)`, shaped like ``state``.
+            :math:`(h_t, c_t)`, shaped like ``state``.
 
         Example:
             >>> lstm = LSTM(2, 3)
             >>> zeros = torch.zeros(4, 3)
-            >>> y, c = lstm.cell(torch.zeros(4, 2), (zeros, zeros))
-            >>> tuple(y.shape), tuple(c.shape)
+            >>> h, c = lstm.cell(torch.zeros(4, 2), (zeros, zeros))
+            >>> tuple(h.shape), tuple(c.shape)
             ((4, 3), (4, 3))
         """
         self._check_one_layer("cell")
         x_part, advance = self.recurrence(x_t)  # (B, G H)
-        (y, c), _ = advance(x_part, state)
-        return y, c
+        (h, c), _ = advance(x_part, state)
+        return h, c
 
     def forward(
         self, x: Inputs, state: States | None = None, lengths: Lengths | None = None
@@ -389,7 +393,7 @@ class LSTM(RecurrentStack):
         ``bidirectional``, ``proj_size``), device, dtype and training mode.
         ``nn.LSTM`` stacks its gates in the order ``i, f, g, o`` in
         ``weight_ih_l{k}`` ``(4H, D)``, ``weight_hh_l{k}`` ``(4H, H)`` and two bias
-        vectors; their ``g`` is our cell input ``z``, and the two biases are summed
+        vectors (their ``g`` is our cell input ``g``); the two biases are summed
         into one (an ``nn.LSTM`` without bias gives an LSTM without bias);
         ``weight_hr_l{k}`` is our ``W_proj``.
 
@@ -471,8 +475,8 @@ class LSTM(RecurrentStack):
                 )
         for gate in self.gate_names:
             k = _TORCH_ORDER[gate]
-            getattr(self, f"W_{gate}{suffix}").copy_(W_ih[k])
-            getattr(self, f"R_{gate}{suffix}").copy_(W_hh[k])
+            getattr(self, f"W_x{gate}{suffix}").copy_(W_ih[k])
+            getattr(self, f"W_h{gate}{suffix}").copy_(W_hh[k])
             if b is not None:
                 getattr(self, f"b_{gate}{suffix}").copy_(b[k])
         if self.proj_size:
@@ -485,15 +489,15 @@ class LSTM(RecurrentStack):
         if self.bias:
             b_ih = getattr(module, f"bias_ih{torch_suffix}")
             getattr(module, f"bias_hh{torch_suffix}").zero_()
-        for gate in "ifzo":
+        for gate in "ifgo":
             rows = slice(_TORCH_ORDER[gate] * H, (_TORCH_ORDER[gate] + 1) * H)
             if gate == "f" and not self.forget_gate:
                 W_ih[rows] = 0.0
                 W_hh[rows] = 0.0
                 b_ih[rows] = _PINNED_FORGET_BIAS
                 continue
-            W_ih[rows] = getattr(self, f"W_{gate}{suffix}")
-            W_hh[rows] = getattr(self, f"R_{gate}{suffix}")
+            W_ih[rows] = getattr(self, f"W_x{gate}{suffix}")
+            W_hh[rows] = getattr(self, f"W_h{gate}{suffix}")
             if self.bias:
                 b_ih[rows] = getattr(self, f"b_{gate}{suffix}")
         if self.proj_size:
@@ -561,38 +565,42 @@ def _check_chrono(lstm: LSTM, t_max: float) -> None:
 def lstm_backward(
     lstm: LSTM,
     x: Float[Tensor, "B T D"],
-    dl_dy: Float[Tensor, "B T H"],
+    dl_dh: Float[Tensor, "B T H"],
 ) -> dict[str, Tensor]:
     r"""Back-propagation through time for a one-layer LSTM, written out by hand.
 
-    The gradients of a loss :math:`L = \sum_t \ell_t(\mathbf{y}_t)` with respect to
+    The gradients of a loss :math:`L = \sum_t \ell_t(\mathbf{h}_t)` with respect to
     every parameter of ``lstm``, given :math:`\boldsymbol{\epsilon}_t = \partial
-    \ell_t / \partial \mathbf{y}_t` (``dl_dy``), from the zero initial state. With
-    :math:`\delta\bar{\mathbf{g}}_t` the gradient of gate :math:`g`'s pre-activation
-    (:math:`\bar{\mathbf{z}}_t = \mathbf{W}_z \mathbf{x}_t + \mathbf{R}_z
-    \mathbf{y}_{t-1} + \mathbf{b}_z`, likewise for :math:`i, f, o`), going backwards
-    from :math:`\delta\bar{\mathbf{g}}_{T+1} = \delta\mathbf{c}_{T+1} = \mathbf{0}`:
+    \ell_t / \partial \mathbf{h}_t` (``dl_dh``), from the zero initial state. With
+    :math:`\delta\bar{\mathbf{g}}_t, \delta\bar{\mathbf{i}}_t,
+    \delta\bar{\mathbf{f}}_t, \delta\bar{\mathbf{o}}_t` the gradients of the gates'
+    pre-activations (:math:`\bar{\mathbf{g}}_t = \mathbf{W}_{xg} \mathbf{x}_t +
+    \mathbf{W}_{hg} \mathbf{h}_{t-1} + \mathbf{b}_g`, likewise for :math:`i, f, o`),
+    going backwards from :math:`\delta\bar{\mathbf{g}}_{T+1} = \dots =
+    \delta\mathbf{c}_{T+1} = \mathbf{0}`:
 
     .. math::
-        \delta\mathbf{y}_t &= \boldsymbol{\epsilon}_t + \textstyle\sum_g
-            \mathbf{R}_g^\top \delta\bar{\mathbf{g}}_{t+1}, \\
-        \delta\bar{\mathbf{o}}_t &= \delta\mathbf{y}_t \odot h(\mathbf{c}_t) \odot
+        \delta\mathbf{h}_t &= \boldsymbol{\epsilon}_t + \textstyle\sum_{\bullet}
+            \mathbf{W}_{h\bullet}^\top \delta\bar{\boldsymbol{\bullet}}_{t+1}
+            \quad (\bullet = g, i, f, o), \\
+        \delta\bar{\mathbf{o}}_t &= \delta\mathbf{h}_t \odot \tanh(\mathbf{c}_t) \odot
             \sigma'(\bar{\mathbf{o}}_t), \\
-        \delta\mathbf{c}_t &= \delta\mathbf{y}_t \odot \mathbf{o}_t \odot
-            h'(\mathbf{c}_t) + \delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1}, \\
-        \delta\bar{\mathbf{z}}_t &= \delta\mathbf{c}_t \odot \mathbf{i}_t \odot
-            g'(\bar{\mathbf{z}}_t), \quad
-        \delta\bar{\mathbf{i}}_t = \delta\mathbf{c}_t \odot \mathbf{z}_t \odot
+        \delta\mathbf{c}_t &= \delta\mathbf{h}_t \odot \mathbf{o}_t \odot
+            \tanh'(\mathbf{c}_t) + \delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1}, \\
+        \delta\bar{\mathbf{g}}_t &= \delta\mathbf{c}_t \odot \mathbf{i}_t \odot
+            \tanh'(\bar{\mathbf{g}}_t), \quad
+        \delta\bar{\mathbf{i}}_t = \delta\mathbf{c}_t \odot \mathbf{g}_t \odot
             \sigma'(\bar{\mathbf{i}}_t), \quad
         \delta\bar{\mathbf{f}}_t = \delta\mathbf{c}_t \odot \mathbf{c}_{t-1} \odot
             \sigma'(\bar{\mathbf{f}}_t), \\
-        \frac{\partial L}{\partial \mathbf{W}_g} &= \sum_t \delta\bar{\mathbf{g}}_t
-            \mathbf{x}_t^\top, \quad
-        \frac{\partial L}{\partial \mathbf{R}_g} = \sum_t \delta\bar{\mathbf{g}}_t
-            \mathbf{y}_{t-1}^\top, \quad
-        \frac{\partial L}{\partial \mathbf{b}_g} = \sum_t \delta\bar{\mathbf{g}}_t,
+        \frac{\partial L}{\partial \mathbf{W}_{x\bullet}} &= \sum_t
+            \delta\bar{\boldsymbol{\bullet}}_t \mathbf{x}_t^\top, \quad
+        \frac{\partial L}{\partial \mathbf{W}_{h\bullet}} = \sum_t
+            \delta\bar{\boldsymbol{\bullet}}_t \mathbf{h}_{t-1}^\top, \quad
+        \frac{\partial L}{\partial \mathbf{b}_\bullet} = \sum_t
+            \delta\bar{\boldsymbol{\bullet}}_t,
 
-    with :math:`\sigma' = \sigma(1 - \sigma)` and :math:`g' = h' = 1 - \tanh^2`
+    with :math:`\sigma' = \sigma(1 - \sigma)` and :math:`\tanh' = 1 - \tanh^2`
     (the equations of Greff et al. 2017, appendix, in this book's letters). Without
     a forget gate :math:`\mathbf{f}_t = 1` and there is no :math:`\delta\bar{\mathbf{f}}`.
     The forward pass is :meth:`LSTM.trace`; nothing is differentiated by autograd.
@@ -601,51 +609,52 @@ def lstm_backward(
         lstm: a one-layer, one-direction :class:`LSTM` without projection.
         x: inputs ``(B, T, D)`` in the parameters' dtype (``lstm.batch_first`` must
             be True, the default).
-        dl_dy: :math:`\partial \ell_t / \partial \mathbf{y}_t`, shaped like the
+        dl_dh: :math:`\partial \ell_t / \partial \mathbf{h}_t`, shaped like the
             outputs, ``(B, T, H)``.
 
     Returns:
-        The gradient of every parameter, by its name (``"W_z"``, ``"R_z"``,
-        ``"b_z"``, ...), shaped like the parameter.
+        The gradient of every parameter, by its name (``"W_xg"``, ``"W_hg"``,
+        ``"b_g"``, ...), shaped like the parameter.
 
     Example:
         >>> lstm = LSTM(3, 4).double()
         >>> x, c = torch.randn(2, 5, 3).double(), torch.randn(2, 5, 4).double()
-        >>> grads = lstm_backward(lstm, x, dl_dy=c)
+        >>> grads = lstm_backward(lstm, x, dl_dh=c)
         >>> (lstm(x)[0] * c).sum().backward()
-        >>> torch.allclose(grads["R_f"], lstm.R_f.grad)
+        >>> torch.allclose(grads["W_hf"], lstm.W_hf.grad)
         True
     """
-    _check_backward(lstm, x, dl_dy)
+    _check_backward(lstm, x, dl_dh)
     with torch.no_grad():
-        trace = lstm.trace(x)  # every z, i, f, c, o, y: (B, T, H)
-        R = torch.cat([getattr(lstm, f"R_{g}") for g in lstm.gate_names])
+        trace = lstm.trace(x)  # every g, i, f, c, o, h: (B, T, H)
+        W_h = torch.cat([getattr(lstm, f"W_h{k}") for k in lstm.gate_names])
         f_next = _forget_next(trace)  # f_{t+1}; 1 without forget gate
-        dg, dc = x.new_zeros(len(x), R.shape[0]), torch.zeros_like(f_next[:, 0])
+        dp = x.new_zeros(len(x), W_h.shape[0])  # (B, G H)
+        dc = torch.zeros_like(f_next[:, 0])  # (B, H)
         deltas = []
         for t in reversed(range(x.shape[1])):
-            dy = dl_dy[:, t] + dg @ R  # (eq-lstm-bptt-y)
-            dg, dc = lstm_step_backward(trace, t, dy, dc * f_next[:, t])
-            deltas.append(dg)  # the gates' gradients at step t, (B, G H)
-        dg_all = torch.stack(deltas[::-1], dim=1)  # (B, T, G H)
-        y_prev = _delayed(trace.outputs)  # y_{t-1}: (B, T, H)
-        return _weight_gradients(lstm, dg_all, x, y_prev)  # (eq-lstm-bptt-grad)
+            dh = dl_dh[:, t] + dp @ W_h  # (eq-lstm-bptt-h)
+            dp, dc = lstm_step_backward(trace, t, dh, dc * f_next[:, t])
+            deltas.append(dp)  # the gates' gradients at step t, (B, G H)
+        dp_all = torch.stack(deltas[::-1], dim=1)  # (B, T, G H)
+        h_prev = _delayed(trace.outputs)  # h_{t-1}: (B, T, H)
+        return _weight_gradients(lstm, dp_all, x, h_prev)  # (eq-lstm-bptt-grad)
 
 
 def lstm_step_backward(
     trace: LSTMTrace,
     t: int,
-    dy: Float[Tensor, "B H"],
+    dh: Float[Tensor, "B H"],
     dc_carried: Float[Tensor, "B H"],
 ) -> tuple[Float[Tensor, "B GH"], Float[Tensor, "B H"]]:
-    r"""One step of :func:`lstm_backward`: from :math:`\delta\mathbf{y}_t` to the
+    r"""One step of :func:`lstm_backward`: from :math:`\delta\mathbf{h}_t` to the
     gradients of the gates' pre-activations and of the cell state at step ``t``.
 
     .. math::
-        \delta\mathbf{c}_t = \delta\mathbf{y}_t \odot \mathbf{o}_t \odot
-        h'(\mathbf{c}_t) + \delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1},
+        \delta\mathbf{c}_t = \delta\mathbf{h}_t \odot \mathbf{o}_t \odot
+        \tanh'(\mathbf{c}_t) + \delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1},
 
-    then :math:`\delta\bar{\mathbf{o}}_t`, :math:`\delta\bar{\mathbf{z}}_t`,
+    then :math:`\delta\bar{\mathbf{o}}_t`, :math:`\delta\bar{\mathbf{g}}_t`,
     :math:`\delta\bar{\mathbf{i}}_t` and :math:`\delta\bar{\mathbf{f}}_t` as in
     :func:`lstm_backward`.
 
@@ -653,38 +662,38 @@ def lstm_step_backward(
         trace: the forward pass of a one-layer, one-direction LSTM
             (:meth:`LSTM.trace`), fields ``(B, T, H)``.
         t: the step, ``0 <= t < T``.
-        dy: :math:`\delta\mathbf{y}_t = \partial L / \partial \mathbf{y}_t`,
+        dh: :math:`\delta\mathbf{h}_t = \partial L / \partial \mathbf{h}_t`,
             ``(B, H)``.
         dc_carried: what the carousel carries back,
             :math:`\delta\mathbf{c}_{t+1} \odot \mathbf{f}_{t+1}` (zeros at the
             last step), ``(B, H)``.
 
     Returns:
-        ``(dg, dc)``: the gradients of the pre-activations of the gates
-        ``gate_names`` (``z, i, f, o`` or ``z, i, o``) stacked, ``(B, G H)``, and
+        ``(dp, dc)``: the gradients of the pre-activations of the gates
+        ``gate_names`` (``g, i, f, o`` or ``g, i, o``) stacked, ``(B, G H)``, and
         :math:`\delta\mathbf{c}_t`, ``(B, H)``.
 
     Example:
         >>> lstm = LSTM(2, 3)
         >>> trace = lstm.trace(torch.randn(4, 5, 2))
-        >>> dg, dc = lstm_step_backward(trace, 4, torch.ones(4, 3), torch.zeros(4, 3))
-        >>> tuple(dg.shape), tuple(dc.shape)
+        >>> dp, dc = lstm_step_backward(trace, 4, torch.ones(4, 3), torch.zeros(4, 3))
+        >>> tuple(dp.shape), tuple(dc.shape)
         ((4, 12), (4, 3))
     """
-    _check_step(trace, t, dy, dc_carried)
-    z, i, c, o = (v[:, t] for v in (trace.cell_input, trace.input_gate,
+    _check_step(trace, t, dh, dc_carried)
+    g, i, c, o = (v[:, t] for v in (trace.cell_input, trace.input_gate,
                                     trace.cell_state, trace.output_gate))
-    h = torch.tanh(c)
-    do = dy * h * o * (1 - o)  # (eq-lstm-bptt-o)
-    dc = dy * o * (1 - h**2) + dc_carried  # (eq-lstm-bptt-c)
-    dz = dc * i * (1 - z**2)  # (eq-lstm-bptt-gates)
-    di = dc * z * i * (1 - i)  # (eq-lstm-bptt-gates)
+    tanh_c = torch.tanh(c)
+    do = dh * tanh_c * o * (1 - o)  # (eq-lstm-bptt-o)
+    dc = dh * o * (1 - tanh_c**2) + dc_carried  # (eq-lstm-bptt-c)
+    dg = dc * i * (1 - g**2)  # (eq-lstm-bptt-gates)
+    di = dc * g * i * (1 - i)  # (eq-lstm-bptt-gates)
     if trace.forget_gate is None:  # the 1997 LSTM: no forget gate
-        return torch.cat([dz, di, do], dim=1), dc
+        return torch.cat([dg, di, do], dim=1), dc
     f = trace.forget_gate[:, t]
     c_prev = trace.cell_state[:, t - 1] if t > 0 else torch.zeros_like(c)
     df = dc * c_prev * f * (1 - f)  # (eq-lstm-bptt-gates)
-    return torch.cat([dz, di, df, do], dim=1), dc
+    return torch.cat([dg, di, df, do], dim=1), dc
 
 
 def _delayed(values: Float[Tensor, "B T H"]) -> Float[Tensor, "B T H"]:
@@ -700,8 +709,8 @@ def _forget_next(trace: LSTMTrace) -> Float[Tensor, "B T H"]:
     return torch.cat([f[:, 1:], torch.zeros_like(f[:, :1])], dim=1)
 
 
-def _check_step(trace: LSTMTrace, t: int, dy: Tensor, dc_carried: Tensor) -> None:
-    """What :func:`lstm_step_backward` needs: a trace, a step in it, and ``dy`` and
+def _check_step(trace: LSTMTrace, t: int, dh: Tensor, dc_carried: Tensor) -> None:
+    """What :func:`lstm_step_backward` needs: a trace, a step in it, and ``dh`` and
     ``dc_carried`` shaped like one step of its cell states."""
     if not isinstance(trace, LSTMTrace):
         raise TypeError(f"trace must be an LSTMTrace, got {type(trace).__name__}")
@@ -710,7 +719,7 @@ def _check_step(trace: LSTMTrace, t: int, dy: Tensor, dc_carried: Tensor) -> Non
                          f"{tuple(trace.cell_state.shape)}")
     check_int("t", t, min_value=0, max_value=trace.cell_state.shape[1] - 1)
     expected = tuple(trace.cell_state[:, t].shape)
-    for name, value in (("dy", dy), ("dc_carried", dc_carried)):
+    for name, value in (("dh", dh), ("dc_carried", dc_carried)):
         if tuple(value.shape) != expected:
             raise ValueError(f"{name} must have the shape of one step's cell states "
                              f"{expected}, got {tuple(value.shape)}")
@@ -718,28 +727,28 @@ def _check_step(trace: LSTMTrace, t: int, dy: Tensor, dc_carried: Tensor) -> Non
 
 def _weight_gradients(
     lstm: LSTM,
-    dg: Float[Tensor, "B T GH"],
+    d_pre: Float[Tensor, "B T GH"],
     x: Float[Tensor, "B T D"],
-    y_prev: Float[Tensor, "B T H"],
+    h_prev: Float[Tensor, "B T H"],
 ) -> dict[str, Tensor]:
     """The sums over the batch and time of :func:`lstm_backward`, split by gate."""
     sums = {
-        "W": torch.einsum("btg,btd->gd", dg, x),  # (eq-lstm-bptt-grad)
-        "R": torch.einsum("btg,bth->gh", dg, y_prev),  # (eq-lstm-bptt-grad)
-        "b": dg.sum(dim=(0, 1)),  # (eq-lstm-bptt-grad)
+        "W_x": torch.einsum("btg,btd->gd", d_pre, x),  # (eq-lstm-bptt-grad)
+        "W_h": torch.einsum("btg,bth->gh", d_pre, h_prev),  # (eq-lstm-bptt-grad)
+        "b_": d_pre.sum(dim=(0, 1)),  # (eq-lstm-bptt-grad)
     }
     grads = {}
     for kind, total in sums.items():
-        if kind == "b" and not lstm.bias:
+        if kind == "b_" and not lstm.bias:
             continue
         for gate, part in zip(lstm.gate_names, total.chunk(len(lstm.gate_names))):
-            grads[f"{kind}_{gate}"] = part
+            grads[f"{kind}{gate}"] = part
     return grads
 
 
-def _check_backward(lstm: LSTM, x: Tensor, dl_dy: Tensor) -> None:
+def _check_backward(lstm: LSTM, x: Tensor, dl_dh: Tensor) -> None:
     """What :func:`lstm_backward` needs: one layer and direction, no projection, and
-    ``dl_dy`` shaped like the outputs of ``x``."""
+    ``dl_dh`` shaped like the outputs of ``x``."""
     if not isinstance(lstm, LSTM):
         raise TypeError(f"lstm must be a seqbook.recurrent.LSTM, got {type(lstm).__name__}")
     if lstm.num_layers != 1 or lstm.bidirectional or lstm.proj_size or not lstm.batch_first:
@@ -747,14 +756,14 @@ def _check_backward(lstm: LSTM, x: Tensor, dl_dy: Tensor) -> None:
                          f"batch_first=True, got num_layers={lstm.num_layers}, "
                          f"bidirectional={lstm.bidirectional}, proj_size={lstm.proj_size}, "
                          f"batch_first={lstm.batch_first}")
-    for name, value in (("x", x), ("dl_dy", dl_dy)):
+    for name, value in (("x", x), ("dl_dh", dl_dh)):
         if not isinstance(value, Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
         if value.dim() != 3:
             raise ValueError(f"{name} must be 3-dimensional, got shape {tuple(value.shape)}")
     expected = (*x.shape[:2], lstm.hidden_size)
-    if tuple(dl_dy.shape) != expected:
-        raise ValueError(f"dl_dy must have the outputs' shape {expected}, "
-                         f"got {tuple(dl_dy.shape)}")
-    if dl_dy.dtype != x.dtype:
-        raise TypeError(f"dl_dy must have x's dtype {x.dtype}, got {dl_dy.dtype}")
+    if tuple(dl_dh.shape) != expected:
+        raise ValueError(f"dl_dh must have the outputs' shape {expected}, "
+                         f"got {tuple(dl_dh.shape)}")
+    if dl_dh.dtype != x.dtype:
+        raise TypeError(f"dl_dh must have x's dtype {x.dtype}, got {dl_dh.dtype}")

@@ -200,13 +200,13 @@ class MambaBlock(nn.Module):
     r"""The Mamba block: a gated selective SSM between two projections.
 
     .. math::
-        (\mathbf{x}, \mathbf{z}) = \mathbf{W}_\text{in}\mathbf{u}, \quad
+        (\mathbf{x}, \mathbf{x}_\text{gate}) = \mathbf{W}_\text{in}\mathbf{u}, \quad
         \mathbf{x} \leftarrow \mathrm{SiLU}(\mathrm{conv}(\mathbf{x})), \quad
         (\Delta, \mathbf{B}, \mathbf{C}) = (\mathrm{softplus}(\mathbf{W}_\Delta
         \mathbf{W}_r \mathbf{x} + \mathbf{b}_\Delta), \mathbf{W}_B\mathbf{x},
         \mathbf{W}_C\mathbf{x}), \quad
         \mathbf{y} = \mathbf{W}_\text{out}\big(\mathrm{SSM}(\mathbf{x}) \odot
-        \mathrm{SiLU}(\mathbf{z})\big)
+        \mathrm{SiLU}(\mathbf{x}_\text{gate})\big)
 
     with a short causal depthwise convolution and :math:`\mathbf{A} =
     -e^{\mathbf{A}_{\log}}` initialised to :math:`-1, \dots, -N` (S4D-Real), as in
@@ -253,14 +253,14 @@ class MambaBlock(nn.Module):
         self, u: Float[Tensor, "b L {self.d_model}"]
     ) -> Float[Tensor, "b L {self.d_model}"]:
         check_steps("u", u, "b L d_model")
-        x, z = self.in_proj(u).chunk(2, dim=-1)  # (b, L, inner) each
+        x, x_gate = self.in_proj(u).chunk(2, dim=-1)  # (b, L, inner) each
         L, N = u.shape[1], self.state_size
         x = F.silu(self.conv1d(x.transpose(1, 2))[:, :, :L].transpose(1, 2))
         dt, B, C = self.x_proj(x).split([self.dt_rank, N, N], -1)
         delta = F.softplus(self.dt_proj(dt))  # (b, L, inner)
         # (eq-ssm-selective)
         y = selective_scan(x, delta, -torch.exp(self.A_log), B, C, self.D)
-        return self.out_proj(y * F.silu(z))  # (b, L, d_model)
+        return self.out_proj(y * F.silu(x_gate))  # (b, L, d_model)
 
     @classmethod
     def from_mambapy(cls, block: nn.Module) -> MambaBlock:

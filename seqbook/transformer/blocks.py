@@ -153,9 +153,9 @@ class EncoderBlock(nn.Module):
     r"""Self-attention and a feed-forward network, each inside an add & norm.
 
     .. math::
-        \mathbf{z} = \operatorname{AddNorm}(\mathbf{x},
+        \mathbf{x}' = \operatorname{AddNorm}(\mathbf{x},
         \operatorname{MultiHead}(\cdot, \cdot, \cdot)), \qquad
-        \mathbf{y} = \operatorname{AddNorm}(\mathbf{z}, \operatorname{FFN})
+        \mathbf{y} = \operatorname{AddNorm}(\mathbf{x}', \operatorname{FFN})
 
     with :class:`~seqbook.transformer.AddNorm` post-norm (the paper and PyTorch's
     default) or pre-norm (``norm_first=True``, Aryaman's notes' eq. 5.5). The
@@ -227,8 +227,8 @@ class EncoderBlock(nn.Module):
             self.last_attention = weights.detach()  # (B, h, T, T), for plotting
             return output
 
-        z = self.add_norm_1(src, self_attention)  # z = AddNorm(x, MultiHead)
-        return self.add_norm_2(z, self.feed_forward)  # y = AddNorm(z, FFN)
+        x_att = self.add_norm_1(src, self_attention)  # x' = AddNorm(x, MultiHead)
+        return self.add_norm_2(x_att, self.feed_forward)  # y = AddNorm(x', FFN)
 
     @classmethod
     def from_torch(
@@ -284,11 +284,11 @@ class DecoderBlock(nn.Module):
     r"""Masked self-attention, cross-attention to the encoder, feed-forward network.
 
     .. math::
-        \mathbf{z}_1 &= \operatorname{AddNorm}(\mathbf{y},
+        \mathbf{y}' &= \operatorname{AddNorm}(\mathbf{y},
         \operatorname{MultiHead}_{\text{causal}}(\cdot, \cdot, \cdot)) \\
-        \mathbf{z}_2 &= \operatorname{AddNorm}(\mathbf{z}_1,
+        \mathbf{y}'' &= \operatorname{AddNorm}(\mathbf{y}',
         \operatorname{MultiHead}(\cdot, \mathbf{m}, \mathbf{m})) \\
-        \mathbf{y}' &= \operatorname{AddNorm}(\mathbf{z}_2, \operatorname{FFN})
+        \mathbf{y}''' &= \operatorname{AddNorm}(\mathbf{y}'', \operatorname{FFN})
 
     The queries of the cross-attention come from the decoder, its keys and values are
     the encoder output :math:`\mathbf{m}` ("memory"). The causal mask (pass
@@ -373,16 +373,16 @@ class DecoderBlock(nn.Module):
             self.last_self_attention = weights.detach()  # (B, h, T, T)
             return output
 
-        def cross_attention(z: Tensor) -> Tensor:
+        def cross_attention(y: Tensor) -> Tensor:
             output, weights = self.cross_attention(
-                z, memory, memory, memory_key_padding_mask, attn_mask=memory_mask,
+                y, memory, memory, memory_key_padding_mask, attn_mask=memory_mask,
                 average_attn_weights=False, is_causal=memory_is_causal)
             self.last_cross_attention = weights.detach()  # (B, h, T, S)
             return output
 
-        z_1 = self.add_norm_1(tgt, self_attention)  # AddNorm(y, MultiHead_causal)
-        z_2 = self.add_norm_2(z_1, cross_attention)  # AddNorm(z_1, MultiHead(m))
-        return self.add_norm_3(z_2, self.feed_forward)  # (B, T, d_model)
+        y_1 = self.add_norm_1(tgt, self_attention)  # y', causal self-attention
+        y_2 = self.add_norm_2(y_1, cross_attention)  # y'', attention to m
+        return self.add_norm_3(y_2, self.feed_forward)  # (B, T, d_model)
 
     @classmethod
     def from_torch(

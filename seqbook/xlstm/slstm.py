@@ -46,15 +46,17 @@ class SLSTM(nn.Module):
 
     .. math::
         \mathbf{c}_t = \mathbf{f}_t \odot \mathbf{c}_{t-1} + \mathbf{i}_t \odot
-        \mathbf{z}_t, \quad \mathbf{n}_t = \mathbf{f}_t \odot \mathbf{n}_{t-1} +
+        \mathbf{g}_t, \quad \mathbf{n}_t = \mathbf{f}_t \odot \mathbf{n}_{t-1} +
         \mathbf{i}_t, \quad \mathbf{h}_t = \mathbf{o}_t \odot \mathbf{c}_t /
         \mathbf{n}_t,
 
-    with :math:`\mathbf{z}_t = \tanh(\tilde{\mathbf{z}}_t)`, :math:`\mathbf{i}_t =
-    \exp(\tilde{\mathbf{i}}_t)`, :math:`\mathbf{f}_t = \sigma(\tilde{\mathbf{f}}_t)`,
+    with the cell input :math:`\mathbf{g}_t = \tanh(\tilde{\mathbf{g}}_t)` (the
+    paper's :math:`\mathbf{z}_t`), :math:`\mathbf{i}_t = \exp(\tilde{\mathbf{i}}_t)`,
+    :math:`\mathbf{f}_t = \sigma(\tilde{\mathbf{f}}_t)`,
     :math:`\mathbf{o}_t = \sigma(\tilde{\mathbf{o}}_t)` and each pre-activation
-    :math:`\tilde{\mathbf{g}}_t = \mathbf{W}_g\mathbf{x}_t + \mathbf{R}_g
-    \mathbf{h}_{t-1} + \mathbf{b}_g`. The step is computed with :math:`\mathbf{c}` and
+    :math:`\tilde{\boldsymbol{\bullet}}_t = \mathbf{W}_{x\bullet}\mathbf{x}_t +
+    \mathbf{W}_{h\bullet}\mathbf{h}_{t-1} + \mathbf{b}_\bullet` (:math:`\bullet = i, f,
+    g, o`). The step is computed with :math:`\mathbf{c}` and
     :math:`\mathbf{n}` divided by :math:`e^{\mathbf{m}_t}` (see :meth:`step`), which
     leaves :math:`\mathbf{h}` unchanged.
 
@@ -65,6 +67,12 @@ class SLSTM(nn.Module):
     Shapes:
         x: ``(B, T, D)``; returns the hidden states ``(B, T, H)`` and the last state.
 
+    Attributes:
+        W_x: the input weights :math:`\mathbf{W}_{x\bullet}` of the gates ``i, f, g,
+            o``, stacked, ``(4H, D)``.
+        W_h: their recurrent weights :math:`\mathbf{W}_{h\bullet}`, stacked, ``(4H, H)``.
+        b: their biases, stacked, ``(4H,)``.
+
     Example:
         >>> layer = SLSTM(3, 4)
         >>> h, state = layer(torch.randn(2, 5, 3))
@@ -72,7 +80,7 @@ class SLSTM(nn.Module):
         (torch.Size([2, 5, 4]), torch.Size([2, 4]))
     """
 
-    gate_names = ("i", "f", "z", "o")
+    gate_names = ("i", "f", "g", "o")
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()
@@ -81,8 +89,8 @@ class SLSTM(nn.Module):
         D = input_size
         H = hidden_size
         bound = 1 / math.sqrt(H)
-        self.W = nn.Parameter(torch.empty(4 * H, D).uniform_(-bound, bound))  # i, f, z, o
-        self.R = nn.Parameter(torch.empty(4 * H, H).uniform_(-bound, bound))
+        self.W_x = nn.Parameter(torch.empty(4 * H, D).uniform_(-bound, bound))  # i, f, g, o
+        self.W_h = nn.Parameter(torch.empty(4 * H, H).uniform_(-bound, bound))
         self.b = nn.Parameter(torch.zeros(4 * H))
         self.input_size, self.hidden_size = D, H
 
@@ -101,18 +109,18 @@ class SLSTM(nn.Module):
             raise ValueError(f"x must have shape (B, T, input_size) with T >= 1, got "
                              f"{tuple(x.shape)}")
         state = self.init_state(x.shape[0]) if state is None else state
-        pre_x = x @ self.W.T + self.b  # (B, T, 4H): the input's part, all steps at once
+        pre_x = x @ self.W_x.T + self.b  # (B, T, 4H): the input's part, all steps at once
         _check_step(pre_x[:, 0], state)  # a state of this batch, width and dtype
         hs = []
         for t in range(x.shape[1]):
-            state = self.step(pre_x[:, t] + state.h @ self.R.T, state)
+            state = self.step(pre_x[:, t] + state.h @ self.W_h.T, state)
             hs.append(state.h)
         return torch.stack(hs, dim=1), state  # (B, T, H)
 
     @staticmethod
     def step(pre: Float[Tensor, "B H4"], state: SLSTMState) -> SLSTMState:
         r"""One stabilised step from the pre-activations ``pre`` = :math:`(\tilde{\mathbf{i}},
-        \tilde{\mathbf{f}}, \tilde{\mathbf{z}}, \tilde{\mathbf{o}})`, ``(B, 4H)``, and a
+        \tilde{\mathbf{f}}, \tilde{\mathbf{g}}, \tilde{\mathbf{o}})`, ``(B, 4H)``, and a
         state of ``(B, H)`` tensors.
 
         .. math::
@@ -126,12 +134,12 @@ class SLSTM(nn.Module):
         \mathbf{c}_t / \mathbf{n}_t` is unchanged.
         """
         _check_step(pre, state)  # (B, 4H), and a state of (B, H) tensors
-        i_pre, f_pre, z_pre, o_pre = pre.chunk(4, dim=-1)  # (B, H) each
+        i_pre, f_pre, g_pre, o_pre = pre.chunk(4, dim=-1)  # (B, H) each
         log_f = F.logsigmoid(f_pre)  # log of the sigmoid forget gate
         m = torch.maximum(log_f + state.m, i_pre)  # (eq-slstm-stabiliser)
         i = torch.exp(i_pre - m)  # exp(i~) / e^m
         f = torch.exp(log_f + state.m - m)  # f e^{m_prev} / e^m
-        c = f * state.c + i * torch.tanh(z_pre)  # (eq-slstm-cell)
+        c = f * state.c + i * torch.tanh(g_pre)  # (eq-slstm-cell)
         n = f * state.n + i  # (eq-slstm-normaliser)
         h = torch.sigmoid(o_pre) * c / n  # (eq-slstm-hidden)
         return SLSTMState(h, c, n, m)
