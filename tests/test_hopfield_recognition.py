@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqbook.hopfield.feature_prototype import CONTROL, DEGREES, load_results, main
+from seqbook.hopfield.feature_prototype import CONTROL, DEGREES, load_results, main, parse_grid
 from seqbook.hopfield.recognition import (
     class_means,
     dam_class_scores,
@@ -172,3 +172,15 @@ def test_script_smoke(tmp_path):
     _, runs, _ = load_results(table)
     assert [r["degree"] for r in runs] == [2, 30]
     assert len(load_results(table)[2][2]) == 5
+
+
+def test_script_grid_smoke(tmp_path):
+    table = main(["--smoke", "--grid", "2:300,540", "20:540", "--seeds", "0",
+                  "--init-mean", "0", "--out", str(tmp_path)])
+    config, runs, memories = load_results(table)
+    assert [(r["degree"], r["temperature"]) for r in runs] == [(2, 300), (2, 540), (20, 540)]
+    assert config["init_mean"] == 0 and sorted(memories) == [2, 20]
+    assert all(0 <= r["train_error"] <= 1 and len(r["train_error_per_epoch"]) == 2
+               for r in runs)
+    with pytest.raises(ValueError, match="grid must hold"):
+        parse_grid(["2:"])

@@ -35,6 +35,7 @@ from torch import Tensor
 
 from seqbook.hopfield.recognition import (
     class_means,
+    dam_class_scores,
     digits_pm1,
     prototype_score,
     train_dam_classifier,
@@ -43,7 +44,7 @@ from seqbook.provenance import record
 from seqbook.utils import seeded_generator
 
 __all__ = ["CONTROL", "DEGREES", "RESULTS", "SHOWN", "load_results", "main", "parse_args",
-           "run_config", "write_results"]
+           "parse_grid", "run_config", "write_results"]
 
 #: The powers n, each with its temperature T, where beta = 1 / T^n. The authors' code
 #: uses T = 540 with n = 20 (and 300 epochs); we use it for n = 2 and 3, and T = 600
@@ -65,6 +66,25 @@ def run_config() -> dict:
                 momentum=0.6, loss_power=30, init_mean=-0.3, init_std=0.3)
 
 
+def parse_grid(specs: Sequence[str]) -> dict[int, tuple[float, ...]]:
+    """Temperatures per power from ``"n:T1,T2,..."`` specs (the ``--grid`` option).
+
+    Example:
+        >>> parse_grid(["2:300,540", "20:540"])
+        {2: (300.0, 540.0), 20: (540.0,)}
+    """
+    grid = {}
+    for spec in specs:
+        n, _, temperatures = spec.partition(":")
+        try:
+            grid[int(n)] = tuple(float(T) for T in temperatures.split(","))
+        except ValueError:
+            raise ValueError(f"grid must hold specs 'n:T1,T2,...', got {spec!r}") from None
+        if grid[int(n)] == () or int(n) < 1 or min(grid[int(n)]) <= 0:
+            raise ValueError(f"grid must hold a power n >= 1 and temperatures > 0, got {spec!r}")
+    return grid
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line's options (``python -m seqbook.hopfield.feature_prototype --help``)."""
     parser = argparse.ArgumentParser(
@@ -76,13 +96,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-control", action="store_true",
                         help=f"skip the control run (n, T) = {CONTROL}")
     parser.add_argument("--epochs", type=int, default=run_config()["epochs"])
+    parser.add_argument("--grid", nargs="+", default=None, metavar="n:T1,T2,...",
+                        help="train these powers at these temperatures instead of "
+                        "--degrees (and of the control)")
+    parser.add_argument("--init-mean", type=float, default=run_config()["init_mean"],
+                        help="mean of the initial memories")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--out", type=Path, default=RESULTS.parent, help="output folder")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny models, 2 epochs (a test that the script runs)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.degrees if n not in DEGREES]
-    if unknown:
+    if args.grid is not None:
+        try:
+            args.grid = parse_grid(args.grid)
+        except ValueError as error:
+            parser.error(str(error))
+    elif unknown:
         parser.error(f"--degrees must be among {sorted(DEGREES)}, got {unknown}")
     return args
 
@@ -96,13 +126,19 @@ def main(argv: Sequence[str] | None = None) -> Path:
     means = class_means(train_x.double(), train_y)
     config = run_config()
     config["epochs"] = args.epochs
+    config["init_mean"] = args.init_mean
     if args.smoke:
         train_x, train_y = train_x[::40], train_y[::40]
         config.update(num_memories=5, epochs=2)
     runs, shown = [], {}
-    settings = [(n, DEGREES[n]) for n in args.degrees]
-    if not args.no_control:
-        settings.append(CONTROL)
+    if args.grid is not None:
+        settings = [(n, T) for n, temperatures in args.grid.items() for T in temperatures]
+        shown_at = {n: temperatures[0] for n, temperatures in args.grid.items()}
+    else:
+        settings = [(n, DEGREES[n]) for n in args.degrees]
+        shown_at = {n: DEGREES[n] for n in args.degrees}
+        if not args.no_control:
+            settings.append(CONTROL)
     for n, T in settings:
         for seed in args.seeds:
             start = time.process_time()
@@ -110,18 +146,23 @@ def main(argv: Sequence[str] | None = None) -> Path:
                 train_x.double(), train_y, degree=n, temperature=T, test=(test_x, test_y),
                 class_means=means, generator=seeded_generator(seed), **config)
             scores = prototype_score(memories, means)
+            with torch.no_grad():  # the final memories on every training digit
+                guess = dam_class_scores(memories, train_x.double(), n, T).argmax(-1)
             runs.append(dict(
                 degree=n, temperature=T, seed=seed,
-                train_error=history.train_error[-1], test_error=history.test_error[-1],
+                train_error=(guess != train_y).double().mean().item(),
+                test_error=history.test_error[-1],
+                train_error_per_epoch=[round(v, 5) for v in history.train_error],
                 prototype=scores.mean().item(),
                 prototype_share=(scores > 0.5).double().mean().item(),
                 prototype_per_epoch=[round(v, 6) for v in history.prototype],
                 cpu_seconds=time.process_time() - start))
-            print(f"n = {n:2d}, T = {T:.0f}, seed {seed}: test error "
+            print(f"n = {n:2d}, T = {T:.0f}, seed {seed}: training error "
+                  f"{100 * runs[-1]['train_error']:.1f}%, test error "
                   f"{100 * runs[-1]['test_error']:.1f}%, prototype score "
                   f"{runs[-1]['prototype']:.3f}, "
                   f"{runs[-1]['cpu_seconds']:.0f} CPU s", flush=True)
-            if seed == args.seeds[0] and (n, T) != CONTROL:
+            if seed == args.seeds[0] and shown_at.get(n) == T:
                 shown[n] = memories[:SHOWN].to(torch.float16)
     path = write_results(config, runs, shown, args.out / RESULTS.name)
     record(path, "seqbook.hopfield.feature_prototype", argv)
