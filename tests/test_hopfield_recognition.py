@@ -176,10 +176,11 @@ def test_script_smoke(tmp_path):
 
 def test_script_grid_smoke(tmp_path):
     table = main(["--smoke", "--grid", "2:300,540", "20:540", "--seeds", "0",
-                  "--init-mean", "0", "--out", str(tmp_path)])
+                  "--init-mean", "0", "20:-0.3", "--out", str(tmp_path)])
     config, runs, memories = load_results(table)
     assert [(r["degree"], r["temperature"]) for r in runs] == [(2, 300), (2, 540), (20, 540)]
     assert config["init_mean"] == 0 and sorted(memories) == [2, 20]
+    assert [r["init_mean"] for r in runs] == [0, 0, -0.3]
     assert all(0 <= r["train_error"] <= 1 and len(r["train_error_per_epoch"]) == 2
                for r in runs)
     with pytest.raises(ValueError, match="grid must hold"):

@@ -99,8 +99,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--grid", nargs="+", default=None, metavar="n:T1,T2,...",
                         help="train these powers at these temperatures instead of "
                         "--degrees (and of the control)")
-    parser.add_argument("--init-mean", type=float, default=run_config()["init_mean"],
-                        help="mean of the initial memories")
+    parser.add_argument("--init-mean", nargs="+", default=[], metavar="[n:]MEAN",
+                        help="mean of the initial memories: one number for every power, "
+                        "or n:MEAN for power n (default: run_config's)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--out", type=Path, default=RESULTS.parent, help="output folder")
     parser.add_argument("--smoke", action="store_true",
@@ -114,6 +115,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parser.error(str(error))
     elif unknown:
         parser.error(f"--degrees must be among {sorted(DEGREES)}, got {unknown}")
+    means: dict[int | None, float] = {}
+    for spec in args.init_mean:
+        n, _, mean = spec.rpartition(":")
+        try:
+            means[int(n) if n else None] = float(mean)
+        except ValueError:
+            parser.error(f"--init-mean must be MEAN or n:MEAN, got {spec!r}")
+    args.init_mean = means
     return args
 
 
@@ -126,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     means = class_means(train_x.double(), train_y)
     config = run_config()
     config["epochs"] = args.epochs
-    config["init_mean"] = args.init_mean
+    config["init_mean"] = args.init_mean.get(None, config["init_mean"])
     if args.smoke:
         train_x, train_y = train_x[::40], train_y[::40]
         config.update(num_memories=5, epochs=2)
@@ -142,14 +151,15 @@ def main(argv: Sequence[str] | None = None) -> Path:
     for n, T in settings:
         for seed in args.seeds:
             start = time.process_time()
+            settings_n = dict(config, init_mean=args.init_mean.get(n, config["init_mean"]))
             memories, history = train_dam_classifier(  # trains in float64, as the means
                 train_x.double(), train_y, degree=n, temperature=T, test=(test_x, test_y),
-                class_means=means, generator=seeded_generator(seed), **config)
+                class_means=means, generator=seeded_generator(seed), **settings_n)
             scores = prototype_score(memories, means)
             with torch.no_grad():  # the final memories on every training digit
                 guess = dam_class_scores(memories, train_x.double(), n, T).argmax(-1)
             runs.append(dict(
-                degree=n, temperature=T, seed=seed,
+                degree=n, temperature=T, seed=seed, init_mean=settings_n["init_mean"],
                 train_error=(guess != train_y).double().mean().item(),
                 test_error=history.test_error[-1],
                 train_error_per_epoch=[round(v, 5) for v in history.train_error],
