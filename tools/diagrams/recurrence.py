@@ -87,23 +87,23 @@ def _memory_values(rng: np.random.Generator, d_v: int, d_k: int
 @diagram("linear_attention_memory", width=6.0, height=3.3)
 def linear_attention_memory(c: Canvas) -> None:
     """The recurrent form of linear attention (eqs. eq-linattn-state and
-    eq-linattn-read): the state S_t, d_v x d_k, with the normaliser z_t^T drawn as a
-    last row; each step adds the outer product v_t phi(k_t)^T (and phi(k_t) to z),
-    and the read divides S_t phi(q_t) by z_t^T phi(q_t)."""
+    eq-linattn-read): the state S_t, d_v x d_k, with the normaliser n_t^T drawn as a
+    last row; each step adds the outer product v_t phi(k_t)^T (and phi(k_t) to n),
+    and the read divides S_t phi(q_t) by n_t^T phi(q_t)."""
     d_v, d_k = 3, 4
     old, value, key, new = _memory_values(np.random.default_rng(3), d_v, d_k)
     scale = new.max()
     top = 2.62  # the memories' top edge
-    # S_{t-1} and z_{t-1}
+    # S_{t-1} and n_{t-1}
     left, bottom, right, _ = _memory(c, 0.35, top, old / scale, r"$\mathbf{S}_{t-1}$",
-                                     r"$\mathbf{z}_{t-1}^\top$")
+                                     r"$\mathbf{n}_{t-1}^\top$")
     mid = (top + bottom) / 2
     plus_x = 1.5
     _plus(c, plus_x, mid)
     c.arrow((right + 0.05, mid), (plus_x - 0.13, mid))
-    # S_t and z_t
+    # S_t and n_t
     left2, _, right2, _ = _memory(c, 1.95, top, new / scale, r"$\mathbf{S}_t$",
-                                  r"$\mathbf{z}_t^\top$")
+                                  r"$\mathbf{n}_t^\top$")
     c.arrow((plus_x + 0.13, mid), (left2 - 0.05, mid))
     # the write: the value (and a 1 for the normaliser) times the key's features
     w_top = 1.42
@@ -119,10 +119,10 @@ def linear_attention_memory(c: Canvas) -> None:
     c.arrow((plus_x, w_top + 0.05), (plus_x, mid - 0.13))
     c.text(2.7, 1.2, r"write: $\mathbf{S}_t = \mathbf{S}_{t-1} + "
            r"\mathbf{v}_t\,\phi(\mathbf{k}_t)^\top$", ha="left")
-    c.text(2.7, 0.82, r"$\mathbf{z}_t = \mathbf{z}_{t-1} + \phi(\mathbf{k}_t)$",
+    c.text(2.7, 0.82, r"$\mathbf{n}_t = \mathbf{n}_{t-1} + \phi(\mathbf{k}_t)$",
            ha="left")
     c.text(2.7, 0.44, r"a fixed size: $d_v \times d_k + d_k$ numbers", ha="left")
-    # the read: S_t phi(q_t) over z_t^T phi(q_t), then the division
+    # the read: S_t phi(q_t) over n_t^T phi(q_t), then the division
     query = np.random.default_rng(5).uniform(0.2, 1.0, size=d_k)
     q_left = right2 + 0.2
     q_top = mid + d_k * CELL / 2
@@ -135,7 +135,7 @@ def linear_attention_memory(c: Canvas) -> None:
     c.text(r_left + CELL / 2, top + 0.08, r"$\mathbf{S}_t\,\phi(\mathbf{q}_t)$",
            va="bottom")
     c.text(r_left + CELL / 2, bottom - 0.08,
-           r"$\mathbf{z}_t^\top\phi(\mathbf{q}_t)$", va="top")
+           r"$\mathbf{n}_t^\top\phi(\mathbf{q}_t)$", va="top")
     numer = read[:d_v] / read[d_v]
     y_left = 5.25
     y_mid = top - d_v * CELL / 2
@@ -150,7 +150,7 @@ def linear_attention_memory(c: Canvas) -> None:
     c.arrow((div_x, den_y), (div_x, y_mid - r))
     c.arrow((div_x + r, y_mid), (y_left - 0.06, y_mid))
     c.text(3.05, 3.1, r"read: $\mathbf{y}_t = \mathbf{S}_t\,\phi(\mathbf{q}_t)\, /\, "
-           r"\mathbf{z}_t^\top\phi(\mathbf{q}_t)$", ha="left")
+           r"\mathbf{n}_t^\top\phi(\mathbf{q}_t)$", ha="left")
 
 
 @diagram("ssm_two_views", width=6.0, height=4.75)
