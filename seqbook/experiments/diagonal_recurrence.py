@@ -70,7 +70,7 @@ TS = (30, 100)
 #: The seeds: the first-symbol table's 0-4 and five more.
 SEEDS = tuple(range(10))
 #: Appended to a spec's label in the table's rows of diagonal layers.
-DIAGONAL_SUFFIX = ", R diagonal"
+DIAGONAL_SUFFIX = ", W_h diagonal"
 
 
 def diagonal_recurrence(layer: nn.LSTM) -> nn.LSTM:
@@ -170,7 +170,7 @@ def diagonal_grid(
     Example:
         >>> rows = diagonal_grid([LayerSpec("lstm")], [3], [0], max_steps=25)
         >>> [row.label for row in rows]
-        ['LSTM', 'LSTM, R diagonal']
+        ['LSTM', 'LSTM, W_h diagonal']
     """
     records = []
     Ts, seeds = list(Ts), list(seeds)
