@@ -25,6 +25,9 @@ def check_int(
     name: str, value: Any, *, min_value: int | None = None, max_value: int | None = None
 ) -> int:
     """Return ``value`` if it is an int (not a bool) in ``[min_value, max_value]``."""
+    if (value.__class__ is int and (min_value is None or value >= min_value)
+            and (max_value is None or value <= max_value)):
+        return value  # the common case, without the abstract base class's check
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {_describe(value)}")
     value = int(value)
@@ -51,9 +54,12 @@ def check_real(
 ) -> float:
     """Return ``value`` as a float if it is a real number in the given range (and
     finite, with ``finite=True``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if value.__class__ is float or value.__class__ is int:  # the common case, without
+        value = float(value)  # the abstract base class's check; the ranges follow
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_describe(value)}")
-    value = float(value)
+    else:
+        value = float(value)
     if value != value:  # NaN compares unequal to itself
         raise ValueError(f"{name} must not be NaN")
     if finite and value in (float("inf"), float("-inf")):

@@ -17,7 +17,8 @@ beartype check costs 10-100 us, more than a small model's forward):
 * only the outermost checked call is checked: a model's submodules and helpers, called
   from a checked call, run as they are (their inputs are the model's own work);
 * a call whose arguments match one that passed before (same tensor shapes and dtypes,
-  same scalar values, on the same instance) is not checked again.
+  same scalar types, and values where a check reads them, on the same instance) is not
+  checked again.
 
 Under ``torch.compile`` nothing is checked, so no check breaks a graph (value checks
 that read a tensor's contents skip themselves there too: :mod:`seqbook._checks`).
@@ -45,62 +46,79 @@ F = TypeVar("F", bound=Callable[..., Any])
 # thread is inside a checked call runs unchecked, and inner calls may be checked after
 # the other thread's call returns: checks lost or repeated, never a wrong one.
 _inside = False
-# scalars whose value, with their type, decides a check (bool is not int here)
-_VALUE_TYPES = frozenset({type(None), bool, int, float, str, torch.dtype, torch.device})
+# Scalars whose value, with their type, decides a check (bool is not int here). An int
+# does where an annotation reads an argument's value as a size ("{num_heads}"), a str
+# where a parameter is a device (checked by name), either where an annotation is a
+# Literal; otherwise an int, a float or a str is checked by its type alone, and a call's
+# key keeps only that (a loop over thousands of words or numbers is then checked once).
+_VALUE_TYPES = frozenset({type(None), bool, torch.dtype, torch.device})
+_SCALAR_TYPES = frozenset({int, float, str})
+_LIST_ITEMS = 64  # a longer list is checked in full (beartype checks each item)
 _SEEN_LIMIT = 64  # passed calls remembered per function and instance
-_is_compiling = torch.compiler.is_compiling
+# True while dynamo traces (a constant there), False otherwise: a third of the cost of
+# torch.compiler.is_compiling, on every call.
+_is_compiling = torch.compiler.is_dynamo_compiling
 
 
-def _call_key(args: tuple, start: int, kwargs: dict) -> tuple | None:
-    """What the check of a call depends on, hashable: each tensor's shape and dtype
-    (and its class, if not a plain tensor), each scalar's type and value, a generator's
-    type, a tuple's items so (an LSTM's state ``(h, c)``, a batch); None if an argument
-    is anything else (a list, a module, a function: such a call is checked in full).
-    ``args[:start]`` is left out (``self``). Every argument adds two items, the first a
-    size, a type or a name, so that two different calls never share a key."""
-    parts: list = []
-    add = parts.append
-    for value in args[start:] if start else args:
-        kind = value.__class__
-        if kind is Tensor:  # the common cases inline: this runs on every call
-            add(value.shape)
-            add(value.dtype)
-        elif kind in _VALUE_TYPES:
-            add(kind)
-            add(value)
-        elif not _add_key(value, add):
-            return None
-    if kwargs:
-        for name, value in kwargs.items():
-            add(name)
-            if not _add_key(value, add):
-                return None
-    return tuple(parts)
-
-
-def _add_key(value: Any, add: Callable[[Any], None]) -> bool:
+def _add_key(value: Any, add: Callable[[Any], None], by_value: frozenset) -> bool:
+    """Add what the check of one argument depends on, two hashable items: a tensor's
+    shape and dtype (and its class, if not a plain tensor), a scalar's type and, if its
+    type is in ``by_value``, its value, a generator's type, the items of a tuple or a
+    short list so (an LSTM's state ``(h, c)``, a batch, a list of tokens). False if the
+    argument is anything else (a long list, a module, a function: such a call is checked
+    in full). Two items per argument, the first a size, a type or a name, so that two
+    different calls never share a key."""
     kind = value.__class__
-    if kind is Tensor:  # the common case first: this runs on every call
+    if kind is Tensor:
         add(value.shape)
         add(value.dtype)
-    elif kind in _VALUE_TYPES:
+    elif kind in by_value:
         add(kind)
         add(value)
+    elif kind in _SCALAR_TYPES:
+        add(kind)
+        add(None)
     elif isinstance(value, Tensor):  # a Parameter or another subclass
         add(kind)
         add((value.shape, value.dtype))
     elif kind is torch.Generator:  # checked by its type alone
         add(kind)
         add(None)
-    elif isinstance(value, tuple):  # an LSTM's state (h, c), a batch (a NamedTuple)
-        inner = _call_key(value, 0, {})
-        if inner is None:
+    elif isinstance(value, tuple) or (kind is list and len(value) <= _LIST_ITEMS):
+        inner: list = []
+        if not all(_add_key(item, inner.append, by_value) for item in value):
             return False
         add(kind)
-        add(inner)
+        add(tuple(inner))
     else:
         return False
     return True
+
+
+def _keywords_key(kwargs: dict, by_value: frozenset) -> list | None:
+    """:func:`_add_key` for every keyword argument, its name first; None if one is of a
+    kind that is always checked in full."""
+    parts: list = []
+    for name, value in kwargs.items():
+        parts.append(name)
+        if not _add_key(value, parts.append, by_value):
+            return None
+    return parts
+
+
+def _keyed_by_value(fn: Callable[..., Any]) -> frozenset:
+    """The scalar types whose values a call's key keeps for ``fn`` (see _VALUE_TYPES)."""
+    annotations = [str(a) for a in getattr(fn, "__annotations__", {}).values()]
+    literal = any("Literal" in a or "Annotated" in a for a in annotations)
+    kinds = set(_VALUE_TYPES)
+    if literal or any("{" in a for a in annotations):
+        kinds.add(int)
+    code = fn.__code__  # its parameters' names, without the cost of a signature
+    if literal or "device" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+        kinds.add(str)
+    if literal:
+        kinds.add(float)
+    return frozenset(kinds)
 
 
 def _calls_of(owner: Any) -> dict | None:
@@ -150,18 +168,20 @@ def typechecked(fn: F, *, method: bool | None = None) -> F:
     # a constructor runs once per instance (nothing to remember), before its parameters
     is_init = fn.__name__ == "__init__"
     store_name = "_typechecked_" + fn.__qualname__
-    start = 1 if is_method else 0  # a method's key leaves out self (or the class)
+    by_value = _keyed_by_value(fn)
+    parameters: Any = None  # fn's, once it is first checked
 
     def check_in_full(args: tuple, kwargs: dict, key: tuple | None, seen: dict | None) -> Any:
-        nonlocal checker
+        nonlocal checker, parameters
         global _inside
         _inside = True
         try:
             if checker is None:
                 checker = _jaxtyped(fn)
+                parameters = inspect.signature(fn).parameters
             if not is_init:
-                _check_dtypes(fn, args, kwargs, is_method)
-            _check_devices(fn, args, kwargs)
+                _check_dtypes(parameters, args, kwargs, is_method)
+            _check_devices(parameters, args, kwargs)
             try:
                 result = checker(*args, **kwargs)
             except TypeError as error:
@@ -175,25 +195,49 @@ def typechecked(fn: F, *, method: bool | None = None) -> F:
             _inside = False
 
     # The fast path, taken by every call after the first of its kind: the key, one
-    # lookup, and the flag that lets inner calls run bare (about a microsecond; short,
-    # because in a model's call the interpreter meets it cold).
+    # lookup, and the flag that lets inner calls run bare (about a microsecond). It is
+    # written out for the common call, tensors and scalars given by position: in a
+    # model's call the interpreter meets it cold, and every function call, slice and
+    # branch it saves is a tenth of a microsecond or so.
+    def remembered(args: tuple) -> dict | None:
+        """The passed calls of this method, on this instance."""
+        if isinstance(owner := args[0], nn.Module):  # an instance's sizes are its own
+            seen = owner.__dict__.get(store_name)
+            if seen is None:
+                seen = owner.__dict__[store_name] = {}
+            return seen
+        calls = _calls_of(owner)
+        return None if calls is None else calls.setdefault(store_name, {})
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         global _inside
         if _inside or _is_compiling():
             return fn(*args, **kwargs)
-        key = None if is_init else _call_key(args, start, kwargs)
-        if key is None:
+        if is_init or (is_method and not args):  # nothing to remember
             return check_in_full(args, kwargs, None, None)
-        if not is_method:
-            seen: dict | None = seen_here
-        elif isinstance(owner := args[0], nn.Module):  # an instance's sizes are its own
-            seen = owner.__dict__.get(store_name)
-            if seen is None:
-                seen = owner.__dict__[store_name] = {}
-        else:
-            calls = _calls_of(owner)
-            seen = None if calls is None else calls.setdefault(store_name, {})
+        parts: list = []
+        add = parts.append
+        for value in args[1:] if is_method else args:  # _add_key's common cases, inline
+            kind = value.__class__
+            if kind is Tensor:
+                add(value.shape)
+                add(value.dtype)
+            elif kind in by_value:
+                add(kind)
+                add(value)
+            elif kind in _SCALAR_TYPES:
+                add(kind)
+                add(None)
+            elif not _add_key(value, add, by_value):
+                return check_in_full(args, kwargs, None, None)
+        if kwargs:
+            extra = _keywords_key(kwargs, by_value)
+            if extra is None:
+                return check_in_full(args, kwargs, None, None)
+            parts += extra
+        key = tuple(parts)
+        seen = remembered(args) if is_method else seen_here
         if seen is None or key not in seen:
             return check_in_full(args, kwargs, key, seen)
         _inside = True
@@ -203,14 +247,17 @@ def typechecked(fn: F, *, method: bool | None = None) -> F:
             _inside = False
 
     wrapper.__wrapped_by_typecheck__ = True  # type: ignore[attr-defined]
+    wrapper.__passed_calls__ = seen_here  # type: ignore[attr-defined]  # (a method: unused)
     return wrapper  # type: ignore[return-value]
 
 
-def _check_devices(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+def _check_devices(parameters: Any, args: tuple, kwargs: dict) -> None:
     """An argument named ``device`` given as a str names a device torch knows (a type
-    says only "str"; torch would fail later, deep inside, with a RuntimeError)."""
-    names = list(inspect.signature(fn).parameters)
-    for name, value in [*zip(names, args), *kwargs.items()]:
+    says only "str"; torch would fail later, deep inside, with a RuntimeError).
+    ``parameters``: the function's, from its signature."""
+    if "device" not in parameters:
+        return
+    for name, value in [*zip(parameters, args), *kwargs.items()]:
         if name == "device" and isinstance(value, str):
             try:
                 torch.device(value)
@@ -219,11 +266,11 @@ def _check_devices(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
                                  f"{value!r}") from None
 
 
-def _check_dtypes(fn: Callable[..., Any], args: tuple, kwargs: dict, is_method: bool) -> None:
+def _check_dtypes(parameters: Any, args: tuple, kwargs: dict, is_method: bool) -> None:
     """The floating-point tensors of one call share one dtype, and a module's method
     takes that of the module's parameters (torch would fail deep inside, with "expected
-    both tensors to have the same dtype", or silently promote)."""
-    parameters = inspect.signature(fn).parameters
+    both tensors to have the same dtype", or silently promote). ``parameters``: the
+    function's, from its signature."""
     names = list(parameters)
     # the named arguments: what **kwargs gathers is passed on, not this function's own
     given = [(n, v) for n, v in [*zip(names, args), *kwargs.items()]

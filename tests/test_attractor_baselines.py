@@ -19,7 +19,7 @@ from seqbook.attractor import (
     save_baseline,
     train_baseline,
 )
-from seqbook.attractor.train import parse_args
+from seqbook.attractor.train import main, parse_args
 
 TINY = dict(d_model=8, num_heads=2, d_ff=16)
 
@@ -88,12 +88,8 @@ def test_committed_checkpoints_load_and_are_small(name, seed):
 
 
 def test_seed_names_the_checkpoint(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "seqbook.attractor.train", "--smoke", "--model", "block",
-         "--task", "denoise", "--seed", "2", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    main(["--smoke", "--model", "block", "--task", "denoise", "--seed", "2",
+          "--out", str(tmp_path)])
     assert load_baseline(tmp_path / "block_denoise_seed2.pt")[1]["seed"] == 2
 
 

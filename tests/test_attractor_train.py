@@ -1,7 +1,5 @@
 """python -m seqbook.attractor.train --bare: the bare model's training script and its tables."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,19 +34,11 @@ def test_hebbian_split_is_a_projection():
 
 @pytest.mark.slow
 def test_the_bare_script_runs_and_merges(tmp_path):
+    # in this process (the command line's entry point is tested once, on the baselines)
     for seed in (0, 1):
-        result = subprocess.run(
-            [sys.executable, "-m", "seqbook.attractor.train", "--bare", "--smoke",
-             "--seeds", str(seed), "--out", str(tmp_path / str(seed))],
-            capture_output=True, text=True, timeout=900,
-        )
-        assert result.returncode == 0, result.stderr
-    result = subprocess.run(
-        [sys.executable, "-m", "seqbook.attractor.train", "--merge",
-         str(tmp_path / "0" / "bare.pt"), str(tmp_path / "1" / "bare.pt"), "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+        main(["--bare", "--smoke", "--seeds", str(seed), "--out", str(tmp_path / str(seed))])
+    main(["--merge", str(tmp_path / "0" / "bare.pt"), str(tmp_path / "1" / "bare.pt"),
+          "--out", str(tmp_path)])
     model, info = load_bare(tmp_path / "bare.pt")
     assert info["seeds"] == [0, 1] and info["snapshot_labels"] == ["untrained", "epoch 1"]
     curves = info["curves"]  # (seeds, snapshots, variants, tasks, sets, steps + 1)

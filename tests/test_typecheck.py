@@ -81,8 +81,7 @@ def test_a_call_with_a_generator_or_a_tuple_is_remembered_too():
 
     g = torch.Generator().manual_seed(0)
     X = random_patterns(3, 17, generator=g)  # a shape no other test passes
-    store = next(cell.cell_contents for cell in corrupt.__closure__
-                 if isinstance(cell.cell_contents, dict))
+    store = corrupt.__passed_calls__  # the calls of a function that passed
     before = len(store)  # other tests in this process may have called it
     corrupt(X, 0.1, g)
     corrupt(X, 0.1, torch.Generator().manual_seed(1))  # another generator: the same key
@@ -196,3 +195,36 @@ def test_nothing_is_checked_while_torch_compiles():
     except Exception as error:  # no compiler toolchain on this machine, etc.
         pytest.skip(f"torch._dynamo cannot trace here: {error}")
     assert report.graph_break_count == 0, report.break_reasons
+
+
+def test_words_and_counts_are_remembered_by_type_but_sizes_and_devices_by_value():
+    from seqbook.data import tokenize
+
+    # a str or an int that no annotation reads is checked by its type: a loop over
+    # many words is checked once
+    store = tokenize.__passed_calls__
+    tokenize("a word no other test splits")
+    before = len(store)
+    for word in ("another", "and a third", "one more"):
+        tokenize(word)
+    assert len(store) == before
+    with pytest.raises(TypeError, match="^text must be "):
+        tokenize(3)  # type: ignore[arg-type]
+
+    # an int that an annotation reads as a size is remembered by its value
+    def first(x: Float[Tensor, " n"], k: int) -> Float[Tensor, " {k}"]:
+        return x[:k]
+
+    checked = typechecked(first)
+    checked(torch.arange(5.0), 2)
+    with pytest.raises(TypeError, match="^the return value must be "):
+        checked(torch.arange(5.0), 9)  # returns 5 items, not 9: checked again
+
+    # a device given as a str is read by value
+    def place(x: Float[Tensor, " n"], device: str) -> Float[Tensor, " n"]:
+        return x.to(device)
+
+    checked = typechecked(place)
+    checked(torch.ones(2), "cpu")
+    with pytest.raises(ValueError, match="^device must name a device"):
+        checked(torch.ones(2), "no such device")

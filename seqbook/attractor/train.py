@@ -416,7 +416,7 @@ def measure_bare(
                     curves[v, k, s] = mse_curve(images, digits.clean)
         evaluation = BareSelfAttention(N, d, lam=1.0)
         evaluation.J.copy_(J)
-        mu, modes = leading_modes(evaluation, k=4)
+        mu, modes = leading_modes(evaluation, k=4, vectors=1)  # only the leading mode is drawn
         reference = embedding(mean_digit[None])[0]
         if modes[0].imag.abs().max() <= 1e-8 * modes[0].abs().max():
             mode_image = embedding.decode(mode_spins(modes[0], reference)[None])[0]

@@ -33,10 +33,14 @@ Ids = Iterable[int] | Int[Tensor, " _T"]
 Sequences = Iterable[Iterable[object]]
 
 
+_ONLY_INT = frozenset({int})
+
+
 def _check_ids(name: str, ids: object, vocab_size: int) -> list[int]:
     """``ids`` (a sequence of ints or a 1-D integer tensor) as a list of valid ids."""
-    if isinstance(ids, list) and all(type(i) is int and 0 <= i < vocab_size for i in ids):
-        return ids  # the common case (a context inside log_probs), without ABC checks
+    if ids.__class__ is list and _ONLY_INT.issuperset(map(type, ids)) and (
+            not ids or (min(ids) >= 0 and max(ids) < vocab_size)):
+        return ids  # the common case (a context inside log_probs), in C loops
     if isinstance(ids, torch.Tensor):
         if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
             raise TypeError(f"{name} must be a 1-D integer tensor or a sequence of ints, got "
