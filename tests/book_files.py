@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -42,8 +43,19 @@ def repository_url() -> str:
     return config()["repository"]["url"].rstrip("/")
 
 
-def code_cells(chapter: Path) -> list[str]:
-    """Sources of the chapter's code cells, in order."""
+def notebook(chapter: Path):  # noqa: ANN201 (a jupytext notebook)
+    """The chapter as jupytext reads it, parsed once per version of the file (many
+    tests read every chapter; do not modify what it returns)."""
+    return _read(chapter, chapter.stat().st_mtime_ns)
+
+
+@functools.cache
+def _read(chapter: Path, mtime_ns: int):  # noqa: ANN202
     import jupytext
 
-    return [cell.source for cell in jupytext.read(chapter).cells if cell.cell_type == "code"]
+    return jupytext.read(chapter)
+
+
+def code_cells(chapter: Path) -> list[str]:
+    """Sources of the chapter's code cells, in order."""
+    return [cell.source for cell in notebook(chapter).cells if cell.cell_type == "code"]

@@ -6,11 +6,19 @@ import ast
 import json
 import re
 
-import jupytext
 import pytest
 
 import claims_ledger  # tools/, on pytest's pythonpath (pyproject.toml)
-from book_files import BOOK, ROOT, chapters, code_cells, config, repository_url, toc_files
+from book_files import (
+    BOOK,
+    ROOT,
+    chapters,
+    code_cells,
+    config,
+    notebook,
+    repository_url,
+    toc_files,
+)
 
 CHAPTERS = chapters()
 CHAPTER_IDS = [c.stem for c in CHAPTERS]
@@ -85,7 +93,7 @@ def test_chapter_checks_its_claims_through_the_claim_helper(chapter):
     asserts = [f"cell {n}: {ast.unparse(node)[:70]}" for n, tree in enumerate(_cell_trees(chapter))
                for node in ast.walk(tree) if isinstance(node, ast.Assert)]
     assert not asserts, "check with claim(...), not assert:\n" + "\n".join(asserts)
-    hidden = [c for c in jupytext.read(chapter).cells if c.cell_type == "code"
+    hidden = [c for c in notebook(chapter).cells if c.cell_type == "code"
               and "remove-cell" in c.metadata.get("tags", [])]
     assert sum("claim(" in cell.source for cell in hidden) >= 3, "too few hidden claims"
 
@@ -95,7 +103,7 @@ def test_every_claim_quotes_words_of_its_page(chapter):
     # The ledger page links each claim to the words it backs with a text fragment
     # (page.html#:~:text=...): plain words, verbatim in the chapter's prose (Sphinx
     # turns quotes, dashes and "..." into typographic ones, which would not match).
-    prose = " ".join(" ".join(c.source.split()) for c in jupytext.read(chapter).cells
+    prose = " ".join(" ".join(c.source.split()) for c in notebook(chapter).cells
                      if c.cell_type == "markdown")
     for call in _claim_calls(chapter):
         quote = next((k.value for k in call.keywords if k.arg == "quote"), None)
@@ -225,19 +233,17 @@ def _implements_sentences(markdown: str) -> list[str]:
 
 
 def _show_source_calls(chapter) -> list[tuple[int, str]]:
-    import jupytext
 
     return [
-        (i, cell.source) for i, cell in enumerate(jupytext.read(chapter).cells)
+        (i, cell.source) for i, cell in enumerate(notebook(chapter).cells)
         if cell.cell_type == "code" and "show_source(" in cell.source
     ]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
 def test_every_implements_sentence_is_followed_by_the_shown_source(chapter):
-    import jupytext
 
-    cells = jupytext.read(chapter).cells
+    cells = notebook(chapter).cells
     missing = []
     for index, cell in enumerate(cells):
         if cell.cell_type != "markdown":
@@ -257,9 +263,8 @@ def test_every_implements_sentence_is_followed_by_the_shown_source(chapter):
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=CHAPTER_IDS)
 def test_shown_source_is_displayed_without_its_calling_code(chapter):
     for index, source in _show_source_calls(chapter):
-        import jupytext
 
-        tags = jupytext.read(chapter).cells[index].metadata.get("tags", [])
+        tags = notebook(chapter).cells[index].metadata.get("tags", [])
         assert "remove-input" in tags, f"cell {index}: tag show_source cells remove-input"
         last = source.strip().splitlines()[-1]
         assert "show_source(" in last, f"cell {index}: show_source must be the last line"
@@ -354,7 +359,7 @@ def test_no_visible_cell_imports_a_private_name(chapter):
     # a reader copies the visible cells: they use the package's public names only
     # (the hidden checks, tagged remove-cell, may reach inside)
     found = []
-    for cell in jupytext.read(chapter).cells:
+    for cell in notebook(chapter).cells:
         if cell.cell_type != "code" or "remove-cell" in cell.metadata.get("tags", []):
             continue
         try:
@@ -424,7 +429,7 @@ DRAWS = re.compile(r"plt\.show\(\)|plt\.subplots\(|plt\.figure\(|\bheatmap\(|plo
 def figure_cells(chapter):
     """The chapter's code cells that draw a figure (each draws one, shown at its end;
     the built-page test checks that every image of a page is a numbered figure)."""
-    return [cell for cell in jupytext.read(chapter).cells
+    return [cell for cell in notebook(chapter).cells
             if cell.cell_type == "code" and DRAWS.search(cell.source)]
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import ast
 import re
 
-import jupytext
 import pytest
 
-from book_files import BOOK, chapters
+from book_files import BOOK, chapters, notebook
 
 MARKS = ("★☆☆", "★★☆", "★★★")
 CORE = ("sequences", "rnn", "vanishing_gradients", "lstm", "gru", "deep_rnn", "attention",
@@ -32,7 +31,7 @@ def exercises(text: str) -> dict[str, str]:
 
 def solution_code(chapter, label: str) -> list[str]:
     """The executed code cells of the solution of exercise ``label``."""
-    cells, inside, found = jupytext.read(chapter).cells, False, []
+    cells, inside, found = notebook(chapter).cells, False, []
     for cell in cells:
         if cell.cell_type == "markdown":
             if re.search(r"```\{solution-start\} " + re.escape(label) + r"\s", cell.source):
