@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from seqbook.hopfield.feature_prototype import CONTROL, DEGREES, load_results, main, parse_grid
+from seqbook.hopfield.feature_prototype import (
+    DEGREES,
+    INIT_MEANS,
+    TEMPERATURES,
+    load_results,
+    main,
+    parse_grid,
+)
 from seqbook.hopfield.recognition import (
     class_means,
     dam_class_scores,
@@ -159,18 +166,20 @@ def test_bad_labels_are_named():
 def test_committed_results_are_consistent():
     config, runs, memories = load_results()
     settings = {(r["degree"], r["temperature"]) for r in runs}
-    assert settings == {*DEGREES.items(), CONTROL}
-    assert len(runs) == 3 * len(settings)
+    assert settings == {(n, T) for n, temperatures in TEMPERATURES.items() for T in temperatures}
+    assert len(runs) == 3 * len(settings) and set(DEGREES.items()) <= settings
     assert all(len(r["prototype_per_epoch"]) == config["epochs"] for r in runs)
+    assert all(r["init_mean"] == INIT_MEANS.get(r["degree"], config["init_mean"]) for r in runs)
+    assert sorted(memories) == sorted(TEMPERATURES)
     for n, xi in memories.items():
         assert xi.shape[1] == 784 + 10 and xi.abs().max() <= 1.0
 
 
 def test_script_smoke(tmp_path):
-    table = main(["--smoke", "--degrees", "2", "30", "--seeds", "0", "--no-control",
-                  "--out", str(tmp_path)])
+    table = main(["--smoke", "--degrees", "2", "30", "--seeds", "0", "--out", str(tmp_path)])
     _, runs, _ = load_results(table)
-    assert [r["degree"] for r in runs] == [2, 30]
+    assert [(r["degree"], r["temperature"]) for r in runs] == [
+        (n, T) for n in (2, 30) for T in TEMPERATURES[n]]
     assert len(load_results(table)[2][2]) == 5
 
 

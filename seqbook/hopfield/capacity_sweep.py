@@ -1,23 +1,30 @@
 r"""The classical network's capacity at large d: the offline sweep of the chapter.
 
 The chapter "Hopfield networks" measures where the asynchronous dynamics started at a
-stored pattern stops returning it, for networks of up to 1,600 spins; that takes longer
+stored pattern stops returning it, for networks of up to 6,400 spins; that takes longer
 than a chapter may run, so the counts are computed here and committed as a small table,
 ``capacity_sweep.json`` beside this file, which the chapter loads (with a short live run
-at small ``d`` that must agree with it). The table was made with::
+at small ``d`` that must agree with it). The table's defaults (``NETWORKS``, ``QUERIES``,
+:func:`plan_loads`, ``RELAX``) make it with::
 
-    nice -n 10 python -m seqbook.hopfield.capacity_sweep --threads 1
+    nice -n 15 python -m seqbook.hopfield.capacity_sweep --threads 1
 
+It was made in three runs, which the provenance sidecar lists: ``d`` = 100 to 800 as one
+(about 3 CPU-minutes), then ``--dims 1600 3200 --networks 50 12`` (447 and 377
+CPU-seconds) and ``--dims 6400 --networks 6 --queries 50 --loads 0.135 0.14 0.145 0.15
+0.155 0.16`` (280 CPU-seconds), on one thread of a busy two-core machine.
 ``--dims 100 200`` runs some dimensions only (their entries replace those in the table),
-``--smoke`` a tiny sweep (a test that the script runs), ``--help`` lists the options.
+``--networks``, ``--queries`` and ``--loads`` override the plan, ``--smoke`` runs a tiny
+sweep (a test that the script runs), ``--help`` lists the options.
 
 The measurement, for one dimension ``d``: draw ``num_networks`` networks of random
 unbiased patterns; in each, store the patterns one load after the other (the ``N``
 patterns of a load are the first ``N`` of one long list, so a network's weights grow
 by Hebbian increments), start the asynchronous dynamics
-(:func:`~seqbook.hopfield.async_relax`) at each of the first ``Q`` patterns and count, for
-every tolerance, the patterns whose fixed point differs from them in at most that fraction
-of spins.
+(:func:`~seqbook.hopfield.async_relax`, or from ``d = 1600`` on the same law with fewer
+random numbers, ``relax="counts"``) at each of the first ``Q`` patterns and count, for
+every tolerance, the patterns whose fixed point differs from them in at most that
+fraction of spins.
 
 The analysis helpers (:func:`logistic_crossing`, :func:`bootstrap_crossings`,
 :func:`fit_finite_size`) turn the counts into crossing loads with bootstrap intervals
@@ -65,10 +72,11 @@ SWEEP = Path(__file__).with_name("capacity_sweep.json")
 TOLERANCES = (0.025, 0.05, 0.10)  # largest fraction of wrong spins that counts as retrieved
 
 # The committed sweep: networks per dimension and the loads N / d tried.
-NETWORKS = {100: 400, 200: 200, 400: 100, 800: 24, 1600: 6}
+NETWORKS = {100: 400, 200: 200, 400: 100, 800: 24, 1600: 50, 3200: 12, 6400: 6}
+QUERIES = {6400: 50}  # patterns queried per network where not 100 (at most a tenth of d)
 WIDE_LOADS = [round(0.10 + 0.01 * k, 3) for k in range(17)]  # 0.10 ... 0.26
 NARROW_LOADS = [round(0.13 + 0.005 * k, 3) for k in range(11)]  # 0.13 ... 0.18
-CLOSE_LOADS = [round(0.135 + 0.005 * k, 3) for k in range(8)]  # 0.135 ... 0.17
+CLOSE_LOADS = [round(0.135 + 0.005 * k, 3) for k in range(8)]  # 0.135 ... 0.17 (0.16 at 6400)
 # How the dynamics picks the spin to flip: "keys" (async_relax: one random key per spin
 # when the quick draws miss) for the rows made first, "counts" (the same law, one random
 # number per state) for the large networks, where the keys cost most of the time.
@@ -81,7 +89,9 @@ def plan_loads(dim: int) -> list[float]:
     """The loads of the committed sweep: wide for small ``d``, narrow where the transition is
     sharp, and closer still for the largest networks (the loads past the transition cost
     the most)."""
-    return WIDE_LOADS if dim <= 800 else NARROW_LOADS if dim <= 1600 else CLOSE_LOADS
+    if dim <= 1600:
+        return WIDE_LOADS if dim <= 800 else NARROW_LOADS
+    return CLOSE_LOADS if dim <= 3200 else CLOSE_LOADS[:6]
 
 
 def _relax_counts(
@@ -418,7 +428,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--dims", type=int, nargs="+", default=sorted(NETWORKS), help="dimensions d"
     )
     parser.add_argument(
-        "--queries", type=int, default=100, help="patterns queried per network (at most)"
+        "--queries", type=int, default=None,
+        help="patterns queried per network, at most (default: QUERIES[d], else 100)",
     )
     parser.add_argument(
         "--networks", type=int, nargs="+", default=None,
@@ -488,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         else:
             networks = NETWORKS.get(d, 10)
         relax = args.relax or RELAX.get(d, "counts")
-        Q = min(args.queries, sizes[0])
+        Q = min(args.queries or QUERIES.get(d, 100), sizes[0])
         generator = seeded_generator(args.seed + d)
         start = time.process_time()
         errors = nested_retrieval_errors(
