@@ -5,7 +5,7 @@ stored pattern stops returning it, for networks of up to 6,400 spins; that takes
 than a chapter may run, so the counts are computed here and committed as a small table,
 ``capacity_sweep.json`` beside this file, which the chapter loads (with a short live run
 at small ``d`` that must agree with it). The table's defaults (``NETWORKS``, ``QUERIES``,
-:func:`plan_loads`, ``RELAX``) make it with::
+``plan_loads``, ``RELAX``) make it with::
 
     nice -n 15 python -m seqbook.hopfield.capacity_sweep --threads 1
 

@@ -63,8 +63,8 @@ __all__ = ["DEGREES", "INIT_MEANS", "RESULTS", "SHOWN", "TEMPERATURES", "load_re
 TEMPERATURES: dict[int, tuple[float, ...]] = {
     2: (80.0, 150.0, 300.0), 3: (100.0, 200.0, 300.0),
     20: (540.0, 400.0, 700.0), 30: (540.0, 400.0, 700.0)}
-#: The reference temperature of every power, the first of its grid: the figure shows its
-#: memories, and the chapter replays its first epochs live.
+#: The reference temperature of every power (the first of its grid). The figure shows
+#: its memories, and the chapter replays its first epochs live.
 DEGREES: dict[int, float] = {n: temperatures[0] for n, temperatures in TEMPERATURES.items()}
 #: The mean of the initial memories where it is not run_config's -0.3 (the authors'):
 #: from -0.3 every memory overlaps every digit positively, and n = 2 is then a linear
