@@ -20,6 +20,7 @@ cached: the build executes it again and reports its error.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import logging
@@ -87,23 +88,42 @@ def closure(names: set[str], root: Path) -> set[str]:
         module = todo.pop()
         done.add(module)
         path = module_file(module, root)
-        source = path.read_text(encoding="utf-8")
-        for name in imported_names(source, module, path.name == "__init__.py"):
+        assert path is not None  # resolve() gives only names that are modules
+        for name in parsed_imports(path, stamp(path), module):
             todo |= resolve(name, root) - done
     return done
+
+
+def stamp(path: Path) -> tuple[int, int]:
+    """A file's version, as far as a cache needs it: its modification time and size."""
+    status = path.stat()
+    return status.st_mtime_ns, status.st_size
+
+
+# The docs build asks for the dependencies of every page, and every page asks for the
+# same hundred modules: each file is parsed once per version (its ``stamp``).
+@functools.cache
+def parsed_imports(path: Path, version: tuple[int, int], module: str = "") -> frozenset[str]:
+    """``imported_names`` of a module's file, or of a chapter's code cells (``module``
+    empty and a ``.md`` path)."""
+    if path.suffix != ".md":
+        source = path.read_text(encoding="utf-8")
+        return frozenset(imported_names(source, module, path.name == "__init__.py"))
+    import jupytext
+
+    names: set[str] = set()
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "code":  # IPython's %magics and !commands are not Python
+            names |= imported_names(re.sub(r"^(\s*)[%!].*$", r"\1pass", cell.source,
+                                           flags=re.M))
+    return frozenset(names)
 
 
 def dependency_files(chapter: Path, root: Path = ROOT) -> list[Path]:
     """The files a chapter's outputs depend on besides its own code: the modules it
     imports, the data files of their packages (folders without an ``__init__.py``,
     such as ``checkpoints/``), and requirements.txt."""
-    import jupytext
-
-    names: set[str] = set()
-    for cell in jupytext.read(chapter).cells:
-        if cell.cell_type == "code":  # IPython's %magics and !commands are not Python
-            names |= imported_names(re.sub(r"^(\s*)[%!].*$", r"\1pass", cell.source,
-                                           flags=re.M))
+    names = set(parsed_imports(chapter, stamp(chapter)))
     files = {root / "requirements.txt"}
     for module in closure(names, root):
         path = module_file(module, root)
