@@ -200,6 +200,20 @@ def test_equation_labels_are_unique_across_the_book():
             seen[label] = page.name
 
 
+def test_every_dollar_of_the_prose_opens_or_closes_an_equation():
+    """An inline equation broken over two lines, the second starting with "+ " or "- ",
+    is a list item that interrupts the paragraph (CommonMark), in the book and in its
+    twin: the reader sees raw LaTeX and text set as math."""
+    from colab_edition import parser  # the book's MyST parser, with its dollar math
+
+    broken = [f"{page.name}, lines {token.map[0] + 1}-{token.map[1]}: {child.content[:60]!r}"
+              for page in sorted(BOOK.glob("*.md"))
+              for token in parser().parse(page.read_text(encoding="utf-8"))
+              for child in token.children or []
+              if child.type == "text" and "$" in child.content]
+    assert not broken, "a $ that is not an equation's:\n" + "\n".join(broken)
+
+
 def test_every_citation_is_in_the_bibliography():
     bib = (BOOK / "references.bib").read_text(encoding="utf-8")
     keys = set(re.findall(r"^@\w+\{([^,]+),", bib, re.M))
