@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 
 from book_files import NOTEBOOKS, ROOT, chapters
 from colab_edition import book_url, numbers, printed_glue
-from test_browser import HTML, PageVisit, _QuietHandler
+from test_browser import DEVICES, HTML, PageVisit, _QuietHandler
 
 pytestmark = pytest.mark.built_html
 
@@ -24,10 +24,36 @@ RENDERED = BUILD / "colab-html"
 CHAPTERS = chapters()
 IDS = [c.stem for c in CHAPTERS]
 # MathJax 3 from the built book, configured as Jupyter does ($...$ inline, AMS tags),
-# instead of nbconvert's MathJax 2 from a CDN; widgets' require.js is not needed.
+# instead of nbconvert's MathJax 2 from a CDN; widgets' require.js is not needed. The
+# test parses every equation (below) instead of laying it out: the layout is the
+# book's, checked on its pages, and cost two thirds of the browser's time here.
 MATHJAX = """<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']],
-  displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true, tags: 'ams'}};</script>
+  displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true, tags: 'ams'},
+  startup: {typeset: false}};</script>
 <script src="../html/_static/mathjax/tex-chtml.js"></script>"""
+# Every equation MathJax finds in the page, parsed (TeX to MathML, loading the TeX
+# extensions it needs), with those that are TeX errors; and the text a reader sees
+# (outside code and closed solutions) with the equations' sources taken out.
+READ_TWIN = """async () => {
+    await MathJax.startup.promise;
+    const doc = MathJax.startup.document;
+    await MathJax._.mathjax.mathjax.handleRetriesFor(() => { doc.findMath(); doc.compile(); });
+    const items = Array.from(doc.math);
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const found = [];
+    while (walker.nextNode()) {
+        const node = walker.currentNode;
+        if (node.parentElement.closest('pre, code, script, style')) continue;
+        if (node.parentElement.closest('details:not([open]) > :not(summary)')) continue;
+        found.push(node.textContent);
+    }
+    let text = found.join(' ');
+    for (const item of items)
+        text = text.replace(item.start.delim + item.math + item.end.delim, ' ');
+    return {equations: items.length, text: text,
+            errors: items.filter(item => MathJax.startup.toMML(item.root).includes('<merror'))
+                         .map(item => item.math.slice(0, 80))};
+}"""
 
 
 def twin(chapter) -> nbformat.NotebookNode:
@@ -62,25 +88,21 @@ def build_url():
     server.shutdown()
 
 
+@pytest.fixture(scope="module")
+def jupyter_reader(browser):
+    """One browser context for the twins, each opened in a new tab (as the book's pages
+    are, see test_browser.reader): MathJax and its fonts load and compile once."""
+    context = browser.new_context(color_scheme="light", **DEVICES["desktop"])
+    yield context
+    context.close()
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=IDS)
-def test_a_twin_reads_as_a_page(chapter, browser, build_url):
-    visit = PageVisit(browser, build_url + render(chapter))
+def test_a_twin_reads_as_a_page(chapter, jupyter_reader, build_url):
+    visit = PageVisit(None, build_url + render(chapter), context=jupyter_reader)
     page = visit.page
     try:
-        math = page.evaluate("() => document.querySelectorAll('mjx-container').length")
-        text = page.evaluate("""() => {
-            const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-            const found = [];
-            while (walker.nextNode()) {
-                const node = walker.currentNode;
-                if (node.parentElement.closest('pre, code, script, style, mjx-container'))
-                    continue;
-                if (node.parentElement.closest('details:not([open]) > :not(summary)'))
-                    continue;
-                found.push(node.textContent);
-            }
-            return found.join(' ');
-        }""")
+        read = page.evaluate(READ_TWIN)
         solutions = page.locator("details")
         closed = [not solutions.nth(i).evaluate("d => d.open") for i in range(solutions.count())]
         hidden_shown = page.evaluate(
@@ -89,9 +111,10 @@ def test_a_twin_reads_as_a_page(chapter, browser, build_url):
     finally:
         visit.close()
     assert not visit.problems, "\n".join(visit.problems)
-    assert math > 0, "no equation typeset"
-    leftovers = [m for m in ("$$", "\\tag", "{glue", "{eq}", "{doc}", "{cite", ":::", "```",
-                             ":label:", "(eq-") if m in text]
+    assert read["equations"] > 0, "no equation found"
+    assert not read["errors"], f"equations MathJax cannot parse: {read['errors'][:3]}"
+    leftovers = [m for m in ("$$", "$", "\\tag", "{glue", "{eq}", "{doc}", "{cite", ":::",
+                             "```", ":label:", "(eq-") if m in read["text"]]
     assert not leftovers, f"markup left in the text a reader sees: {leftovers}"
     assert closed and all(closed), "every solution starts closed"
     assert hidden_shown == 0, "a collapsed cell's code is shown"
