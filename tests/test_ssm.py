@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-import scipy.signal
 import torch
 
 from seqbook.ssm import (
@@ -33,6 +32,8 @@ def _system(N=4, seed=0):
 
 
 def test_zoh_equals_scipy():
+    import scipy.signal  # here: importing it costs seconds, in every test process
+
     A, B, C = _system()
     A_bar, B_bar = zoh(A, B, 0.1)
     Ad, Bd, *_ = scipy.signal.cont2discrete((A.numpy(), B.numpy(), C.numpy(), np.zeros((1, 1))),
