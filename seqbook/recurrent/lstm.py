@@ -280,7 +280,7 @@ class LSTM(RecurrentStack):
     def recurrence(
         self, x: Float[Tensor, "*batch D"], layer: int = 0, direction: int = 0
     ) -> tuple[Float[Tensor, "*batch _"], Step]:
-        """The recurrence of one layer and direction: the input parts
+        r"""The recurrence of one layer and direction: the input parts
         :math:`W_{x\bullet} x_t + b_\bullet` of all gates and every step of ``x``
         ``(B, T, D)`` in one matrix product, and the function
         ``advance(x_part, (h, c)) -> ((h, c), gates)``
