@@ -31,14 +31,24 @@ MATHJAX = """<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', 
   displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true, tags: 'ams'},
   startup: {typeset: false}};</script>
 <script src="../html/_static/mathjax/tex-chtml.js"></script>"""
-# Every equation MathJax finds in the page, parsed (TeX to MathML, loading the TeX
-# extensions it needs), with those that are TeX errors; and the text a reader sees
-# (outside code and closed solutions) with the equations' sources taken out.
+# Every equation MathJax finds in the page, parsed with its public tex2mmlPromise (TeX to
+# MathML, loading the TeX extensions it needs), with those that are TeX errors; and the
+# text a reader sees (outside code and closed solutions) with the equations' sources
+# taken out.
 READ_TWIN = """async () => {
     await MathJax.startup.promise;
-    const doc = MathJax.startup.document;
-    await MathJax._.mathjax.mathjax.handleRetriesFor(() => { doc.findMath(); doc.compile(); });
-    const items = Array.from(doc.math);
+    const items = Array.from(MathJax.startup.document.findMath().math);
+    const errors = [];
+    for (const item of items) {
+        try {  // a TeX error is an <merror>; a stray control character throws
+            const mml = await MathJax.tex2mmlPromise(item.math, {display: item.display});
+            // an unknown macro is set as its name in red (MathJax's noundefined)
+            if (/<merror|<mtext mathcolor="red">\\\\/.test(mml))
+                errors.push(item.math.slice(0, 80));
+        } catch (error) {
+            errors.push(`${item.math.slice(0, 80)} (${error.message})`);
+        }
+    }
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     const found = [];
     while (walker.nextNode()) {
@@ -50,9 +60,7 @@ READ_TWIN = """async () => {
     let text = found.join(' ');
     for (const item of items)
         text = text.replace(item.start.delim + item.math + item.end.delim, ' ');
-    return {equations: items.length, text: text,
-            errors: items.filter(item => MathJax.startup.toMML(item.root).includes('<merror'))
-                         .map(item => item.math.slice(0, 80))};
+    return {equations: items.length, text: text, errors: errors};
 }"""
 
 
