@@ -41,15 +41,22 @@ from seqbook.recurrent import RNN, truncated_bptt
 from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = [
-    "RESULTS", "LAG", "SETUPS", "SEEDS", "TBPTTRecord", "bit_stream", "train_tbptt",
-    "tbptt_grid", "load_tbptt_table", "main",
+    "RESULTS", "LAG", "HIDDEN", "STREAMS", "PIECE_STEPS", "TEST_STREAMS", "TEST_STEPS",
+    "TEST_SEED", "SETUPS", "SEEDS", "TBPTTRecord", "bit_stream", "train_tbptt", "tbptt_grid",
+    "load_tbptt_table", "main",
 ]
 
 #: The committed table.
 RESULTS = RESULTS_DIR / "tbptt_lag.csv"
 #: How many steps back the target bit lies.
 LAG = 8
-#: The settings: name -> (k1, k2, pieces of 250 steps, whether the RNN is trained).
+#: The RNN's hidden units.
+HIDDEN = 16
+#: Training: streams side by side, and the steps of each piece of them.
+STREAMS, PIECE_STEPS = 32, 250
+#: Testing: new streams, their steps, and the seed that draws them (the same for every run).
+TEST_STREAMS, TEST_STEPS, TEST_SEED = 256, 200, 99
+#: The settings: name -> (k1, k2, pieces of PIECE_STEPS steps, whether the RNN is trained).
 SETUPS: dict[str, tuple[int, int, int, bool]] = {
     "TBPTT(4, 4)": (4, 4, 2, True),
     "TBPTT(16, 16)": (16, 16, 2, True),
@@ -109,7 +116,7 @@ def train_tbptt(k1: int, k2: int, seed: int = 0,
     check_positive_int("pieces", pieces)
     seed_everything(seed)
     generator = seeded_generator(seed)
-    model, readout = RNN(1, 16), nn.Linear(16, 2)
+    model, readout = RNN(1, HIDDEN), nn.Linear(HIDDEN, 2)
     params = [*readout.parameters()]
     if train_rnn:                               # else: train the readout only
         params += [*model.parameters()]
@@ -122,11 +129,11 @@ def train_tbptt(k1: int, k2: int, seed: int = 0,
 
     state, updates = None, 0
     for piece in range(pieces):                 # pieces of one stream
-        x, y = bit_stream(32, 250, generator)
+        x, y = bit_stream(STREAMS, PIECE_STEPS, generator)
         result = truncated_bptt(model, x, y, loss_fn, optimizer, k1, k2,
                                 state=state, clip=1.0)
         state, updates = result.final_state, updates + len(result.losses)
-    x, y = bit_stream(256, 200, seeded_generator(99))
+    x, y = bit_stream(TEST_STREAMS, TEST_STEPS, seeded_generator(TEST_SEED))
     with torch.no_grad():
         predicted = readout(model(x)[0]).argmax(-1)           # (B, T)
     correct = predicted[:, LAG:] == y[:, LAG:]
