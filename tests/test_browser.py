@@ -24,7 +24,6 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 import yaml
-from bs4 import BeautifulSoup
 from PIL import Image
 
 from book_files import ROOT, chapters, toc_files
@@ -82,71 +81,128 @@ CHAPTER_PAGES = [HTML / "book" / f"{c.stem}.html" for c in chapters()]
 SOURCE_SCREENSHOTS = 3
 
 
-def pages_showing_code_under_equations() -> list[Path]:
-    """Chapter pages, in the book's order, with a snippet of package code
-    (seqbook.notebook.show_source) that cites one of the page's equations."""
+@functools.cache
+def pages_showing_code_under_equations() -> tuple[Path, ...]:
+    """The first SOURCE_SCREENSHOTS chapter pages, in the book's order, with a snippet of
+    package code (seqbook.notebook.show_source) that cites one of the page's equations."""
     chapter_pages = {page.stem: page for page in CHAPTER_PAGES if page.exists()}
-    found = []
+    found: list[Path] = []
     for name in toc_files():
         page = chapter_pages.get(Path(name).name)
-        if page is None:
-            continue
-        soup = soup_of(page)
-        if any(s.select('a[href^="#equation-"]') for s in soup.select("div.seqbook-source")):
+        if page is not None and page_facts(page).code_cites_an_equation:
             found.append(page)
-    return found
+            if len(found) == SOURCE_SCREENSHOTS:
+                break
+    return tuple(found)
 
 
-@functools.lru_cache(maxsize=None)
-def soup_of(path: Path) -> BeautifulSoup:
-    """A built page, parsed once for all the tests (they only read it)."""
-    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+@functools.cache
+def pages_with_diagrams() -> tuple[tuple[Path, tuple[str, ...]], ...]:
+    """Chapter pages with a mechanism diagram (an SVG in a figure), and those diagrams."""
+    shown = [(path, tuple(page_facts(path).figure_images)) for path in CHAPTER_PAGES]
+    return tuple((path, images) for path, images in shown if images)
 
 
-class _LinksIdsAndText(html.parser.HTMLParser):
-    """The ids of a page's elements, the hrefs of its links and its text: all that the
-    link check needs, several times faster than a full BeautifulSoup tree of every page."""
+@functools.cache
+def screenshot_chapter() -> Path | None:
+    """The chapter shown whole in both colour schemes, for people to look at: the first
+    with a diagram (its light view is taken on the visit that checks the page, its dark
+    view on the visit that checks its diagrams in the dark)."""
+    return next((path for path in CHAPTER_PAGES if page_facts(path).figure_images), None)
+
+
+# Elements HTML writes without an end tag.
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+                   "source", "track", "wbr"})
+
+
+class _PageFacts(html.parser.HTMLParser):
+    """What the static checks read from a built page, in one pass of the standard
+    library's parser (several times faster than a BeautifulSoup tree of each page): the
+    ids of its elements, the hrefs of its links, its visible text, the text of its
+    equation references, its images inside figures and inside cell outputs, and whether
+    a shown snippet of package code (``div.seqbook-source``) cites an equation."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ids: set[str] = set()
         self.hrefs: list[str] = []
         self.strings: list[str] = []
+        self.equation_references: list[str] = []
+        self.figure_images: list[str] = []
+        self.output_images: list[str] = []
+        self.code_cites_an_equation = False
+        self._open: list[tuple[str, frozenset[str]]] = []  # (tag, classes) of open elements
         self._hidden = 0  # inside a <script> or <style>, whose text is not shown
+        self._reference: list[str] | None = None  # the text of an open equation reference
+
+    def _inside(self, tag: str = "", css_class: str = "") -> bool:
+        return any((not tag or t == tag) and (not css_class or css_class in classes)
+                   for t, classes in self._open)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._hidden += tag in ("script", "style")
-        for name, value in attrs:
-            if name == "id" and value is not None:
-                self.ids.add(value)
-            elif name == "href" and tag == "a" and value is not None:
-                self.hrefs.append(value)
+        attributes = {name: value or "" for name, value in attrs}
+        if "id" in attributes:
+            self.ids.add(attributes["id"])
+        href = attributes.get("href")
+        if tag == "a" and href is not None:
+            self.hrefs.append(href)
+            if href.startswith("#equation-") and self._inside("div", "seqbook-source"):
+                self.code_cites_an_equation = True
+            if "#equation-" in href and "reference" in attributes.get("class", "").split():
+                self._reference = []
+        if tag == "img":
+            src = attributes.get("src", "")
+            if self._inside("figure") and src.endswith(".svg"):
+                self.figure_images.append(src)
+            if self._inside(css_class="cell_output"):
+                self.output_images.append(src)
+        if tag not in _VOID:
+            self._open.append((tag, frozenset(attributes.get("class", "").split())))
+            self._hidden += tag in ("script", "style")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in _VOID:
+            self.handle_endtag(tag)
 
     def handle_endtag(self, tag: str) -> None:
-        self._hidden -= tag in ("script", "style") and self._hidden > 0
+        if tag == "a" and self._reference is not None:
+            self.equation_references.append("".join(self._reference).strip())
+            self._reference = None
+        # close up to the matching open element (HTML lets some end tags be left out)
+        for depth in range(len(self._open) - 1, -1, -1):
+            if self._open[depth][0] == tag:
+                for closed, _ in self._open[depth:]:
+                    self._hidden -= closed in ("script", "style")
+                del self._open[depth:]
+                break
 
     def handle_data(self, data: str) -> None:
         if not self._hidden:
             self.strings.append(data)
+            if self._reference is not None:
+                self._reference.append(data)
 
 
 @functools.lru_cache(maxsize=None)
-def links_ids_and_text(path: Path) -> tuple[tuple[str, ...], frozenset[str], str]:
-    """A page's link targets, element ids and visible text, its whitespace collapsed
-    (what a text fragment matches: BeautifulSoup's ``get_text(" ")`` of the page)."""
-    parser = _LinksIdsAndText()
+def page_facts(path: Path) -> _PageFacts:
+    """A built page, parsed once for all the tests (they only read it)."""
+    parser = _PageFacts()
     parser.feed(path.read_text(encoding="utf-8"))
     parser.close()
-    text = " ".join(" ".join(parser.strings).split())
-    return tuple(parser.hrefs), frozenset(parser.ids), text
+    return parser
 
 
 def page_ids(path: Path) -> frozenset[str]:
-    return links_ids_and_text(path)[1]
+    return frozenset(page_facts(path).ids)
 
 
+@functools.lru_cache(maxsize=None)
 def page_text(path: Path) -> str:
-    return links_ids_and_text(path)[2]
+    """A page's visible text, its whitespace collapsed (what a text fragment matches:
+    BeautifulSoup's ``get_text(" ")`` of the page)."""
+    return " ".join(" ".join(page_facts(path).strings).split())
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -272,6 +328,12 @@ def test_page_renders_cleanly(path, reader, base_url, report):
         }""")
         images = page.evaluate("""() => [...document.images].map(
             img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0}))""")
+        # the screenshots for people to look at, on this visit (each visit costs the
+        # browser seconds), before the solutions below are opened
+        if path in CHAPTER_PAGES and path == screenshot_chapter():
+            screenshot_whole_page(visit, path, "light")
+        if path in pages_showing_code_under_equations():
+            screenshot_code_under_its_equations(visit, path, "desktop")
         solutions = check_solutions(page, report) if path in CHAPTER_PAGES else None
         objectives = check_objectives(page) if path in CHAPTER_PAGES else None
     finally:
@@ -349,7 +411,7 @@ def test_every_internal_link_and_anchor_resolves(report):
     assert PAGES, "no pages: build the book first"
     broken, checked = [], 0
     for page in PAGES:
-        for href in links_ids_and_text(page)[0]:
+        for href in page_facts(page).hrefs:
             parts = urlparse(href)
             if parts.scheme or href.startswith(("mailto:", "javascript:")):
                 continue  # external links are not ours to check offline
@@ -373,9 +435,9 @@ def test_every_internal_link_and_anchor_resolves(report):
 
 def test_equation_references_point_at_numbered_equations():
     for page in CHAPTER_PAGES:
-        for ref in soup_of(page).select('a.reference[href*="#equation-"]'):
-            assert re.fullmatch(r"\(\d+(\.\d+)*\)", ref.get_text(strip=True)), (
-                f"{page.name}: equation reference shows {ref.get_text(strip=True)!r}"
+        for text in page_facts(page).equation_references:
+            assert re.fullmatch(r"\(\d+(\.\d+)*\)", text), (
+                f"{page.name}: equation reference shows {text!r}"
             )
 
 
@@ -414,88 +476,96 @@ def test_navigation_lists_every_part_and_its_chapters_in_order(browser, base_url
             part["caption"], following)
 
 
-def test_screenshots_light_and_dark_with_readable_figures(browser, base_url):
+def screenshot_whole_page(visit: PageVisit, chapter: Path, scheme: str) -> None:
+    """A full-page screenshot of ``chapter`` in ``scheme`` ("light" or "dark"), after
+    checking that the theme follows the reader's setting."""
+    mode = visit.page.evaluate("() => document.documentElement.dataset.theme")
+    assert mode == scheme, f"the theme did not follow the reader's {scheme} setting"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    chapter = CHAPTER_PAGES[0]
-    url = urljoin(base_url, chapter.relative_to(HTML).as_posix())
-    for scheme in ("light", "dark"):
-        visit = PageVisit(browser, url, color_scheme=scheme)
-        try:
-            mode = visit.page.evaluate("() => document.documentElement.dataset.theme")
-            assert mode == scheme, f"the theme did not follow the reader's {scheme} setting"
-            visit.page.screenshot(path=str(SCREENSHOTS / f"{chapter.stem}-{scheme}.png"),
-                                  full_page=True)
-            assert not visit.problems, "\n".join(visit.problems)
-        finally:
-            visit.close()
-    # Figures stay readable in dark mode because they are drawn on an opaque white
-    # background (matplotlib's default), not on a transparent one.
-    figures = soup_of(chapter).select(".cell_output img")
-    assert figures, "the chapter has no figures to check"
-    for img in figures:
-        with Image.open(io.BytesIO((chapter.parent / img["src"]).read_bytes())) as figure:
-            rgba = figure.convert("RGBA")
-            corners = [rgba.getpixel((x, y))
-                       for x in (0, rgba.width - 1) for y in (0, rgba.height - 1)]
-        assert all(pixel[3] == 255 and min(pixel[:3]) > 200 for pixel in corners), img["src"]
+    visit.page.screenshot(path=str(SCREENSHOTS / f"{chapter.stem}-{scheme}.png"),
+                          full_page=True)
 
 
-@pytest.mark.parametrize("device", sorted(DEVICES))
+def test_figures_stay_readable_in_the_dark_theme():
+    """Figures stay readable in dark mode because they are drawn on an opaque white
+    background (matplotlib's default), not on a transparent one: every chapter's."""
+    checked = 0
+    for chapter in CHAPTER_PAGES:
+        for src in page_facts(chapter).output_images:
+            with Image.open(io.BytesIO((chapter.parent / src).read_bytes())) as figure:
+                rgba = figure.convert("RGBA")
+                corners = [rgba.getpixel((x, y))
+                           for x in (0, rgba.width - 1) for y in (0, rgba.height - 1)]
+            assert all(pixel[3] == 255 and min(pixel[:3]) > 200 for pixel in corners), (
+                chapter.stem, src)
+            checked += 1
+    assert checked >= len(CHAPTER_PAGES), "the chapters have too few figures to check"
+
+
+def screenshot_code_under_its_equations(visit: PageVisit, chapter: Path, device: str) -> None:
+    """A screenshot of the first snippet of package code on ``chapter`` that cites an
+    equation, from the last displayed equation above it to its end; the snippet's box
+    stays within the screen."""
+    page = visit.page
+    snippet = page.locator("div.seqbook-source").filter(
+        has=page.locator('a[href^="#equation-"]')).first
+    snippet.scroll_into_view_if_needed()
+    # From the last displayed equation above the snippet to the snippet's end, in
+    # the page's coordinates (at most a screen and a half above it).
+    region = snippet.evaluate("""(snippet) => {
+        const top = (el) => el.getBoundingClientRect().top + window.scrollY;
+        const above = [...document.querySelectorAll('div.math')].filter(
+            (m) => m.compareDocumentPosition(snippet) & Node.DOCUMENT_POSITION_FOLLOWING);
+        const start = above.length ? top(above[above.length - 1]) : top(snippet);
+        const box = snippet.getBoundingClientRect();
+        return {start: Math.max(0, Math.max(start, top(snippet) - 1.5 * innerHeight) - 16),
+                end: top(snippet) + box.height + 16, left: box.left, right: box.right,
+                width: document.documentElement.clientWidth,
+                code: snippet.querySelector('div.highlight pre').innerText.length};
+    }""")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{chapter.stem}-code-{device}.png"
+    # the sticky header (and a focused "skip to content" link) stay at the top of
+    # the page, out of the region
+    page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
+    page.screenshot(path=str(path), full_page=True,
+                    clip={"x": 0, "y": region["start"], "width": region["width"],
+                          "height": region["end"] - region["start"]})
+    assert region["code"] > 0, "the snippet shows no code"
+    # The code scrolls inside its box; the box itself stays within the screen.
+    assert region["left"] >= 0 and region["right"] <= region["width"] + 1, region
+    with Image.open(path) as shot:
+        assert shot.width >= region["width"] and shot.height > 50, shot.size
+
+
 @pytest.mark.parametrize("slot", range(SOURCE_SCREENSHOTS))
-def test_screenshots_of_code_under_its_equations(slot, device, browser, base_url):
+def test_screenshots_of_code_under_its_equations_on_a_phone(slot, browser, base_url):
+    """On a phone (the desktop's are taken on the visits of test_page_renders_cleanly)."""
     pages = pages_showing_code_under_equations()
     if slot >= len(pages):
         pytest.skip(f"only {len(pages)} chapter(s) show package code under their equations yet")
     chapter = pages[slot]
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     visit = PageVisit(browser, urljoin(base_url, chapter.relative_to(HTML).as_posix()),
-                      device=device)
-    page = visit.page
+                      device="phone")
     try:
-        snippet = page.locator("div.seqbook-source").filter(
-            has=page.locator('a[href^="#equation-"]')).first
-        snippet.scroll_into_view_if_needed()
-        # From the last displayed equation above the snippet to the snippet's end, in
-        # the page's coordinates (at most a screen and a half above it).
-        region = snippet.evaluate("""(snippet) => {
-            const top = (el) => el.getBoundingClientRect().top + window.scrollY;
-            const above = [...document.querySelectorAll('div.math')].filter(
-                (m) => m.compareDocumentPosition(snippet) & Node.DOCUMENT_POSITION_FOLLOWING);
-            const start = above.length ? top(above[above.length - 1]) : top(snippet);
-            const box = snippet.getBoundingClientRect();
-            return {start: Math.max(0, Math.max(start, top(snippet) - 1.5 * innerHeight) - 16),
-                    end: top(snippet) + box.height + 16, left: box.left, right: box.right,
-                    width: document.documentElement.clientWidth,
-                    code: snippet.querySelector('div.highlight pre').innerText.length};
-        }""")
-        path = SCREENSHOTS / f"{chapter.stem}-code-{device}.png"
-        # the sticky header (and a focused "skip to content" link) stay at the top of
-        # the page, out of the region
-        page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
-        page.screenshot(path=str(path), full_page=True,
-                        clip={"x": 0, "y": region["start"], "width": region["width"],
-                              "height": region["end"] - region["start"]})
-        assert region["code"] > 0, "the snippet shows no code"
-        # The code scrolls inside its box; the box itself stays within the screen.
-        assert region["left"] >= 0 and region["right"] <= region["width"] + 1, region
+        screenshot_code_under_its_equations(visit, chapter, "phone")
         assert not visit.problems, "\n".join(visit.problems)
     finally:
         visit.close()
-    with Image.open(path) as shot:
-        assert shot.width >= region["width"] and shot.height > 50, shot.size
 
 
 def test_diagrams_render_on_their_white_card_in_the_dark_theme(browser, base_url):
     """Every chapter with a mechanism diagram: in the dark theme each diagram loads,
     is drawn at a readable width, and its top-left pixel is the SVG's white card (the
     theme dims images in the dark: white shows as light grey, dark ink stays dark)."""
-    shown = [(path, soup_of(path).select('figure img[src$=".svg"]')) for path in CHAPTER_PAGES]
-    shown = [(path, images) for path, images in shown if images]
+    shown = pages_with_diagrams()
     assert len(shown) >= 10, "the mechanism diagrams are missing from the chapters"
     for path in shown[:4]:  # four chapters: a sample, each page costs a browser visit
         visit = PageVisit(browser, urljoin(base_url, path[0].relative_to(HTML).as_posix()),
                           color_scheme="dark")
         try:
+            if path[0] == screenshot_chapter():  # the whole page, before any scrolling
+                screenshot_whole_page(visit, path[0], "dark")
             assert visit.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
             visible = [image for image in visit.page.locator('figure img[src$=".svg"]').all()
                        if image.is_visible()]  # not those folded in a closed dropdown
