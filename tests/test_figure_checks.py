@@ -75,3 +75,20 @@ def test_the_book_kernels_load_the_check_and_report_on_stderr(monkeypatch):
     assert stderr[1] == ""
     # the figure is still shown, after the check (the inline backend flushes it later)
     assert any(o["output_type"] == "display_data" for o in nb.cells[0].outputs)
+
+
+def test_a_run_that_does_not_draw_figures_closes_them_undrawn(monkeypatch):
+    """make test's nbval run (SEQBOOK_DRAW_FIGURES=0) runs the plotting code, but its
+    kernels show no image: each figure is closed without being drawn."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("IPYTHONDIR", str(ROOT / "book" / "_ipython"))
+    monkeypatch.setenv("SEQBOOK_DRAW_FIGURES", "0")
+    cells = ["import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1])",
+             "print(plt.get_fignums())"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    formats = {key for o in nb.cells[0].outputs for key in o.get("data", {})}
+    assert formats and not {f for f in formats if f.startswith("image/")}, formats
+    assert nb.cells[1].outputs[0]["text"].strip() == "[]"  # closed, as when drawn
