@@ -23,7 +23,7 @@ from typing import Any
 
 from seqbook.claims import claim
 
-__all__ = ["SourceSnippet", "claim", "glue", "show_source"]
+__all__ = ["SourceSnippet", "claim", "glue", "show_source", "value_range"]
 
 
 def glue(name: str, value: Any, display: bool = False) -> None:
@@ -54,6 +54,28 @@ def glue(name: str, value: Any, display: bool = False) -> None:
         return
     if _in_ipython():
         myst_glue(name, value, display=display)
+
+
+def value_range(low: Any, high: Any, spec: str = "", sep: str = "-") -> str:
+    """The range from ``low`` to ``high``, each formatted with ``spec``, for the prose.
+
+    One number when both ends print alike: a spread smaller than the printed precision
+    reads "0.99", not "0.99-0.99". Glue the result (``glue(name, value_range(...))``)
+    and cite it as ``{glue:text}`name```.
+
+    Args:
+        low, high: the ends (numbers, NumPy scalars or one-element tensors).
+        spec: a format specification, as after the colon of an f-string (``".2f"``).
+        sep: what stands between the two ends (``"-"``, ``" to "``).
+
+    Example:
+        >>> value_range(0.912, 0.987, ".2f"), value_range(0.991, 0.994, ".2f")
+        ('0.91-0.99', '0.99')
+        >>> value_range(3, 12, sep=" to ")
+        '3 to 12'
+    """
+    first, last = format(_plain(low), spec), format(_plain(high), spec)
+    return first if first == last else f"{first}{sep}{last}"
 
 
 def _plain(value: Any) -> Any:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqbook.notebook import _plain, glue
+from seqbook.notebook import _plain, glue, value_range
 
 
 def test_glue_shows_the_value_only_when_asked_where_myst_nb_is_missing(monkeypatch, capsys):
@@ -17,6 +17,25 @@ def test_numbers_are_glued_as_plain_python_numbers():
     assert type(_plain(np.float64(0.5))) is float
     assert type(_plain(torch.tensor(3))) is int
     assert _plain("text") == "text"
+
+
+def test_a_range_prints_one_number_when_both_ends_print_alike():
+    assert value_range(np.float64(0.991), torch.tensor(0.994), ".2f") == "0.99"
+    assert value_range(0.912, 0.987, ".2f") == "0.91-0.99"
+    assert value_range(1, 1) == "1"
+    assert value_range(1_200, 35_000, ",.0f", sep=" to ") == "1,200 to 35,000"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"spec": 2}, "^spec must be str"), ({"sep": None}, "^sep must be str")])
+def test_a_range_refuses_a_spec_or_separator_that_is_not_a_str(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        value_range(0.1, 0.2, **kwargs)
+
+
+def test_a_range_refuses_a_spec_that_does_not_fit_the_value():
+    with pytest.raises(ValueError):
+        value_range("low", "high", ".2f")
 
 
 @pytest.mark.parametrize("name", ["", "has space", "dots.are.bad"])
