@@ -19,6 +19,7 @@ any model's reconstructions after :math:`t = 0, 1, \dots` iterations.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -83,11 +84,20 @@ def mnist_split(
     """
     check_int("train_size", train_size, min_value=1, max_value=4000)
     check_int("test_size", test_size, min_value=1, max_value=1000)
-    images, labels = mnist5k()
+    images, _ = mnist5k()
+    train, test = _split_indices(seed)
+    return images[list(train[:train_size])], images[list(test[:test_size])]
+
+
+@functools.cache
+def _split_indices(seed: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The training and test indices of :func:`mnist_split`'s split with ``seed``,
+    computed once (the chapters and scripts ask for the same split dozens of times)."""
+    _, labels = mnist5k()
     train, _, test = split_dataset(
         list(range(len(labels))), 0.0, 0.2, seed=seed, stratify=lambda k: int(labels[k])
     )
-    return images[train[:train_size]], images[test[:test_size]]
+    return tuple(train), tuple(test)
 
 
 def mask_tokens(
