@@ -26,6 +26,7 @@ roles and directives; nothing is found by regular expressions.
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import json
 import subprocess
@@ -87,12 +88,25 @@ def chapter_numbers() -> dict[str, int]:
     return numbers
 
 
+def read_page(path: Path) -> nbformat.NotebookNode:
+    """A page of the book as a notebook (jupytext's reading of MyST), a copy the caller
+    may change; each version of the file is parsed once (the twins, the figures' and the
+    pages' indexes all read every page)."""
+    stat = path.stat()
+    return copy.deepcopy(_parsed_page(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.cache
+def _parsed_page(path: Path, mtime_ns: int, size: int) -> nbformat.NotebookNode:
+    return jupytext.read(path, fmt="md:myst")
+
+
 @functools.cache
 def pages() -> dict[str, list]:
     """Every page's Markdown tokens (cells joined), by document name."""
     found = {}
     for path in BOOK.glob("*.md"):
-        notebook = jupytext.read(path, fmt="md:myst")
+        notebook = read_page(path)
         text = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
         found[path.stem] = parser().parse(text)
     return found
@@ -160,7 +174,7 @@ def figures() -> dict[str, tuple[str, str, str]]:
     for path in sorted(BOOK.glob("*.md")):
         doc, chapter = path.stem, chapter_numbers().get(path.stem)
         named: list[tuple[str, str]] = []
-        for cell in jupytext.read(path, fmt="md:myst").cells:
+        for cell in read_page(path).cells:
             if cell.cell_type == "code":
                 figure = cell.metadata.get("mystnb", {}).get("figure", {})
                 if figure.get("name"):
@@ -424,7 +438,7 @@ def twin(chapter: Path, glue: dict[str, str], commit: str) -> nbformat.NotebookN
     """The Colab edition of one chapter."""
     name = chapter.stem
     convert = Chapter(name, glue)
-    notebook = jupytext.read(chapter, fmt="md:myst")
+    notebook = read_page(chapter)
     cells: list = []
     solution = None  # the number of the exercise whose solution is open, across cells
     for cell in notebook.cells:
