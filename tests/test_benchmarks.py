@@ -1,7 +1,6 @@
 """The benchmark machinery (the full rows run in `make bench`, not here: minutes)."""
 
 import os
-import time
 
 import pytest
 
@@ -10,12 +9,25 @@ from benchmarks.harness import compare
 from benchmarks.rows import ROWS, TARGETS, padding
 
 
-def test_compare_reports_medians_and_their_ratio():
-    # sleeps long enough that a busy machine's delays (a millisecond or so) do not blur
-    # the factor of two between them
-    result = compare("sleep", lambda: time.sleep(0.04), lambda: time.sleep(0.02), repeats=3)
-    assert result.seqbook_seconds > result.reference_seconds
-    assert 1.2 < result.ratio < 4
+def test_compare_reports_medians_and_their_ratio(monkeypatch):
+    # a clock that only the timed calls move (sleeps measured on a busy machine
+    # overshot by 16 ms and blurred the factor of two): seqbook's call takes 4 ms but
+    # once 1 s, an outlier the median ignores; the reference's 2 ms
+    import types
+
+    from benchmarks import harness
+
+    now = [0.0]
+    monkeypatch.setattr(harness, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    ours = iter([0.004, 0.004, 1.0, 0.004])  # the warm-up call first
+
+    def advance(seconds):
+        now[0] += seconds
+
+    result = compare("sleep", lambda: advance(next(ours)), lambda: advance(0.002), repeats=3)
+    assert result.seqbook_seconds == pytest.approx(0.004)
+    assert result.reference_seconds == pytest.approx(0.002)
+    assert result.ratio == pytest.approx(2.0)
     assert result.markdown_row().startswith("| sleep |")
 
 
