@@ -280,9 +280,11 @@ def check_token_ids(
     if value.numel() and _reads_values(value):
         low, high = int(value.min()), int(value.max())
         if low < 0 or high >= vocab_size:
+            outside = value[(value < 0) | (value >= vocab_size)].unique().tolist()
+            listed = ", ".join(map(str, outside[:5])) + (", ..." if len(outside) > 5 else "")
             raise ValueError(
                 f"{name} must hold token ids in [0, {vocab_size}) ({of}), "
-                f"got ids from {low} to {high}"
+                f"got {'id' if len(outside) == 1 else 'ids'} {listed} outside it"
             )
     return value
 
