@@ -282,10 +282,10 @@ def check_token_ids(
         if low < 0 or high >= vocab_size:
             outside = value[(value < 0) | (value >= vocab_size)].unique().tolist()
             listed = ", ".join(map(str, outside[:5])) + (", ..." if len(outside) > 5 else "")
-            raise ValueError(
-                f"{name} must hold token ids in [0, {vocab_size}) ({of}), "
-                f"got {'id' if len(outside) == 1 else 'ids'} {listed} outside it"
-            )
+            # "from L to H" is what callers match; the ids outside say which to fix
+            got = f"got ids from {low} to {high}" + (
+                f"; outside it: {listed}" if low != high else "")
+            raise ValueError(f"{name} must hold token ids in [0, {vocab_size}) ({of}), {got}")
     return value
 
 

@@ -107,10 +107,12 @@ def test_cache_errors_name_the_problem():
 def test_model_bad_input():
     model = small()
     with pytest.raises(ValueError, match=r"^ids must hold token ids in \[0, 11\) \(the "
-                                         r"vocabulary size\), got id 11 outside it"):
+                                         r"vocabulary size\), got ids from 0 to 11"):
         model(torch.tensor([[0, 11]]))
-    with pytest.raises(ValueError, match=r"got ids -1, 12 outside it$"):
+    with pytest.raises(ValueError, match=r"got ids from -1 to 12; outside it: -1, 12$"):
         model(torch.tensor([[-1, 3, 12, 12]]))
+    with pytest.raises(ValueError, match=r"\(the vocabulary size\), got ids from 98 to 98$"):
+        model(torch.tensor([[98]]))
     with pytest.raises(TypeError, match=r"^ids must be Int\[Tensor, 'B T'\], got f32\[1,3\]"):
         model(torch.rand(1, 3))
     with pytest.raises(ValueError, match="ids has 65 positions, more than the model's "
