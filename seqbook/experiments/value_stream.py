@@ -52,6 +52,8 @@ __all__ = [
 
 #: Seed of the evaluation streams, the same for every model and seed.
 EVAL_SEED = 5000
+#: Streams per training batch of :func:`value_stream_run`.
+STREAM_BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -262,9 +264,9 @@ def value_stream_run(
 
     Seeds everything with ``seed``, builds the layer
     (:func:`~seqbook.experiments.recurrent_layer`) with a :class:`StepRegressor`, and
-    trains it for ``steps`` steps of Adam (learning rate ``lr``, batches of 64 fresh
-    continual streams of ``train_length`` steps, gradient norm clipped at 1) on
-    :func:`masked_mse`. Then it measures the root mean squared error
+    trains it for ``steps`` steps of Adam (learning rate ``lr``, batches of
+    ``STREAM_BATCH`` (64) fresh continual streams of ``train_length`` steps, gradient
+    norm clipped at 1) on :func:`masked_mse`. Then it measures the root mean squared error
     :math:`\sqrt{L}` on ``eval_size`` fixed streams of each kind: single episodes from a
     reset state, continual streams of the training length, and continual streams of
     ``long_length`` steps. It runs on one CPU thread (restored afterwards), as the
@@ -299,7 +301,8 @@ def value_stream_run(
         seed_everything(seed)
         model = StepRegressor(recurrent_layer(spec, task.input_size, hidden_size), hidden_size)
         generator = seeded_generator(seed)
-        batches = lambda: (task(64, generator) for _ in range(steps))  # fresh, lazily
+        batches = lambda: (task(STREAM_BATCH, generator)  # fresh, lazily
+                           for _ in range(steps))
         fit(model, masked_mse, batches, torch.optim.Adam(model.parameters(), lr=lr), epochs=1,
             clip=1.0, progress=False)
         rmse_episodes, rmse_train_length, rmse_long = (
