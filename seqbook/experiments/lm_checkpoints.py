@@ -9,11 +9,13 @@ than the chapter's other cells together, and every later cell (the samples, the
 sampling counts, the key-value cache) only needs the trained models, so they are
 trained here, offline, with :func:`train_pair`, and saved with their per-step losses
 and CPU seconds in ``seqbook/experiments/results/lm_checkpoints.pt``, which the chapter
-loads (:func:`load_lm_checkpoints`). The chapter reruns the first steps of both
-trainings live, with the same :func:`train_pair`, and compares their losses with the
-checkpoint's. These are seed 0 at one unit of budget of the comparison table
-(``python -m seqbook.language_model.compare``), which trains the same way. The
-checkpoint was made with::
+loads (:func:`load_lm_checkpoints`). The corpus is the standard library of the Python
+that runs the script, so the checkpoint records a digest of its training text: on
+another text it does not load, and the chapter trains the models itself. The chapter
+reruns the first steps of both trainings live, with the same :func:`train_pair`, and
+compares their losses with the checkpoint's. These are seed 0 at one unit of budget of
+the comparison table (``python -m seqbook.language_model.compare``), which trains the
+same way. The checkpoint was made with::
 
     python -m seqbook.experiments.lm_checkpoints --threads 1
 
@@ -24,6 +26,7 @@ that the script works; without ``--out`` it never writes over the committed file
 from __future__ import annotations
 
 import argparse
+import hashlib
 import tempfile
 import time
 from collections.abc import Sequence
@@ -34,7 +37,7 @@ import torch
 from torch import nn
 
 from seqbook.experiments.results import RESULTS_DIR
-from seqbook.language_model.data import char_corpus, random_windows
+from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss
 from seqbook.language_model.model import TransformerLM
 from seqbook.language_model.recurrent import RecurrentLM
@@ -42,7 +45,8 @@ from seqbook.provenance import record
 from seqbook.train import fit
 from seqbook.utils import SEED_SHIFT_VARIABLE, seed_everything, seed_shift, seeded_generator
 
-__all__ = ["RECIPE", "RESULTS", "build_pair", "load_lm_checkpoints", "main", "train_pair"]
+__all__ = ["RECIPE", "RESULTS", "build_pair", "load_lm_checkpoints", "main", "text_digest",
+           "train_pair"]
 
 #: The committed checkpoint.
 RESULTS = RESULTS_DIR / "lm_checkpoints.pt"
@@ -50,6 +54,11 @@ RESULTS = RESULTS_DIR / "lm_checkpoints.pt"
 RECIPE = {"LSTM": (400, 0.01), "transformer": (220, 0.003)}
 #: Steps per epoch of :func:`~seqbook.train.fit` (the epochs only group the steps).
 STEPS_PER_EPOCH = 20
+
+
+def text_digest(corpus: CharCorpus) -> str:
+    """A digest of the corpus' training text, which the models' training depends on."""
+    return hashlib.sha256(corpus.train_text.encode("utf-8")).hexdigest()
 
 
 def build_pair(vocab_size: int, seed: int = 0) -> dict[str, nn.Module]:
@@ -72,10 +81,12 @@ def train_pair(models: dict[str, nn.Module], train_ids: torch.Tensor,
         n_steps, lr = RECIPE[name]
         n_steps = n_steps if steps is None else steps[name]
         generator = seeded_generator(seed + 1)  # the windows: the same for both
+
+        def batches(g: torch.Generator = generator) -> list[Any]:
+            return [random_windows(train_ids, g) for _ in range(STEPS_PER_EPOCH)]
+
         start = time.thread_time()
-        history = fit(model, lm_loss,
-                      lambda g=generator: [random_windows(train_ids, g)
-                                           for _ in range(STEPS_PER_EPOCH)],
+        history = fit(model, lm_loss, batches,
                       torch.optim.Adam(model.parameters(), lr=lr),
                       epochs=n_steps // STEPS_PER_EPOCH, clip=1.0, progress=False)
         out[name] = {"step_loss": history.step_loss,
@@ -84,12 +95,16 @@ def train_pair(models: dict[str, nn.Module], train_ids: torch.Tensor,
     return out
 
 
-def load_lm_checkpoints(vocab_size: int, path: str | Path = RESULTS
-                        ) -> tuple[dict[str, nn.Module], dict[str, Any]]:
+def load_lm_checkpoints(corpus: CharCorpus, path: str | Path = RESULTS
+                        ) -> tuple[dict[str, nn.Module], dict[str, Any]] | None:
     """The trained models of the checkpoint and its record of their training
-    (per model: ``step_loss``, ``cpu_seconds``), the models in evaluation mode."""
+    (per model: ``step_loss``, ``cpu_seconds``), the models in evaluation mode;
+    ``None`` where ``corpus`` is not the text they were trained on (another Python's
+    standard library)."""
     saved = torch.load(Path(path), weights_only=True)
-    models = build_pair(vocab_size)
+    if saved["text_digest"] != text_digest(corpus):
+        return None
+    models = build_pair(corpus.vocab_size)
     for name, model in models.items():
         model.load_state_dict(saved["state"][name])
         model.eval()
@@ -116,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     training = train_pair(models, corpus.train_ids, steps)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state": {name: m.state_dict() for name, m in models.items()},
-                "training": training, "vocab_size": corpus.vocab_size}, args.out)
+                "training": training, "text_digest": text_digest(corpus)}, args.out)
     record(args.out, "seqbook.experiments.lm_checkpoints", argv,
            threads=torch.get_num_threads())
     print({name: f"{t['cpu_seconds']:.1f} CPU s, final loss {t['step_loss'][-1]:.3f}"
