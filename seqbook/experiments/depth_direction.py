@@ -25,7 +25,7 @@ the same functions. The table was made with::
 
     python -m seqbook.experiments.depth_direction --threads 1
 
-(about 1.5 minutes of CPU time on one core). ``--smoke`` runs a tiny version as a test
+(about 40 seconds of CPU time on one core). ``--smoke`` runs a tiny version as a test
 that the script works.
 """
 
