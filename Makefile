@@ -83,10 +83,11 @@ check-html: check-strict /usr/bin/chromium
 CPU_USED = CPU $$(tail -n 1 $(LOGS)/$*.cpu | tr ms '  ' | awk '{printf "%.0f s", 60 * ($$1 + $$3) + $$2 + $$4}')
 NICE_unit := nice -n 10
 NICE_colab-check := nice -n 10
-# strict, then html, is the longest chain: nbval yields to it, so that the strict
-# build's single-threaded Sphinx phase and the html checks overlap nbval's chapters
-# instead of running alone on a half-idle machine at the end (measured: 78 s at 50%)
-NICE_nbval := nice -n 5
+# strict, then html, is the longest chain: nbval yields to it and to the unit tests, so
+# that the strict build's single-threaded Sphinx phase and the html checks overlap
+# nbval's chapters instead of running alone on a half-idle machine at the end (at
+# nice 5, nbval still ended 125 s before the strict build, then html ran alone 170 s)
+NICE_nbval := nice -n 15
 
 lint: $(ENV)  ## ruff and mypy, configured in pyproject.toml
 	$(PY) -m ruff check .
