@@ -212,18 +212,3 @@ def test_float64_computes_in_float64_and_mixed_dtypes_are_refused():
               r"torch.float32",
     ):
         model.step(x.float())
-
-
-@pytest.mark.parametrize("B", [3, 40])  # 40: more than one chunk of N = 30 tokens
-def test_run_with_energy_is_run_and_energy(B, monkeypatch):
-    monkeypatch.setattr("seqbook.attractor.bare._CHUNK_ELEMENTS", 30 * 30 * 4 * 16)
-    model = BareSelfAttention(30, 4, lam=2.0, generator=_gen())
-    x0 = _spins(B, 30, 4)
-    key_mask = torch.rand(B, 30, generator=_gen(3)) > 0.3
-    states, energies = model.run_with_energy(x0, 5, key_mask=key_mask)
-    assert torch.equal(states, model.run(x0, 5, key_mask=key_mask))
-    expected = torch.stack([model.energy(x) for x in states])
-    torch.testing.assert_close(energies, expected, rtol=1e-5, atol=1e-5)
-    at_one = model.run_with_energy(x0, 2, lam=1.0)[1]
-    torch.testing.assert_close(at_one[-1], model.energy(model.run(x0, 2)[-1], lam=1.0),
-                               rtol=1e-5, atol=1e-5)

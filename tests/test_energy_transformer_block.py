@@ -139,15 +139,3 @@ def test_autograd_method_works_under_no_grad():
         out = block.run(_x(), steps=2, method="autograd")
     assert not out.requires_grad
     torch.testing.assert_close(out, block.run(_x(), steps=2).detach())
-
-
-@pytest.mark.parametrize("kind", ["relu", "softmax"])
-def test_run_with_energy_is_run_and_energy_bit_for_bit(kind):
-    block = _block(kind)
-    x0 = _x()
-    states, energies = block.run_with_energy(x0, 4, alpha=0.05)
-    assert torch.equal(states, block.run(x0, 4, alpha=0.05))
-    assert torch.equal(energies, torch.stack([block.energy(x) for x in states]))
-    assert energies.shape == (5, 3)
-    with pytest.raises(ValueError):
-        block.run_with_energy(x0, -1)

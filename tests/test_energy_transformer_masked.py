@@ -238,12 +238,3 @@ def test_committed_continued_checkpoint_records_its_run():
     assert model.config == load_masked("et_seed0")[0].config
     record = read_provenance(CHECKPOINTS / "et_seed0_continued.pt")[-1]
     assert "--resume et_seed0" in record["command"]
-
-
-def test_run_with_energy_is_run_and_the_blocks_energy():
-    model = _model()
-    _, patches, visible = _batch()
-    with torch.no_grad():
-        states, energies = model.run_with_energy(patches, visible, 3)
-        assert torch.equal(states, model.run(patches, visible, 3))
-        assert torch.equal(energies, torch.stack([model.block.energy(x) for x in states]))

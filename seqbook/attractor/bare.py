@@ -190,15 +190,11 @@ class BareSelfAttention(nn.Module):
         """
         if len(self.check_spins(x, key_mask)) > self._chunk():  # a large batch
             return self._chunked(self.local_field, x, key_mask)  # in pieces
-        return self._field_and_scores(x, key_mask)[0]
-
-    def _field_and_scores(self, x: Tensor, key_mask: Tensor | None) -> tuple[Tensor, Tensor]:
-        """The local fields and the raw scores x_i^T J_ij x_j (no -inf) of one chunk."""
         Jx = torch.einsum("ijde,bje->bijd", self.J, x)  # (B, N, N, d): J_ij x_j
         S = torch.einsum("bid,bijd->bij", x, Jx)  # (B, N, N): x_i^T J_ij x_j
         # (eq-attr-alpha)
         alpha = torch.softmax(self.partners(self.lam * S, key_mask), dim=-1)
-        return torch.einsum("bij,bijd->bid", alpha, Jx), S  # (eq-attr-field)
+        return torch.einsum("bij,bijd->bid", alpha, Jx)  # (eq-attr-field)
 
     def step(self, x: Spins, key_mask: KeyMask | None = None) -> Spins:
         r"""One parallel update of all spins, eq. (eq-attr-dynamics), back on the sphere.
@@ -230,43 +226,6 @@ class BareSelfAttention(nn.Module):
             for t in range(steps):
                 states.append(self.step(states[-1], key_mask if t == 0 else None))
             return torch.stack(states)  # (S + 1, B, N, d)
-
-    def run_with_energy(
-        self, x0: Spins, steps: int, key_mask: KeyMask | None = None,
-        lam: float | None = None,
-    ) -> tuple[Float[Tensor, "{steps+1} B {self.num_tokens} {self.dim}"],
-               Float[Tensor, "{steps+1} B"]]:
-        r""":meth:`run`, and the total energy :meth:`energy` of every state at ``lam``
-        (default: the model's), in one pass.
-
-        A state's energy reuses the scores its step computes for the local fields, so
-        the pair costs about one :meth:`run`. The trajectory is :meth:`run`'s, bit for
-        bit; the energies are :meth:`energy`'s up to rounding (the scores are summed in
-        another order).
-
-        Shapes:
-            x0: ``(B, N, d)``; key_mask: ``(B, N)``.
-            returns: ``(steps + 1, B, N, d)`` and ``(steps + 1, B)``.
-        """
-        check_int("steps", steps, min_value=0)
-        lam = _energy_lam(self.lam if lam is None else lam)
-        states = [self.check_spins(x0, key_mask, name="x0")]
-        energies = []
-        size = self._chunk()  # in pieces, as local_field takes them
-        with torch.no_grad():
-            for t in range(steps + 1):
-                x, mask = states[-1], key_mask if t == 0 else None
-                parts = [self._field_and_scores(
-                    x[i : i + size], None if mask is None else mask[i : i + size])
-                    for i in range(0, len(x), size)]
-                S = torch.cat([s for _, s in parts])  # (B, N, N)
-                # (eq-attr-local-energy), (eq-attr-total-energy)
-                energies.append((-torch.logsumexp(self.partners(lam * S), dim=-1)
-                                 / lam).sum(-1))
-                if t < steps:  # the step of step(), on the same fields
-                    y = torch.cat([h for h, _ in parts]) + self.gamma * x
-                    states.append(y / y.norm(dim=-1, keepdim=True).clamp_min(1e-12))
-            return torch.stack(states), torch.stack(energies)
 
     def local_energies(self, x: Spins, others: Spins | None = None,
                        lam: float | None = None) -> Energies:

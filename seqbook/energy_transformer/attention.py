@@ -116,10 +116,7 @@ class EnergyAttention(nn.Module):
 
     def energy(self, g: Tokens) -> Float[Tensor, " B"]:
         """The attention energy of each configuration, eq. (eq-et-attention-energy)."""
-        return self.energy_of_scores(self.scores(g)[2])
-
-    def energy_of_scores(self, S: Scores) -> Float[Tensor, " B"]:
-        """The energy from the scores of :meth:`scores` (to reuse them for the update)."""
+        _, _, S = self.scores(g)
         lse = torch.logsumexp(S, dim=-1)  # (B, H, N): one term per query C
         return -lse.sum((1, 2)) / self.beta  # (eq-et-attention-energy)
 
@@ -130,10 +127,7 @@ class EnergyAttention(nn.Module):
     def forward(self, g: Tokens) -> Tokens:
         """The update: minus the gradient of the energy, in closed form, eq.
         (eq-et-attention-update)."""
-        return self.update_of_scores(*self.scores(g))
-
-    def update_of_scores(self, K: HeadVectors, Q: HeadVectors, S: Scores) -> Tokens:
-        """The update from the keys, queries and scores of :meth:`scores`."""
+        K, Q, S = self.scores(g)
         omega = torch.softmax(S, dim=-1)  # (B, H, N, N)
         from_keys = omega @ K  # (B, H, N, Y): sum_B omega_AB k_B
         from_queries = omega.transpose(-1, -2) @ Q  # sum_C omega_CA q_C

@@ -147,39 +147,3 @@ class EnergyTransformer(nn.Module):
         for _ in range(steps):
             states.append(self(states[-1], alpha, method))
         return torch.stack(states)  # (S + 1, B, N, D)
-
-    def run_with_energy(
-        self, x0: Tokens, steps: int, alpha: float = 0.1
-    ) -> tuple[Float[Tensor, "S B N {self.dim}"], Float[Tensor, "S B"]]:
-        """:meth:`run` (closed form) and the energy of every state, in one pass.
-
-        The energy of a state reuses the normalised tokens, scores and overlaps of the
-        step from it, so the pair costs about one :meth:`run`, not a run and an
-        :meth:`energy` per state; each number is computed as they compute it.
-
-        Example:
-            >>> g = torch.Generator().manual_seed(0)
-            >>> block = EnergyTransformer(dim=8, num_memories=16, generator=g)
-            >>> x0 = torch.randn(2, 6, 8, generator=g)
-            >>> states, energies = block.run_with_energy(x0, steps=3)
-            >>> bool(torch.equal(states, block.run(x0, 3)))
-            True
-            >>> bool(torch.equal(energies, torch.stack([block.energy(x) for x in states])))
-            True
-        """
-        check_tokens("x0", x0)
-        check_int("steps", steps, min_value=0)
-        check_real("alpha", alpha, min_value=0.0, strict_min=True)
-        states, energies = [x0], []
-        for t in range(steps + 1):
-            g = self.norm(states[-1])  # (eq-et-layernorm)
-            K, Q, S = self.attention.scores(g)
-            h = g @ self.hopfield.xi.T  # (B, N, M)
-            # (eq-et-energy)
-            energies.append(self.attention.energy_of_scores(S)
-                            + self.hopfield.energy_of_overlaps(h))
-            if t < steps:  # (eq-et-step), as forward computes it
-                update = self.attention.update_of_scores(K, Q, S) \
-                    + self.hopfield.update_of_overlaps(h)
-                states.append(states[-1] - alpha * -update)
-        return torch.stack(states), torch.stack(energies)  # (S + 1, B, N, D), (S + 1, B)

@@ -93,10 +93,7 @@ class HopfieldNetwork(nn.Module):
     def energy(self, g: Tokens) -> Float[Tensor, " B"]:
         """The Hopfield energy of each configuration, eq. (eq-et-hopfield-energy)."""
         check_tokens("g", g)
-        return self.energy_of_overlaps(g @ self.xi.T)  # (B, N, M): xi_mu . g_A
-
-    def energy_of_overlaps(self, h: Float[Tensor, "B N M"]) -> Float[Tensor, " B"]:
-        """The energy from the overlaps ``h = g @ xi.T`` (to reuse them for the update)."""
+        h = g @ self.xi.T  # (B, N, M): xi_mu . g_A
         if self.kind == "softmax":
             return -lse(self.beta, h).sum(-1)  # (eq-et-hopfield-softmax)
         return -0.5 * F.relu(h).pow(2).sum((1, 2))  # (eq-et-hopfield-energy)
@@ -105,10 +102,7 @@ class HopfieldNetwork(nn.Module):
         """The update: minus the gradient of the energy, in closed form, eq.
         (eq-et-hopfield-update)."""
         check_tokens("g", g)
-        return self.update_of_overlaps(g @ self.xi.T)  # (B, N, M)
-
-    def update_of_overlaps(self, h: Float[Tensor, "B N M"]) -> Tokens:
-        """The update from the overlaps ``h = g @ xi.T``."""
+        h = g @ self.xi.T  # (B, N, M)
         if self.kind == "softmax":
             return torch.softmax(self.beta * h, dim=-1) @ self.xi  # (B, N, D)
         return F.relu(h) @ self.xi  # (eq-et-hopfield-update)  (B, N, D)

@@ -193,15 +193,6 @@ class MaskedEnergyTransformer(nn.Module):
         x0 = self.tokens(patches, visible)
         return self.block.run(x0, steps, self.config.alpha)  # (S + 1, B, N, D)
 
-    def run_with_energy(
-        self, patches: Patches, visible: Visible, steps: int
-    ) -> tuple[Float[Tensor, "S B {self.num_tokens} {self.dim}"], Float[Tensor, "S B"]]:
-        """:meth:`run` and the block's energy of every state, in one pass
-        (:meth:`EnergyTransformer.run_with_energy`)."""
-        check_int("steps", steps, min_value=0)
-        x0 = self.tokens(patches, visible)
-        return self.block.run_with_energy(x0, steps, self.config.alpha)
-
     def to_images(
         self, trajectory: Float[Tensor, "S B {self.num_tokens} {self.dim}"]
     ) -> Float[Tensor, "S B {self.image_size} {self.image_size}"]:

@@ -166,9 +166,10 @@ def bare_comparison_run(
     history = train_pseudo_likelihood(bare, train_spins, epochs=1, batch_size=32, lr=5.0,
                                       lam=5.0, clip=1.0, generator=generator,
                                       progress=False)
-    # the states and their energies, (T + 1, B, N, d) and (T + 1, B)
-    run, energies = bare.run_with_energy(x_masked, steps, key_mask=visible)
+    run = bare.run(x_masked, steps, key_mask=visible)  # (T + 1, B, N, d)
     images = torch.stack([embedding.decode(x) for x in run])  # (T + 1, B, H, W)
+    with torch.no_grad():
+        energies = torch.stack([bare.energy(x) for x in run])  # (T + 1, B)
     rise = energies.diff(dim=0)
     return BareRow(
         seed=seed,
