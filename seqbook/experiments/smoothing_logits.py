@@ -6,7 +6,7 @@ The chapter trains one transformer live, with label smoothing :math:`\epsilon = 
 its twin with :math:`\epsilon = 0` is trained here instead, with the chapter's task,
 configuration and code (:func:`smoothing_logit_histograms`), and only the histograms
 of its teacher-forced logits on the test tokens are kept (:func:`logit_histograms`,
-on the fixed bins :data:`GAP_EDGES` and :data:`LEFTOVER_EDGES`), in
+on the fixed bins ``GAP_EDGES`` and ``LEFTOVER_EDGES``), in
 ``seqbook/experiments/results/smoothing_logits.csv`` (:func:`load_smoothing_logits`).
 The twin's summary numbers (median gap, mean confidence, token accuracy, BLEU) over
 five seeds are in :mod:`seqbook.experiments.translation_study`. The table was made
@@ -67,8 +67,8 @@ def logit_histograms(
     confidence: torch.Tensor, gap: torch.Tensor
 ) -> dict[str, np.ndarray]:
     """The counts of :func:`~seqbook.experiments.translation.token_statistics`'
-    ``gap`` on :data:`GAP_EDGES` (clipped into their range) and of ``1 - confidence``
-    on :data:`LEFTOVER_EDGES`.
+    ``gap`` on ``GAP_EDGES`` (clipped into their range) and of ``1 - confidence``
+    on ``LEFTOVER_EDGES``.
 
     Example:
         >>> counts = logit_histograms(torch.tensor([0.9, 0.99]), torch.tensor([5., 30.]))
