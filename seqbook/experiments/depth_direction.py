@@ -18,9 +18,9 @@ at every step) on two tasks:
   (:func:`accuracy_as_generated`).
 
 Ten seeds of every row take longer than the chapter may run, so they are computed
-offline (:func:`depth_direction_grid`) into the table
+offline (``depth_direction_grid``) into the table
 ``seqbook/experiments/results/depth_direction.csv`` that the chapter loads
-(:func:`load_depth_direction_table`); the chapter reruns seed 0 of some rows live, with
+(``load_depth_direction_table``); the chapter reruns seed 0 of some rows live, with
 the same functions. The table was made with::
 
     python -m seqbook.experiments.depth_direction --threads 1

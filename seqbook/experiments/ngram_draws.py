@@ -3,17 +3,17 @@ chapter on sequences.
 
 The chapter counts add-:math:`k` n-gram models (:class:`~seqbook.language_model.NgramLM`)
 of the surnames' letters, each name followed by ``<eos>``, for the orders 1 to 5
-(:data:`ORDERS`). For each order the smoothing :math:`k` is chosen among 1, 0.1 and
-0.01 (:data:`KS`) by the perplexity on the validation names, and the chosen model is
+(``ORDERS``). For each order the smoothing :math:`k` is chosen among 1, 0.1 and
+0.01 (``KS``) by the perplexity on the validation names, and the chosen model is
 measured on the training, validation and test names; how often the context of each
-test character occurs in the training names is recorded too (:func:`context_counts`).
+test character occurs in the training names is recorded too (``context_counts``).
 :func:`ngram_draw` does this for one data set.
 
 Which names are drawn for the data set and how they are split is random (the ``seed``
 of :func:`~seqbook.data.surnames`), so the study is repeated on many draws
-(:func:`ngram_draw_grid`, seeds :data:`SEEDS`) into the table
+(``ngram_draw_grid``, seeds ``SEEDS``) into the table
 ``seqbook/experiments/results/ngram_draws.csv`` that the chapter loads
-(:func:`load_ngram_draw_table`); the chapter reruns its own data set, seed 0, live with
+(``load_ngram_draw_table``); the chapter reruns its own data set, seed 0, live with
 :func:`ngram_draw`. Counting and the perplexity's sums of logarithms run in Python's
 double precision on every machine, so the live rerun repeats the table's row of seed 0
 to the table's six significant digits anywhere. The table was made with::
@@ -97,7 +97,7 @@ def ngram_draw(data: Splits[Surname], seed: int = 0, orders: Sequence[int] = ORD
     Builds the character :class:`~seqbook.data.Vocab` on ``data.train``, encodes every
     name with ``<eos>`` appended, counts an :class:`~seqbook.language_model.NgramLM`
     of each order for each ``k`` of ``ks``, keeps the one with the lowest validation
-    perplexity and measures it on the three splits and by :func:`context_counts` on the
+    perplexity and measures it on the three splits and by ``context_counts`` on the
     test names. ``seed`` only labels the records (the seed ``data`` was drawn with).
 
     Example:
