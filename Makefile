@@ -51,8 +51,10 @@ notebooks: $(ENV)
 	$(PY) tools/colab_edition.py --write
 
 # The checks run side by side, all of them even when one fails, each with its output in
-# _build/logs/<check>.log. The longest chain, strict then html, goes first: unit and
-# colab-check run niced, on the CPU it leaves.
+# _build/logs/<check>.log. The longest chain goes first: the strict build executes the
+# chapters beside lint, unit and colab-check; nbval, the other execution of the book,
+# starts when those chapters are executed and fills the CPU that the strict build's
+# single-threaded Sphinx phase and the html checks leave (see check-nbval below).
 test:
 	@rm -rf $(LOGS) && mkdir -p $(LOGS)
 	@$(MAKE) -k -j8 --no-print-directory $(CHECKS:%=check-%); status=$$?; \
@@ -81,13 +83,19 @@ check-html: check-strict /usr/bin/chromium
 # the CPU time a check's processes used (bash's `times`: its children's user and system
 # time), the measure that adds up to the budget on a machine the checks share
 CPU_USED = CPU $$(tail -n 1 $(LOGS)/$*.cpu | tr ms '  ' | awk '{printf "%.0f s", 60 * ($$1 + $$3) + $$2 + $$4}')
+# Niceness alone did not order the checks: on a 2-core machine where every check started
+# at once, nbval at nice 15 and unit at nice 10 still ended with the strict build's
+# chapters (each took half the machine), and then Sphinx and the html checks ran alone on
+# one core for 220 s. So nbval waits for the strict build's chapters (the marker below).
 NICE_unit := nice -n 10
 NICE_colab-check := nice -n 10
-# strict, then html, is the longest chain: nbval yields to it and to the unit tests, so
-# that the strict build's single-threaded Sphinx phase and the html checks overlap
-# nbval's chapters instead of running alone on a half-idle machine at the end (at
-# nice 5, nbval still ended 125 s before the strict build, then html ran alone 170 s)
-NICE_nbval := nice -n 15
+NICE_nbval := nice -n 5
+STRICT_EXECUTED := $(LOGS)/strict.executed
+check-nbval: wait-for-strict-chapters
+.PHONY: wait-for-strict-chapters
+wait-for-strict-chapters:  # the marker, or the strict check's end (passed or failed)
+	@until [ -e $(STRICT_EXECUTED) ] || [ -e $(LOGS)/strict.cpu ] || [ -e $(LOGS)/strict.failed ]; \
+	do sleep 2; done
 
 lint: $(ENV)  ## ruff and mypy, configured in pyproject.toml
 	$(PY) -m ruff check .
@@ -107,6 +115,7 @@ nbval: $(ENV)
 strict: $(ENV)
 	rm -rf _build/.jupyter_cache _build/.doctrees _build/html _build/jupyter_execute
 	$(PRINTED) $(PY) tools/execution_cache.py
+	@if [ -d $(LOGS) ]; then touch $(STRICT_EXECUTED); fi  # make test's nbval may start
 	$(PRINTED) $(JB) build . --all -n -W --keep-going
 
 html: $(ENV) | /usr/bin/chromium  ## the built pages and the Colab edition, statically and in chromium

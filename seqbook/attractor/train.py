@@ -467,7 +467,8 @@ def train_bare(args: argparse.Namespace) -> Path:
             marks[epoch * per_epoch] = f"epoch {epoch}"
     marks[args.epochs * per_epoch] = f"epoch {args.epochs}"
     snapshots = sorted(s for s in marks if s <= args.epochs * per_epoch)
-    long_steps = 400 if not args.smoke else 5
+    # a smoke run tests the pipeline, not the numbers: fewer images, shorter long runs
+    long_steps, num_images = (400, 32) if not args.smoke else (5, 4)
     tables: dict[str, list[torch.Tensor]] = {}
     step_losses, seconds = [], []
     final = None
@@ -487,7 +488,7 @@ def train_bare(args: argparse.Namespace) -> Path:
             full = step in (32, snapshots[-1]) and not args.per_block
             wanted = BARE_VARIANTS if full else BARE_VARIANTS[:2]
             result = measure_bare(model, embedding, mean_digit, hebbian, args.steps, args.eval_sets,
-                                  wanted, long_steps=long_steps)
+                                  wanted, num_images=num_images, long_steps=long_steps)
             if len(wanted) < len(BARE_VARIANTS):  # pad the variants not measured
                 pad = torch.full(
                     (len(BARE_VARIANTS) - len(wanted), *result["curves"].shape[1:]), float("nan")
