@@ -14,7 +14,7 @@ their losses with the checkpoint's. The checkpoint was made with::
 
     python -m seqbook.experiments.french_translator --threads 1
 
-(about 5 seconds of CPU time on one core). ``--smoke`` trains a tiny model on a tiny
+(about 8 seconds of CPU time on one core). ``--smoke`` trains a tiny model on a tiny
 task, as a test that the script works; without ``--out`` it never writes over the
 committed file.
 """
