@@ -4,7 +4,11 @@ live first steps are the training's."""
 import torch
 
 from seqbook.experiments.french_translator import (
-    CONFIG, first_steps, french_task, load_french_translator, main,
+    CONFIG,
+    first_steps,
+    french_task,
+    load_french_translator,
+    main,
 )
 from seqbook.provenance import read_provenance
 from seqbook.seq2seq import TranslatorConfig

@@ -35,8 +35,12 @@ import torch
 from seqbook.experiments.results import RESULTS_DIR
 from seqbook.provenance import record
 from seqbook.seq2seq import (
-    EncoderDecoder, TranslationTask, TranslatorConfig, build_translator,
-    number_translation_task, train_translator,
+    EncoderDecoder,
+    TranslationTask,
+    TranslatorConfig,
+    build_translator,
+    number_translation_task,
+    train_translator,
 )
 from seqbook.train import fit
 from seqbook.utils import SEED_SHIFT_VARIABLE, seed_shift
