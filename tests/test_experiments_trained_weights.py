@@ -4,12 +4,14 @@ import dataclasses
 
 import pytest
 
+from seqbook.experiments import load_value_stream_table
 from seqbook.experiments.trained_weights import (
     GRU_LM_SEEDS,
     STREAM_SEED_0,
     load_gru_lms,
     load_value_stream_models,
     main,
+    stream_errors,
 )
 from seqbook.language_model import char_corpus
 from seqbook.provenance import read_provenance
@@ -33,3 +35,12 @@ def test_the_script_refuses_a_seed_shift(tmp_path, monkeypatch):
     monkeypatch.setenv("SEQBOOK_SEED_SHIFT", "1")
     with pytest.raises(SystemExit):
         main(["--smoke", "--out", str(tmp_path / "weights.pt")])
+
+
+def test_the_committed_value_stream_weights_give_the_tables_seed_0(monkeypatch):
+    monkeypatch.delenv("SEQBOOK_SEED_SHIFT", raising=False)
+    rows = {row.label: row for row in load_value_stream_table() if row.seed == 0}
+    for label, model in load_value_stream_models().items():
+        errors = stream_errors(model)
+        assert errors.rmse_long == pytest.approx(rows[label].rmse_long, rel=1e-4)
+        assert errors.rmse_episodes == pytest.approx(rows[label].rmse_episodes, rel=1e-4)

@@ -26,13 +26,21 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
+from seqbook.experiments._common import one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.experiments.lm_checkpoints import text_digest
 from seqbook.experiments.results import RESULTS_DIR
-from seqbook.experiments.value_stream import StepRegressor, ValueStreamTask, value_stream_run
+from seqbook.experiments.value_stream import (
+    EVAL_SEED,
+    StepRegressor,
+    ValueStreamTask,
+    rmse,
+    value_stream_run,
+)
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss
 from seqbook.language_model.recurrent import RecurrentLM
@@ -40,8 +48,8 @@ from seqbook.provenance import record
 from seqbook.train import fit
 from seqbook.utils import SEED_SHIFT_VARIABLE, seed_everything, seed_shift, seeded_generator
 
-__all__ = ["GRU_LM_SEEDS", "RESULTS", "STREAM_SEED_0", "load_gru_lms",
-           "load_value_stream_models", "main", "train_gru_lm"]
+__all__ = ["GRU_LM_SEEDS", "RESULTS", "STREAM_SEED_0", "StreamErrors", "load_gru_lms",
+           "load_value_stream_models", "main", "stream_errors", "train_gru_lm"]
 
 #: The committed file.
 RESULTS = RESULTS_DIR / "trained_weights.pt"
@@ -71,6 +79,25 @@ def train_gru_lm(corpus: CharCorpus, seed: int, epochs: int = GRU_LM_EPOCHS) -> 
 def _stream_model(spec: LayerSpec, hidden_size: int = 32) -> StepRegressor:
     return StepRegressor(recurrent_layer(spec, ValueStreamTask().input_size, hidden_size),
                          hidden_size)
+
+
+class StreamErrors(NamedTuple):
+    """The three errors of :func:`~seqbook.experiments.value_stream_run`."""
+
+    rmse_episodes: float  # one episode per stream, from a reset state
+    rmse_train_length: float  # continual streams of the training length
+    rmse_long: float  # continual streams of long_length steps
+
+
+def stream_errors(model: StepRegressor, train_length: int = 120, long_length: int = 2400,
+                  eval_size: int = 50) -> StreamErrors:
+    """A trained value-stream network's errors, measured as
+    :func:`~seqbook.experiments.value_stream_run` measures them (the same streams)."""
+    task = ValueStreamTask(train_length)
+    episodes = ValueStreamTask(task.max_gap + 1, continual=False)
+    with one_thread():
+        return StreamErrors(*(rmse(model, *problem(eval_size, seeded_generator(EVAL_SEED)))
+                              for problem in (episodes, task, ValueStreamTask(long_length))))
 
 
 def load_value_stream_models(path: str | Path = RESULTS) -> dict[str, StepRegressor]:
