@@ -14,7 +14,7 @@ measures how much of the gradient at the last state reaches the first
 Twenty seeds of every row take longer than the chapter may run, so they are computed
 offline (:func:`vanishing_lag_grid`) into the table
 ``seqbook/experiments/results/vanishing_lag.csv`` that the chapter loads
-(:func:`load_vanishing_lag_table`); the chapter reruns seed 0 of every row live, with
+(:func:`load_vanishing_lag_table`); the chapter reruns seed 0 of some rows live, with
 the same :func:`train_long_lag`. The table was made with::
 
     python -m seqbook.experiments.vanishing_lag --threads 1
