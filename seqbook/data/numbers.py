@@ -9,7 +9,6 @@ test number is ever seen in training.
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import NamedTuple
 
@@ -53,12 +52,6 @@ def _check_counts(max_number: int, num_valid: int, num_test: int, seed: int) -> 
 def spell_number(number: int, lang: str = "en") -> str:
     """Spell ``number`` in words, e.g. ``spell_number(34, "de") == "vierunddreißig"``."""
     check_int("number", number, min_value=0), check_choice("lang", lang, LANGUAGES)
-    return _spelled(number, lang)
-
-
-@functools.lru_cache(maxsize=None)
-def _spelled(number: int, lang: str) -> str:
-    """num2words, once per number and language (a task spells its numbers again)."""
     return num2words(number, lang=lang)
 
 
