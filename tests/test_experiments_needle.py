@@ -106,3 +106,13 @@ def test_a_run_returns_its_models_and_test_sets():
     assert [row.accuracy for row in rows] == [
         ((models[1, p](tests[1][0]) > 0).float() == tests[1][1]).float().mean().item()
         for p in POOLINGS]
+
+
+def test_a_skipped_classifier_leaves_the_others_runs_unchanged():
+    options = dict(needle_counts=[1, 16], epochs=1, num_train=50, num_test=20)
+    rows, _, _ = needle_run(0, **options)
+    kept, models, _ = needle_run(0, skip=[(1, "LSTM")], **options)
+    assert (1, "LSTM") not in models and len(kept) == len(rows) - 1
+    assert [(r.needles, r.pooling, r.accuracy) for r in kept] == [
+        (r.needles, r.pooling, r.accuracy) for r in rows
+        if (r.needles, r.pooling) != (1, "LSTM")]

@@ -33,7 +33,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,12 +221,14 @@ def needle_run(
     epochs: int = EPOCHS,
     num_train: int = 700,
     num_test: int = 1000,
+    skip: Collection[tuple[int, str]] = (),
 ) -> tuple[list[NeedleRecord], dict, dict]:
     """Train the three classifiers of every needle count from ``seed``, on one thread.
 
     The seed draws the motif and the bags (:func:`~seqbook.utils.seeded_generator` of
     ``100 + seed``), the initial weights and batches (``seed``) and the permutation of
-    the instances (``200 + seed``).
+    the instances (``200 + seed``). The ``(k, pooling)`` pairs in ``skip`` are not
+    trained; the others are the same runs as without ``skip``.
 
     Returns:
         The records (one per needle count and pooling), the models by
@@ -247,6 +249,8 @@ def needle_run(
             test_sets[k] = bags, y, needles = make_bags(num_test, k, motif, data)
             order = torch.randperm(T, generator=shuffle)
             for pooling in POOLINGS:
+                if (k, pooling) in skip:
+                    continue
                 start = time.process_time()
                 model = train_bag_classifier(pooling, train_bags, train_y, seed, epochs)
                 seconds = time.process_time() - start
