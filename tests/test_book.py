@@ -133,6 +133,14 @@ def test_the_ledger_covers_every_claim_and_every_claim_held_with_its_margin():
                                                          ledger["chapters"].items()})
     page = (BOOK / "claims.md").read_text(encoding="utf-8")
     assert page == claims_ledger.page(ledger), "run `python tools/claims_ledger.py --page`"
+    # the page links each claim to its quote: the chapter's, not the one of the trial
+    quotes = {(c.stem, _statement(call)): next(k.value.value for k in call.keywords
+                                               if k.arg == "quote")
+              for c in CHAPTERS for call in _claim_calls(c) if _statement(call)}
+    stale = [f"{r['chapter']}: {r['statement']}: {r['quote']!r}, now {quotes[key]!r}"
+             for r in ledger["claims"]
+             if (key := (r["chapter"], r["statement"])) in quotes and r["quote"] != quotes[key]]
+    assert not stale, "the ledger quotes words the chapter no longer has:\n" + "\n".join(stale)
 
 
 def _cell_trees(chapter):
