@@ -91,10 +91,6 @@ NICE_unit := nice -n 10
 NICE_colab-check := nice -n 10
 NICE_nbval := nice -n 5
 STRICT_EXECUTED := $(LOGS)/strict.executed
-# nbval and the html checks share the machine with Sphinx at the end; neither keeps its
-# workers busy all the time (kernels start, the browser waits for its pages), so each
-# runs one worker more than the CPUs (with two each, the last 330 s used 1.6 of 2 cores)
-BUSY_WORKERS := $(shell echo $$(( $$(nproc) + 1 )))
 check-nbval: wait-for-strict-chapters
 .PHONY: wait-for-strict-chapters
 wait-for-strict-chapters:  # the marker, or the strict check's end (passed or failed)
@@ -113,7 +109,7 @@ unit: $(ENV)  ## the package's tests and the book-level checks (notebooks/ in sy
 # the plotting code runs, but no figure is drawn).
 nbval: $(ENV)
 	SEQBOOK_SEED_SHIFT=1 SEQBOOK_CLAIMS=strict SEQBOOK_FIGURE_CHECKS=0 SEQBOOK_DRAW_FIGURES=0 \
-	  $(PY) -m pytest -n $(BUSY_WORKERS) --dist loadfile --nbval-lax notebooks/
+	  $(PY) -m pytest -n auto --dist loadfile --nbval-lax notebooks/
 
 # The book as printed, from scratch, with no warning (references, citations, glue).
 strict: $(ENV)
@@ -123,7 +119,7 @@ strict: $(ENV)
 	$(PRINTED) $(JB) build . --all -n -W --keep-going
 
 html: $(ENV) | /usr/bin/chromium  ## the built pages and the Colab edition, statically and in chromium
-	$(PY) -m pytest -n $(BUSY_WORKERS) -m built_html tests/test_browser.py tests/test_built_html.py \
+	$(PY) -m pytest -n auto -m built_html tests/test_browser.py tests/test_built_html.py \
 	  tests/test_colab_rendered.py
 
 # Chapters as in Colab: a bare environment, where the first cell installs seqbook
