@@ -86,10 +86,12 @@ CPU_USED = CPU $$(tail -n 1 $(LOGS)/$*.cpu | tr ms '  ' | awk '{printf "%.0f s",
 # Niceness alone did not order the checks: on a 2-core machine where every check started
 # at once, nbval at nice 15 and unit at nice 10 still ended with the strict build's
 # chapters (each took half the machine), and then Sphinx and the html checks ran alone on
-# one core for 220 s. So nbval waits for the strict build's chapters (the marker below).
+# one core for 220 s. So nbval waits for the strict build's chapters (the marker below),
+# then runs at the lowest priority beside the strict build's Sphinx phase and html checks,
+# which end the run (what little niceness gives goes to them).
 NICE_unit := nice -n 10
 NICE_colab-check := nice -n 10
-NICE_nbval := nice -n 5
+NICE_nbval := nice -n 19
 STRICT_EXECUTED := $(LOGS)/strict.executed
 check-nbval: wait-for-strict-chapters
 .PHONY: wait-for-strict-chapters
