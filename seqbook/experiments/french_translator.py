@@ -21,9 +21,7 @@ committed file.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import tempfile
 import time
 from collections.abc import Sequence
 from itertools import islice
@@ -32,7 +30,7 @@ from typing import Any
 
 import torch
 
-from seqbook.experiments.results import RESULTS_DIR
+from seqbook.experiments.results import RESULTS_DIR, _checkpoint_options
 from seqbook.provenance import record
 from seqbook.seq2seq import (
     EncoderDecoder,
@@ -43,7 +41,6 @@ from seqbook.seq2seq import (
     train_translator,
 )
 from seqbook.train import fit
-from seqbook.utils import SEED_SHIFT_VARIABLE, seed_shift
 
 __all__ = ["CONFIG", "RESULTS", "first_steps", "french_task", "load_french_translator",
            "main"]
@@ -87,18 +84,9 @@ def load_french_translator(task: TranslationTask, path: str | Path = RESULTS
 
 def main(argv: Sequence[str] | None = None) -> Path:
     """Train the model and write the checkpoint; returns its path."""
-    parser = argparse.ArgumentParser(prog="python -m seqbook.experiments.french_translator",
-                                     description="The seq2seq chapter's French model.")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true", help="a tiny task and model, a test")
-    args = parser.parse_args(argv)
-    if seed_shift():
-        parser.error(f"the checkpoint is the printed run's: unset {SEED_SHIFT_VARIABLE}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.smoke and args.out == RESULTS:
-        args.out = Path(tempfile.gettempdir()) / "seqbook_french_translator_smoke.pt"
+    args = _checkpoint_options(argv, "seqbook.experiments.french_translator",
+                               "The seq2seq chapter's French model.", RESULTS,
+                               "a tiny task and model, a test")
     config = CONFIG
     if args.smoke:
         task = french_task(num_train=64, max_number=999, num_eval=8)

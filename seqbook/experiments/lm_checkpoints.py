@@ -25,9 +25,7 @@ that the script works; without ``--out`` it never writes over the committed file
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,14 +34,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbook.experiments.results import RESULTS_DIR
+from seqbook.experiments.results import RESULTS_DIR, _checkpoint_options
 from seqbook.language_model.data import CharCorpus, char_corpus, random_windows
 from seqbook.language_model.evaluate import lm_loss
 from seqbook.language_model.model import TransformerLM
 from seqbook.language_model.recurrent import RecurrentLM
 from seqbook.provenance import record
 from seqbook.train import fit
-from seqbook.utils import SEED_SHIFT_VARIABLE, seed_everything, seed_shift, seeded_generator
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = ["RECIPE", "RESULTS", "build_pair", "load_lm_checkpoints", "main", "text_digest",
            "train_pair"]
@@ -113,18 +111,9 @@ def load_lm_checkpoints(corpus: CharCorpus, path: str | Path = RESULTS
 
 def main(argv: Sequence[str] | None = None) -> Path:
     """Train both models and write the checkpoint; returns its path."""
-    parser = argparse.ArgumentParser(prog="python -m seqbook.experiments.lm_checkpoints",
-                                     description="The language-model chapter's trained models.")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true", help="20 steps each, a test")
-    args = parser.parse_args(argv)
-    if seed_shift():
-        parser.error(f"the checkpoint is the printed run's: unset {SEED_SHIFT_VARIABLE}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.smoke and args.out == RESULTS:
-        args.out = Path(tempfile.gettempdir()) / "seqbook_lm_checkpoints_smoke.pt"
+    args = _checkpoint_options(argv, "seqbook.experiments.lm_checkpoints",
+                               "The language-model chapter's trained models.", RESULTS,
+                               "20 steps each, a test")
     corpus = char_corpus()
     models = build_pair(corpus.vocab_size)
     steps = {name: STEPS_PER_EPOCH for name in RECIPE} if args.smoke else None

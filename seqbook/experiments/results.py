@@ -12,6 +12,7 @@ import argparse
 import csv
 import dataclasses
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 import torch
 
 from seqbook.provenance import record
-from seqbook.utils import seed_shift
+from seqbook.utils import SEED_SHIFT_VARIABLE, seed_shift
 
 __all__ = ["RESULTS_DIR", "save_table", "load_table"]
 
@@ -106,6 +107,26 @@ def _table_options(
     if seed_shift() != 0:
         parser.error("run without SEQBOOK_SEED_SHIFT (the table's seeds are unshifted)")
     torch.set_num_threads(args.threads)
+    return args
+
+
+def _checkpoint_options(argv: Sequence[str] | None, prog: str, description: str,
+                        out: Path, smoke_help: str) -> argparse.Namespace:
+    """The options of a script that writes trained weights (``--threads``, ``--out``,
+    ``--smoke``), parsed; the thread count set where given; a shifted seed refused (the
+    file holds the printed run's models); a smoke run written to the temporary folder
+    unless ``--out`` says otherwise."""
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=description)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--smoke", action="store_true", help=smoke_help)
+    args = parser.parse_args(argv)
+    if seed_shift():
+        parser.error(f"the file holds the printed run's models: unset {SEED_SHIFT_VARIABLE}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.smoke and args.out == out:
+        args.out = Path(tempfile.gettempdir()) / f"seqbook_{prog.rsplit('.', 1)[-1]}_smoke.pt"
     return args
 
 

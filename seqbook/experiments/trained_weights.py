@@ -21,8 +21,6 @@ that the script works; without ``--out`` it never writes over the committed file
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +31,7 @@ import torch
 from seqbook.experiments._common import one_thread
 from seqbook.experiments.layers import LayerSpec, recurrent_layer
 from seqbook.experiments.lm_checkpoints import text_digest
-from seqbook.experiments.results import RESULTS_DIR
+from seqbook.experiments.results import RESULTS_DIR, _checkpoint_options
 from seqbook.experiments.value_stream import (
     EVAL_SEED,
     StepRegressor,
@@ -46,7 +44,7 @@ from seqbook.language_model.evaluate import lm_loss
 from seqbook.language_model.recurrent import RecurrentLM
 from seqbook.provenance import record
 from seqbook.train import fit
-from seqbook.utils import SEED_SHIFT_VARIABLE, seed_everything, seed_shift, seeded_generator
+from seqbook.utils import seed_everything, seeded_generator
 
 __all__ = ["GRU_LM_SEEDS", "RESULTS", "STREAM_SEED_0", "StreamErrors", "load_gru_lms",
            "load_value_stream_models", "main", "stream_errors", "train_gru_lm"]
@@ -135,19 +133,10 @@ def load_gru_lms(corpus: CharCorpus, path: str | Path = RESULTS
 
 def main(argv: Sequence[str] | None = None) -> Path:
     """Train the networks and write the file; returns its path."""
-    parser = argparse.ArgumentParser(prog="python -m seqbook.experiments.trained_weights",
-                                     description="Networks the LSTM and GRU chapters load.")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--smoke", action="store_true", help="a few steps each, a test")
-    args = parser.parse_args(argv)
-    if seed_shift():
-        parser.error(f"the weights are the printed run's: unset {SEED_SHIFT_VARIABLE}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = _checkpoint_options(argv, "seqbook.experiments.trained_weights",
+                               "Networks the LSTM and GRU chapters load.", RESULTS,
+                               "a few steps each, a test")
     torch.set_flush_denormal(True)  # as the table's runs
-    if args.smoke and args.out == RESULTS:
-        args.out = Path(tempfile.gettempdir()) / "seqbook_trained_weights_smoke.pt"
     start = time.process_time()
     options = dict(steps=2, train_length=30, long_length=60, eval_size=4) if args.smoke else {}
     streams = {}
