@@ -115,11 +115,13 @@ def test_the_note_links_to_the_ledger_page_of_the_published_book():
     assert claims.LEDGER_PAGE == config()["html"]["baseurl"] + "book/claims.html"
 
 
-FORCED = "gated_q[:, 3].mean() / open_q[:, 3].mean(), below=0.5"  # a claim of the xlstm chapter
+# an early claim of a quick chapter: the run up to it costs a second or two
+FORCED = 'errors["Euler"], above=0.05'
+IMPOSSIBLE = FORCED.replace("0.05", "1e9")
 
 
-def _run_xlstm_with_a_failing_claim(mode: str):
-    """The xlstm chapter's twin, with one claim's bound made impossible, executed up to
+def _run_ssm_with_a_failing_claim(mode: str):
+    """The ssm chapter's twin, with one claim's bound made impossible, executed up to
     the first code cell after that claim's (enough to show that a run goes on past it;
     the rest of the chapter would only add its own time)."""
     import nbclient
@@ -127,10 +129,10 @@ def _run_xlstm_with_a_failing_claim(mode: str):
 
     from book_files import NOTEBOOKS, ROOT
 
-    nb = nbformat.read(NOTEBOOKS / "xlstm.ipynb", as_version=4)
+    nb = nbformat.read(NOTEBOOKS / "ssm.ipynb", as_version=4)
     cells = [cell for cell in nb.cells if FORCED in cell.source]
     assert len(cells) == 1, "the forced claim is no longer in the chapter: pick another"
-    cells[0].source = cells[0].source.replace(FORCED, FORCED.replace("0.5", "0.0"))
+    cells[0].source = cells[0].source.replace(FORCED, IMPOSSIBLE)
     at = nb.cells.index(cells[0])
     after = next(i for i in range(at + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
     nb.cells = nb.cells[:after + 1]
@@ -146,9 +148,9 @@ def _run_xlstm_with_a_failing_claim(mode: str):
 
 @pytest.mark.slow
 def test_a_readers_run_shows_the_note_and_runs_to_the_end():
-    nb, cell = _run_xlstm_with_a_failing_claim("reader")
+    nb, cell = _run_ssm_with_a_failing_claim("reader")
     notes = [o["data"]["text/markdown"] for o in cell.outputs if "data" in o]
-    assert any("does not confirm a claim" in note and "halves the mean error" in note
+    assert any("does not confirm a claim" in note and "Euler at a step of 0.2" in note
                for note in notes), cell.outputs
     last = [c for c in nb.cells if c.cell_type == "code"][-1]  # the cell after the claim's
     assert last.get("execution_count"), "the run stopped at the claim"
@@ -161,8 +163,8 @@ def test_a_strict_run_stops_on_the_same_claim_and_names_it():
     import nbclient
 
     with pytest.raises(nbclient.exceptions.CellExecutionError) as stopped:
-        _run_xlstm_with_a_failing_claim("strict")
+        _run_ssm_with_a_failing_claim("strict")
     message = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))  # without the colours
-    assert re.search(r"ClaimError: claim 'a forget gate of 0\.95 halves the mean error on the "
-                     r"last pairs' does not hold here: 0\.\d+, expected < 0",
+    assert re.search(r"ClaimError: claim 'Euler at a step of 0\.2 is off the oscillator by more "
+                     r"than 0\.05' does not hold here: [0-9.]+, expected > 1e\+09",
                      message), message[-500:]
