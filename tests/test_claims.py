@@ -120,10 +120,14 @@ FORCED = 'errors["Euler"], above=0.05'
 IMPOSSIBLE = FORCED.replace("0.05", "1e9")
 
 
-def _run_ssm_with_a_failing_claim(mode: str):
-    """The ssm chapter's twin, with one claim's bound made impossible, executed up to
-    the first code cell after that claim's (enough to show that a run goes on past it;
-    the rest of the chapter would only add its own time)."""
+@pytest.mark.slow
+def test_a_strict_run_stops_on_a_claim_that_fails_and_a_readers_run_goes_on():
+    """The ssm chapter's twin, with one claim's bound made impossible, in one kernel
+    (each costs seconds to start): started in strict mode, as make test runs the book,
+    the run stops on the claim and names it; switched to a reader's mode (the mode is
+    read at every claim), the same cell shows the note and the run goes on past it."""
+    import re
+
     import nbclient
     import nbformat
 
@@ -132,39 +136,32 @@ def _run_ssm_with_a_failing_claim(mode: str):
     nb = nbformat.read(NOTEBOOKS / "ssm.ipynb", as_version=4)
     cells = [cell for cell in nb.cells if FORCED in cell.source]
     assert len(cells) == 1, "the forced claim is no longer in the chapter: pick another"
-    cells[0].source = cells[0].source.replace(FORCED, IMPOSSIBLE)
-    at = nb.cells.index(cells[0])
+    forced = cells[0]
+    forced.source = forced.source.replace(FORCED, IMPOSSIBLE)
+    at = nb.cells.index(forced)
     after = next(i for i in range(at + 1, len(nb.cells)) if nb.cells[i].cell_type == "code")
-    nb.cells = nb.cells[:after + 1]
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(ROOT)}})
-    env = {claims.MODE_VARIABLE: mode, "SEQBOOK_SEED_SHIFT": "0", "TQDM_DISABLE": "1"}
+    env = {claims.MODE_VARIABLE: "strict", "SEQBOOK_SEED_SHIFT": "0", "TQDM_DISABLE": "1"}
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)
-        client.execute()
-    return nb, cells[0]
-
-
-@pytest.mark.slow
-def test_a_readers_run_shows_the_note_and_runs_to_the_end():
-    nb, cell = _run_ssm_with_a_failing_claim("reader")
-    notes = [o["data"]["text/markdown"] for o in cell.outputs if "data" in o]
+        with client.setup_kernel():
+            with pytest.raises(nbclient.exceptions.CellExecutionError) as stopped:
+                for index in range(at + 1):
+                    client.execute_cell(nb.cells[index], index)
+            message = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))  # no colours
+            assert re.search(r"ClaimError: claim 'Euler at a step of 0\.2 is off the "
+                             r"oscillator by more than 0\.05' does not hold here: [0-9.]+, "
+                             r"expected > 1e\+09", message), message[-500:]
+            switch = nbformat.v4.new_code_cell(
+                f"import os\nos.environ[{claims.MODE_VARIABLE!r}] = 'reader'")
+            nb.cells.append(switch)  # (nbclient writes a cell's outputs by its index)
+            client.execute_cell(switch, len(nb.cells) - 1)
+            forced.outputs = []
+            for index in range(at, after + 1):  # the claim's cell and the next one
+                client.execute_cell(nb.cells[index], index)
+    notes = [o["data"]["text/markdown"] for o in forced.outputs if "data" in o]
     assert any("does not confirm a claim" in note and "Euler at a step of 0.2" in note
-               for note in notes), cell.outputs
-    last = [c for c in nb.cells if c.cell_type == "code"][-1]  # the cell after the claim's
-    assert last.get("execution_count"), "the run stopped at the claim"
-
-
-@pytest.mark.slow
-def test_a_strict_run_stops_on_the_same_claim_and_names_it():
-    import re
-
-    import nbclient
-
-    with pytest.raises(nbclient.exceptions.CellExecutionError) as stopped:
-        _run_ssm_with_a_failing_claim("strict")
-    message = re.sub(r"\x1b\[[0-9;]*m", "", str(stopped.value))  # without the colours
-    assert re.search(r"ClaimError: claim 'Euler at a step of 0\.2 is off the oscillator by more "
-                     r"than 0\.05' does not hold here: [0-9.]+, expected > 1e\+09",
-                     message), message[-500:]
+               for note in notes), forced.outputs
+    assert nb.cells[after].get("execution_count"), "the reader's run stopped at the claim"
