@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 
@@ -143,11 +144,13 @@ def test_the_ledger_covers_every_claim_and_every_claim_held_with_its_margin():
     assert not stale, "the ledger quotes words the chapter no longer has:\n" + "\n".join(stale)
 
 
-def _cell_trees(chapter):
+@functools.cache  # read by several tests, each over every chapter
+def _cell_trees(chapter) -> tuple[ast.Module, ...]:
     # IPython's magics (%pip) become the Python that IPython itself runs
     from IPython.core.inputtransformer2 import TransformerManager
 
-    return [ast.parse(TransformerManager().transform_cell(cell)) for cell in code_cells(chapter)]
+    return tuple(ast.parse(TransformerManager().transform_cell(cell))
+                 for cell in code_cells(chapter))
 
 
 def _claim_calls(chapter) -> list[ast.Call]:
