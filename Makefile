@@ -112,10 +112,12 @@ unit: $(ENV)  ## the package's tests and the book-level checks (notebooks/ in sy
 
 # Every chapter as a reader runs it, with other seeds; a claim that does not hold fails
 # (the figures are drawn and checked in the strict build, whose stderr fails it: here
-# the plotting code runs, but no figure is drawn).
+# the plotting code runs, but no figure is drawn). The longest chapters go first, by the
+# strict build's times where it has run, so that the workers end together.
 nbval: $(ENV)
 	SEQBOOK_SEED_SHIFT=1 SEQBOOK_CLAIMS=strict SEQBOOK_FIGURE_CHECKS=0 SEQBOOK_DRAW_FIGURES=0 \
-	  $(PY) -m pytest -n auto --dist loadfile --nbval-lax notebooks/
+	  $(PY) -m pytest -n auto --dist loadfile --nbval-lax \
+	  $$($(PY) tools/execution_cache.py --longest-first notebooks)
 
 # The book as printed, from scratch, with no warning (references, citations, glue).
 strict: $(ENV)

@@ -81,3 +81,13 @@ def test_every_chapter_of_the_book_has_a_key():
         files = ec.dependency_files(path)
         assert ec.ROOT / "requirements.txt" in files
         assert ec.ROOT / "seqbook" / "__init__.py" in files, f"{path.stem} imports no seqbook"
+
+
+def test_nbval_takes_the_longest_chapters_first():
+    names = [chapter.stem for chapter in ec.chapters()]
+    seconds = {name: float(i) for i, name in enumerate(names)}  # the last is the longest
+    del seconds[names[0]]  # a chapter with no time: first, it may be the longest
+    order = ec.longest_first("notebooks", seconds)
+    assert order[0] == f"notebooks/{names[0]}.ipynb"
+    assert order[1:] == [f"notebooks/{name}.ipynb" for name in reversed(names[1:])]
+    assert ec.longest_first("notebooks", {}) == ["notebooks"]  # no cache: the folder

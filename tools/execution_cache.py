@@ -15,6 +15,11 @@ so that myst-nb then finds every chapter in the cache. A chapter that fails is n
 cached: the build executes it again and reports its error.
 
     python tools/execution_cache.py            # what make book runs
+    python tools/execution_cache.py --longest-first notebooks
+
+The second form prints the chapters' twins in notebooks/, the longest to execute first
+by the times this cache recorded (make test's nbval takes them in that order, so that
+its workers end together instead of one running the last long chapter alone).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import re
 import sys
 from pathlib import Path
@@ -155,7 +161,31 @@ def dependency_key(chapter: Path, root: Path = ROOT) -> str:
     return digest.hexdigest()
 
 
+def recorded_seconds() -> dict[str, float]:
+    """Each chapter's execution time as this cache recorded it (empty: no cache)."""
+    if not (CACHE / "global.db").exists():
+        return {}
+    from jupyter_cache import get_cache
+
+    return {Path(record.uri).stem: record.data["execution_seconds"]
+            for record in get_cache(str(CACHE)).list_cache_records()
+            if "execution_seconds" in record.data}
+
+
+def longest_first(folder: str, seconds: dict[str, float]) -> list[str]:
+    """The twins ``folder/<chapter>.ipynb`` by decreasing ``seconds`` (the chapters
+    without a time first); the folder itself when no time is known."""
+    if not seconds:
+        return [folder]
+    order = sorted(chapters(), key=lambda chapter: -seconds.get(chapter.stem, math.inf))
+    return [f"{folder}/{chapter.stem}.ipynb" for chapter in order]
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--longest-first"]:
+        folder = sys.argv[2] if len(sys.argv) > 2 else "notebooks"
+        print(" ".join(longest_first(folder, recorded_seconds())))
+        return 0
     import yaml
     from jupyter_cache import get_cache
     from jupyter_cache.executors import load_executor
